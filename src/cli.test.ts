@@ -1,0 +1,174 @@
+import { describe, expect, test } from "bun:test";
+import pkg from "../package.json" with { type: "json" };
+import { flagTable } from "../scripts/flag-table.ts";
+import { ConfigError, OPTIONS, parseCommandLine, UsageError, usageText, VERSION, type Command } from "./cli.ts";
+import type { LoadDeps } from "./config/load.ts";
+
+const YAML = `
+hostname: 0.0.0.0
+port: 8000
+backend: pytorch
+context_servers: { num_instances: 1, urls: ["localhost:8001"] }
+generation_servers: { num_instances: 1, urls: ["localhost:8003"] }
+`;
+
+const DEPS: LoadDeps = {
+  readFile: (path) => {
+    if (path === "disagg.yaml") return YAML;
+    if (path === "bad.yaml") return "port: abc";
+    throw new Error(`ENOENT: no such file or directory, open '${path}'`);
+  },
+  env: {},
+  defaultNodeId: () => 3,
+};
+
+const WORKERS = ["--context", "c:1", "--generation", "g:1"];
+
+function parse(...argv: string[]): Command {
+  return parseCommandLine(argv, DEPS);
+}
+
+function serve(...argv: string[]): Extract<Command, { kind: "serve" }> {
+  const command = parse(...argv);
+  if (command.kind !== "serve") throw new Error(`expected serve, got ${command.kind}`);
+  return command;
+}
+
+function usageErrorOf(...argv: string[]): UsageError {
+  try {
+    parse(...argv);
+  } catch (error) {
+    if (error instanceof UsageError) return error;
+    throw error;
+  }
+  throw new Error("expected a UsageError");
+}
+
+describe("usage text and flag table", () => {
+  test("the usage text mentions every option of the table", () => {
+    const text = usageText(VERSION);
+    for (const spec of OPTIONS) {
+      expect(text).toContain(`--${spec.name}`);
+      if ("short" in spec) expect(text).toContain(`-${spec.short}, --${spec.name}`);
+    }
+  });
+
+  test("each command's help page mentions each of its options", () => {
+    for (const command of ["serve", "worker", "demo"] as const) {
+      const help = parse(command, "--help");
+      expect(help.kind).toBe("help");
+      const text = help.kind === "help" ? help.text : "";
+      for (const spec of OPTIONS.filter((o) => o.section === command || o.section === "global")) {
+        expect(text).toContain(`--${spec.name}`);
+      }
+    }
+  });
+
+  test("the README flag table lists every option", () => {
+    const table = flagTable();
+    for (const spec of OPTIONS) expect(table).toContain(`--${spec.name}`);
+  });
+});
+
+describe("commands", () => {
+  test("bare flags mean serve; --help alone is the overview", () => {
+    expect(serve(...WORKERS).config.contextServers).toEqual(["http://c:1"]);
+    expect(parse("--help")).toEqual({ kind: "help", text: usageText(VERSION) });
+    expect(parse("-h")).toEqual({ kind: "help", text: usageText(VERSION) });
+  });
+
+  test("--version, also after a command word", () => {
+    expect(parse("--version")).toEqual({ kind: "version" });
+    expect(parse("worker", "--version")).toEqual({ kind: "version" });
+  });
+
+  test("the version is package.json's when not compiled", () => {
+    expect(VERSION).toBe(pkg.version);
+  });
+
+  test("a trtllm-serve command line carries over: disaggregated -c -t -r -l", () => {
+    const { config, warnings } = serve("disaggregated", "-c", "disagg.yaml", "-t", "300", "-r", "0.5", "-l", "warning");
+    expect(config).toMatchObject({ host: "0.0.0.0", serverStartTimeoutMs: 300_000, requestTimeoutMs: 500, logLevel: "warn" });
+    expect(config.contextServers).toEqual(["http://localhost:8001"]);
+    expect(warnings).toEqual(["Ignoring config keys this proxy does not implement: backend"]);
+  });
+
+  test("URL flags repeat, take comma lists and both spellings, and drop duplicates", () => {
+    const { config } = serve("serve", "--context", "a:1,http://b:2/", "--context", "A:1", "--generation", "https://g:9443", "--generation", "a:1");
+    expect(config.contextServers).toEqual(["http://a:1", "http://b:2"]);
+    // One URL may serve both roles (a mixed worker).
+    expect(config.generationServers).toEqual(["https://g:9443", "http://a:1"]);
+  });
+
+  test("flags override the config file", () => {
+    const { config } = serve("-c", "disagg.yaml", "--port", "0", "--context", "other:1", "--node-id", "255", "--schedule", "generation_first");
+    expect(config).toMatchObject({ port: 0, nodeId: 255, schedule: "generation_first", configFile: "disagg.yaml" });
+    expect(config.contextServers).toEqual(["http://other:1"]);
+    expect(config.generationServers).toEqual(["http://localhost:8003"]);
+  });
+
+  test("every serve flag reaches the config", () => {
+    const { config } = serve(...WORKERS, "--host", "::", "--context-router", "load_balancing", "--generation-router", "load_balancing",
+      "--max-retries", "2", "--retry-delay-ms", "10", "--server-start-timeout", "2.5", "--stream-start-wait-ms", "5",
+      "--keepalive-interval-ms", "0", "--log-level", "debug", "--max-body-bytes", "1024", "--request-timeout", "7");
+    expect(config).toMatchObject({
+      host: "::", contextRouter: "load_balancing", generationRouter: "load_balancing", maxRetries: 2, retryDelayMs: 10,
+      serverStartTimeoutMs: 2500, streamStartWaitMs: 5, keepaliveIntervalMs: 0, logLevel: "debug", maxBodyBytes: 1024,
+      requestTimeoutMs: 7000, nodeId: 3,
+    });
+  });
+
+  test("worker flags become the emulator's options, faults nested, absent flags absent", () => {
+    const command = parse("worker", "--role", "mixed", "--port", "0", "--host", "127.0.0.1", "--model", "m", "--prefill-ms", "5",
+      "--prefill-ms-per-token", "0.5", "--token-ms", "2", "--output-tokens", "8", "--reject-status", "503", "--reject-after-ms", "1",
+      "--cut-after-tokens", "3", "--chunk-bytes", "7", "--silence-ms", "100", "--silence-after-tokens", "2", "--error-event-after-tokens", "4");
+    expect(command).toEqual({
+      kind: "worker",
+      options: {
+        role: "mixed", port: 0, host: "127.0.0.1", model: "m", prefillMs: 5, prefillMsPerToken: 0.5, tokenMs: 2, outputTokens: 8,
+        faults: { rejectStatus: 503, rejectAfterMs: 1, cutAfterTokens: 3, chunkBytes: 7, silenceMs: 100, silenceAfterTokens: 2, errorEventAfterTokens: 4 },
+      },
+    });
+    expect(parse("worker", "--role", "context", "--port", "8001")).toEqual({ kind: "worker", options: { role: "context", port: 8001 } });
+  });
+
+  test("demo takes an optional port", () => {
+    expect(parse("demo")).toEqual({ kind: "demo", port: 8000 });
+    expect(parse("demo", "--port", "0")).toEqual({ kind: "demo", port: 0 });
+  });
+});
+
+describe("mistakes", () => {
+  test.each([
+    [["--nope"], "Unknown option '--nope'"],
+    [["frobnicate"], 'Unknown command "frobnicate" (expected serve, worker or demo)'],
+    [["--port", "1", "serve"], "Unexpected argument 'serve'"],
+    [["--port", "abc"], 'Invalid value for --port: "abc" (expected an integer from 0 to 65535)'],
+    [["--port", "65536"], 'Invalid value for --port: "65536" (expected an integer from 0 to 65535)'],
+    [["--node-id", "256"], 'Invalid value for --node-id: "256" (expected an integer from 0 to 255)'],
+    [["--max-retries=-1"], 'Invalid value for --max-retries: "-1" (expected an integer >= 0)'],
+    [["--request-timeout", "0"], 'Invalid value for --request-timeout: "0" (expected a number of seconds > 0)'],
+    [["--schedule", "random"], 'Invalid value for --schedule: "random" (expected one of context_first, generation_first)'],
+    [["--context", "localhost"], 'Invalid value for --context: "localhost" (expected host:port or http(s)://host:port)'],
+    [["--host", ""], 'Invalid value for --host: "" (expected a non-empty string)'],
+    [["worker", "--port", "0"], "worker needs --role"],
+    [["worker", "--role", "context"], "worker needs --port"],
+    [["worker", "--role", "context", "--port", "0", "--context", "a:1"], "Unknown option '--context'"],
+    [["worker", "--role", "context", "--port", "0", "--reject-status", "200"], 'Invalid value for --reject-status: "200" (expected an integer from 400 to 599)'],
+    [["demo", "--context", "a:1"], "Unknown option '--context'"],
+  ])("%p is a UsageError", (argv, message) => {
+    const error = usageErrorOf(...argv);
+    expect(error.message).toStartWith(message);
+    expect(error.usage).toContain("Usage:");
+  });
+
+  test("a UsageError carries the usage of the command the user tried", () => {
+    expect(usageErrorOf("worker", "--port", "0").usage).toBe(usageText(VERSION, "worker"));
+    expect(usageErrorOf("--port", "abc").usage).toBe(usageText(VERSION, "serve"));
+  });
+
+  test("settings errors stay ConfigErrors, naming the key", () => {
+    expect(() => parse("-c", "bad.yaml")).toThrow(new ConfigError('Invalid config: port must be an integer from 0 to 65535, not "abc"'));
+    expect(() => parse("--context", "c:1")).toThrow(ConfigError);
+  });
+});

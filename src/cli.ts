@@ -1,0 +1,94 @@
+/**
+ * Command line → what main.ts should do. Throws UsageError (bad words) or ConfigError (bad
+ * settings); main.ts prints their message and exits 2. Nothing here starts anything.
+ */
+
+import pkg from "../package.json" with { type: "json" };
+import { OPTIONS } from "./config/cli-options.ts";
+import { ConfigError, UsageError } from "./config/errors.ts";
+import { parseSection } from "./config/flag-values.ts";
+import { loadConfig, systemLoadDeps, type LoadDeps } from "./config/load.ts";
+import { DEFAULTS, type ProxyConfig } from "./config/types.ts";
+import { usageText, type Command as CommandName } from "./config/usage.ts";
+import { toEmulatorOptions, type EmulatorCliOptions } from "./config/worker-options.ts";
+
+export { ConfigError, OPTIONS, UsageError, usageText };
+export type { EmulatorCliOptions };
+
+/** Injected by scripts/build.ts (`--define`); absent when running from source. */
+declare const BUILD_VERSION: string | undefined;
+
+export const VERSION: string = typeof BUILD_VERSION === "string" ? BUILD_VERSION : pkg.version;
+
+export type Command =
+  | { kind: "serve"; config: ProxyConfig; warnings: string[] }
+  | { kind: "worker"; options: EmulatorCliOptions }
+  | { kind: "demo"; port: number }
+  | { kind: "help"; text: string }
+  | { kind: "version" };
+
+/** Command words; `disaggregated` lets `trtllm-serve disaggregated …` command lines carry over. */
+const COMMAND_WORDS: Readonly<Record<string, CommandName>> = {
+  serve: "serve",
+  disaggregated: "serve",
+  worker: "worker",
+  demo: "demo",
+};
+
+/**
+ * `argv` is the user's words only (`Bun.argv.slice(2)`). A leading word that is not a flag
+ * is the command; without one the command is serve.
+ */
+export function parseCommandLine(argv: readonly string[], deps: LoadDeps = systemLoadDeps()): Command {
+  const first = argv[0];
+  const named = first !== undefined && !first.startsWith("-");
+  const command = named ? commandOf(first) : "serve";
+  try {
+    return run(command, named ? argv.slice(1) : argv, named, deps);
+  } catch (error) {
+    // Attach the usage of the command the user tried, so the hint fits what they typed.
+    if (error instanceof UsageError && error.usage === "") throw new UsageError(error.message, usageText(VERSION, command));
+    throw error;
+  }
+}
+
+function commandOf(word: string): CommandName {
+  const command = COMMAND_WORDS[word];
+  if (command === undefined) {
+    throw new UsageError(`Unknown command "${word}" (expected serve, worker or demo)`, usageText(VERSION));
+  }
+  return command;
+}
+
+type Runner = (args: readonly string[], named: boolean, deps: LoadDeps) => Command;
+
+const RUNNERS: Readonly<Record<CommandName, Runner>> = { serve: runServe, worker: runWorker, demo: runDemo };
+
+function run(command: CommandName, args: readonly string[], named: boolean, deps: LoadDeps): Command {
+  return RUNNERS[command](args, named, deps);
+}
+
+function runServe(args: readonly string[], named: boolean, deps: LoadDeps): Command {
+  const { help, version, ...flags } = parseSection("serve", args);
+  // Bare `--help` is the overview; `serve --help` is serve's own page.
+  if (help === true) return { kind: "help", text: usageText(VERSION, named ? "serve" : undefined) };
+  if (version === true) return { kind: "version" };
+  const { config, warnings } = loadConfig(flags, deps);
+  return { kind: "serve", config, warnings };
+}
+
+function runWorker(args: readonly string[]): Command {
+  const { help, version, role, ...flags } = parseSection("worker", args);
+  if (help === true) return { kind: "help", text: usageText(VERSION, "worker") };
+  if (version === true) return { kind: "version" };
+  // parseSection already refused a missing --role; this narrows the type.
+  if (role === undefined) throw new UsageError("worker needs --role");
+  return { kind: "worker", options: toEmulatorOptions(role, flags) };
+}
+
+function runDemo(args: readonly string[]): Command {
+  const { help, version, port } = parseSection("demo", args);
+  if (help === true) return { kind: "help", text: usageText(VERSION, "demo") };
+  if (version === true) return { kind: "version" };
+  return { kind: "demo", port: port ?? DEFAULTS.port };
+}

@@ -1,0 +1,103 @@
+/**
+ * THE option table: parseArgs, the usage text, the typed option values and the README flag
+ * table (scripts/flag-table.ts) all come from it, so they cannot drift apart.
+ */
+
+import { DEFAULTS } from "./types.ts";
+
+export type Section = "serve" | "worker" | "demo" | "global";
+
+/** How a flag's text becomes a value: `seconds` takes seconds (floats ok) and yields ms. */
+export type ValueKind = "string" | "int" | "number" | "seconds" | "enum" | "urls" | "flag";
+
+export interface OptionSpec {
+  readonly section: Section;
+  /** Long name, without `--`. */
+  readonly name: string;
+  readonly short?: string;
+  /** Property of the parsed values (for serve: the ProxyConfig field it overrides). */
+  readonly key: string;
+  readonly kind: ValueKind;
+  /** Placeholder in the usage text. */
+  readonly arg?: string;
+  readonly choices?: readonly string[];
+  /** Spellings of other tools (trtllm-serve's `-l warning`) accepted for a choice. */
+  readonly aliases?: Readonly<Record<string, string>>;
+  readonly min?: number;
+  readonly max?: number;
+  readonly repeatable?: boolean;
+  readonly required?: boolean;
+  /** Shown in help and README only: serve defaults are applied after the YAML, in load.ts. */
+  readonly default?: string;
+  readonly description: string;
+}
+
+const ROUTERS = ["round_robin", "load_balancing"] as const;
+
+export const OPTIONS = [
+  { section: "global", name: "help", short: "h", key: "help", kind: "flag", description: "Print usage (per command: `<command> --help`)" },
+  { section: "global", name: "version", key: "version", kind: "flag", description: "Print the version" },
+
+  { section: "serve", name: "config", short: "c", key: "configFile", kind: "string", arg: "FILE", description: "TensorRT-LLM disagg_config.yaml; flags override its values" },
+  { section: "serve", name: "context", key: "contextServers", kind: "urls", arg: "URL", repeatable: true, description: "Context (prefill) worker: host:port or http(s)://host:port, or a comma list" },
+  { section: "serve", name: "generation", key: "generationServers", kind: "urls", arg: "URL", repeatable: true, description: "Generation (decode) worker: host:port or http(s)://host:port, or a comma list" },
+  { section: "serve", name: "host", key: "host", kind: "string", arg: "HOST", default: DEFAULTS.host, description: "Address to listen on" },
+  { section: "serve", name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535, default: String(DEFAULTS.port), description: "Port to listen on; 0 picks a free port and prints the URL" },
+  { section: "serve", name: "schedule", key: "schedule", kind: "enum", arg: "STYLE", choices: ["context_first", "generation_first"], default: DEFAULTS.schedule, description: "Which phase is sent first, as schedule_style in the YAML" },
+  { section: "serve", name: "context-router", key: "contextRouter", kind: "enum", arg: "ROUTER", choices: ROUTERS, default: DEFAULTS.contextRouter, description: "How a context worker is picked" },
+  { section: "serve", name: "generation-router", key: "generationRouter", kind: "enum", arg: "ROUTER", choices: ROUTERS, default: DEFAULTS.generationRouter, description: "How a generation worker is picked" },
+  { section: "serve", name: "max-retries", key: "maxRetries", kind: "int", arg: "N", min: 0, default: String(DEFAULTS.maxRetries), description: "Extra attempts per worker call; TRTLLM_DISAGG_NO_RETRY=1 forces 0" },
+  { section: "serve", name: "retry-delay-ms", key: "retryDelayMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.retryDelayMs), description: "Pause between attempts" },
+  { section: "serve", name: "request-timeout", short: "r", key: "requestTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.requestTimeoutMs / 1000), description: "Seconds: bound on a non-streamed worker call, on silence for a streamed one" },
+  { section: "serve", name: "server-start-timeout", short: "t", key: "serverStartTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.serverStartTimeoutMs / 1000), description: "Seconds to wait for every worker's /health at start-up" },
+  { section: "serve", name: "stream-start-wait-ms", key: "streamStartWaitMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.streamStartWaitMs), description: "How long a stream may wait for its first worker byte before the client gets headers" },
+  { section: "serve", name: "keepalive-interval-ms", key: "keepaliveIntervalMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.keepaliveIntervalMs), description: "SSE comment sent to a silent client stream this often; 0 = never" },
+  { section: "serve", name: "node-id", key: "nodeId", kind: "int", arg: "N", min: 0, max: 255, default: "MAC % 256", description: "Part of every disagg_request_id; give each proxy host its own" },
+  { section: "serve", name: "log-level", short: "l", key: "logLevel", kind: "enum", arg: "LEVEL", choices: ["debug", "info", "warn", "error"], aliases: { warning: "warn", verbose: "debug", trace: "debug", internal_error: "error" }, default: DEFAULTS.logLevel, description: "Least severe log line written" },
+  { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
+
+  { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },
+  { section: "worker", name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535, required: true, description: "Port to listen on; 0 picks a free port" },
+  { section: "worker", name: "host", key: "host", kind: "string", arg: "HOST", description: "Address to listen on" },
+  { section: "worker", name: "model", key: "model", kind: "string", arg: "NAME", description: "Model name the worker reports" },
+  { section: "worker", name: "prefill-ms", key: "prefillMs", kind: "number", arg: "MS", description: "Fixed prefill latency per request" },
+  { section: "worker", name: "prefill-ms-per-token", key: "prefillMsPerToken", kind: "number", arg: "MS", description: "Extra prefill latency per prompt token" },
+  { section: "worker", name: "token-ms", key: "tokenMs", kind: "number", arg: "MS", description: "Latency per output token after the first" },
+  { section: "worker", name: "output-tokens", key: "outputTokens", kind: "int", arg: "N", description: "Output tokens when neither the request nor a prompt directive limits them" },
+  { section: "worker", name: "reject-status", key: "rejectStatus", kind: "int", arg: "S", min: 400, max: 599, description: "Fault: answer every request with this HTTP error status" },
+  { section: "worker", name: "reject-after-ms", key: "rejectAfterMs", kind: "number", arg: "MS", description: "Fault: wait this long before answering the rejection" },
+  { section: "worker", name: "cut-after-tokens", key: "cutAfterTokens", kind: "int", arg: "N", description: "Fault: close the connection abruptly after N tokens" },
+  { section: "worker", name: "chunk-bytes", key: "chunkBytes", kind: "int", arg: "N", min: 1, description: "Fault: deliver every reply body in pieces of N bytes" },
+  { section: "worker", name: "silence-ms", key: "silenceMs", kind: "number", arg: "MS", description: "Fault: go silent this long mid-stream" },
+  { section: "worker", name: "silence-after-tokens", key: "silenceAfterTokens", kind: "int", arg: "N", description: "Fault: number of tokens before the silence starts" },
+  { section: "worker", name: "error-event-after-tokens", key: "errorEventAfterTokens", kind: "int", arg: "N", description: "Fault: emit an in-band error event after N tokens, then end the stream" },
+
+  { section: "demo", name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535, default: String(DEFAULTS.port), description: "Port of the demo proxy" },
+] as const satisfies readonly OptionSpec[];
+
+type Entry = (typeof OPTIONS)[number];
+
+type ValueOf<E extends Entry> = E extends { kind: "enum"; choices: readonly (infer C)[] }
+  ? C
+  : E extends { kind: "urls" }
+    ? string[]
+    : E extends { kind: "string" }
+      ? string
+      : E extends { kind: "flag" }
+        ? boolean
+        : number;
+
+/** What a section's flags parse to: only the flags the user gave are present. */
+export type OptionValues<S extends Section> = {
+  [E in Extract<Entry, { section: S }> as E["key"]]?: ValueOf<E>;
+};
+
+export type ServeFlags = OptionValues<"serve">;
+export type WorkerFlags = OptionValues<"worker">;
+
+/** The table seen as plain specs, for code that walks it without caring about literals. */
+export const OPTION_SPECS: readonly OptionSpec[] = OPTIONS;
+
+export function specsOf(section: Section): OptionSpec[] {
+  return OPTION_SPECS.filter((spec) => spec.section === section);
+}

@@ -1,0 +1,109 @@
+import { describe, expect, test } from "bun:test";
+import type { ServeFlags } from "./cli-options.ts";
+import { ConfigError } from "./errors.ts";
+import { loadConfig, type LoadDeps } from "./load.ts";
+import { DEFAULTS } from "./types.ts";
+
+const README_EXAMPLE = `
+hostname: localhost
+port: 8000
+backend: pytorch
+context_servers:
+  num_instances: 2
+  urls: ["localhost:8001", "localhost:8002"]
+generation_servers:
+  num_instances: 1
+  urls: ["localhost:8003"]
+`;
+
+const WORKERS: ServeFlags = { contextServers: ["http://c:1"], generationServers: ["http://g:1"] };
+
+function deps(files: Record<string, string> = {}, env: Record<string, string> = {}): LoadDeps {
+  return {
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
+      return text;
+    },
+    env,
+    defaultNodeId: () => 99,
+  };
+}
+
+describe("loadConfig", () => {
+  test("flags only: defaults fill everything the flags leave out", () => {
+    const { config, warnings } = loadConfig({ ...WORKERS, port: 0, requestTimeoutMs: 1500 }, deps());
+    expect(config).toEqual({
+      ...DEFAULTS,
+      port: 0,
+      requestTimeoutMs: 1500,
+      contextServers: ["http://c:1"],
+      generationServers: ["http://g:1"],
+      nodeId: 99,
+      configFile: undefined,
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  test("YAML only: the README example, with one warning naming the unimplemented key", () => {
+    const { config, warnings } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": README_EXAMPLE }));
+    expect(config.host).toBe("localhost");
+    expect(config.port).toBe(8000);
+    expect(config.contextServers).toEqual(["http://localhost:8001", "http://localhost:8002"]);
+    expect(config.generationServers).toEqual(["http://localhost:8003"]);
+    expect(config.configFile).toBe("d.yaml");
+    expect(warnings).toEqual(["Ignoring config keys this proxy does not implement: backend"]);
+  });
+
+  test("flags override the YAML, key by key", () => {
+    const yaml = `${README_EXAMPLE}\nmax_retries: 3\nnode_id: 5\nschedule_style: generation_first\n`;
+    const flags: ServeFlags = { configFile: "d.yaml", port: 9000, generationServers: ["http://other:1"], nodeId: 6 };
+    const { config } = loadConfig(flags, deps({ "d.yaml": yaml }));
+    expect(config.port).toBe(9000);
+    expect(config.host).toBe("localhost");
+    expect(config.contextServers).toEqual(["http://localhost:8001", "http://localhost:8002"]);
+    expect(config.generationServers).toEqual(["http://other:1"]);
+    expect(config.maxRetries).toBe(3);
+    expect(config.nodeId).toBe(6);
+    expect(config.schedule).toBe("generation_first");
+  });
+
+  test("node_id from the YAML beats the MAC-derived default", () => {
+    const { config } = loadConfig({ ...WORKERS, configFile: "d.yaml" }, deps({ "d.yaml": "node_id: 0" }));
+    expect(config.nodeId).toBe(0);
+  });
+
+  test("TRTLLM_DISAGG_NO_RETRY=1 forces maxRetries 0 over flags and YAML, and says so", () => {
+    const env = { TRTLLM_DISAGG_NO_RETRY: "1" };
+    const { config, warnings } = loadConfig({ ...WORKERS, maxRetries: 4 }, deps({}, env));
+    expect(config.maxRetries).toBe(0);
+    expect(warnings).toEqual(["Worker call retries are disabled by TRTLLM_DISAGG_NO_RETRY=1"]);
+    expect(loadConfig({ ...WORKERS, maxRetries: 4 }, deps({}, { TRTLLM_DISAGG_NO_RETRY: "0" })).config.maxRetries).toBe(4);
+  });
+
+  test("the config and its URL lists are frozen", () => {
+    const { config } = loadConfig(WORKERS, deps());
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.contextServers)).toBe(true);
+    expect(Object.isFrozen(config.generationServers)).toBe(true);
+  });
+
+  test("without a context or a generation server start-up fails with a ConfigError", () => {
+    expect(() => loadConfig({ generationServers: ["http://g:1"] }, deps())).toThrow(
+      new ConfigError("Invalid config: at least one context server is required (--context URL or context_servers.urls)"),
+    );
+    expect(() => loadConfig({ contextServers: ["http://c:1"] }, deps())).toThrow(
+      new ConfigError("Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)"),
+    );
+  });
+
+  test("an unreadable config file is a ConfigError naming the file", () => {
+    expect(() => loadConfig({ ...WORKERS, configFile: "missing.yaml" }, deps())).toThrow(
+      "Invalid config: cannot read missing.yaml: ENOENT",
+    );
+  });
+
+  test("a wrong type in the file surfaces as the reader's ConfigError", () => {
+    expect(() => loadConfig({ ...WORKERS, configFile: "d.yaml" }, deps({ "d.yaml": "port: abc" }))).toThrow(ConfigError);
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * Flags + disagg_config.yaml + environment → the one frozen ProxyConfig.
+ * Precedence: DEFAULTS < YAML < flags; TRTLLM_DISAGG_NO_RETRY=1 wins over both.
+ * Pure given its dependencies, so tests need neither files nor a real environment.
+ */
+
+import { readFileSync } from "node:fs";
+import type { ServeFlags } from "./cli-options.ts";
+import { ConfigError } from "./errors.ts";
+import { hostNodeId } from "./node-id.ts";
+import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
+import { DEFAULTS, type ProxyConfig } from "./types.ts";
+
+export interface LoadDeps {
+  /** Synchronous, because the config is read once, before anything else starts. */
+  readonly readFile: (path: string) => string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Only called when neither the YAML nor the flags set node_id. */
+  readonly defaultNodeId: () => number;
+}
+
+export interface LoadedConfig {
+  readonly config: ProxyConfig;
+  /** Complete log lines for the caller to write at warn level, once, at start-up. */
+  readonly warnings: string[];
+}
+
+export function systemLoadDeps(): LoadDeps {
+  return {
+    readFile: (path) => readFileSync(path, "utf8"),
+    env: process.env,
+    defaultNodeId: hostNodeId,
+  };
+}
+
+export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
+  const file = flags.configFile === undefined ? undefined : readConfigFile(flags.configFile, deps);
+  const noRetry = deps.env["TRTLLM_DISAGG_NO_RETRY"] === "1";
+  const config: ProxyConfig = {
+    ...DEFAULTS,
+    ...file?.settings,
+    ...flags,
+    contextServers: flags.contextServers ?? file?.settings.contextServers ?? [],
+    generationServers: flags.generationServers ?? file?.settings.generationServers ?? [],
+    nodeId: flags.nodeId ?? file?.settings.nodeId ?? deps.defaultNodeId(),
+    maxRetries: noRetry ? 0 : (flags.maxRetries ?? file?.settings.maxRetries ?? DEFAULTS.maxRetries),
+    configFile: flags.configFile,
+  };
+  requireWorkers(config);
+  return { config: freeze(config), warnings: warningsOf(file, noRetry) };
+}
+
+function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
+  let text: string;
+  try {
+    text = deps.readFile(path);
+  } catch (error) {
+    throw new ConfigError(`Invalid config: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return parseTrtllmYaml(text, path);
+}
+
+function requireWorkers(config: ProxyConfig): void {
+  if (config.contextServers.length === 0) {
+    throw new ConfigError("Invalid config: at least one context server is required (--context URL or context_servers.urls)");
+  }
+  if (config.generationServers.length === 0) {
+    throw new ConfigError("Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)");
+  }
+}
+
+function warningsOf(file: TrtllmYaml | undefined, noRetry: boolean): string[] {
+  const warnings: string[] = [];
+  if (file !== undefined && file.unimplemented.length > 0) {
+    warnings.push(`Ignoring config keys this proxy does not implement: ${file.unimplemented.join(", ")}`);
+  }
+  if (noRetry) warnings.push("Worker call retries are disabled by TRTLLM_DISAGG_NO_RETRY=1");
+  return warnings;
+}
+
+function freeze(config: ProxyConfig): ProxyConfig {
+  return Object.freeze({
+    ...config,
+    contextServers: Object.freeze([...config.contextServers]),
+    generationServers: Object.freeze([...config.generationServers]),
+  });
+}

@@ -1,0 +1,125 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError } from "./errors.ts";
+import { parseTrtllmYaml } from "./trtllm-yaml.ts";
+
+/** The example of TensorRT-LLM's docs and README (disagg_config.yaml). */
+const README_EXAMPLE = `
+hostname: localhost
+port: 8000
+backend: pytorch
+context_servers:
+  num_instances: 2
+  urls: ["localhost:8001", "localhost:8002"]
+generation_servers:
+  num_instances: 1
+  urls: ["localhost:8003"]
+`;
+
+function errorOf(yaml: string): string {
+  try {
+    parseTrtllmYaml(yaml, "disagg_config.yaml");
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("parseTrtllmYaml", () => {
+  test("reads the README example", () => {
+    const { settings, unimplemented } = parseTrtllmYaml(README_EXAMPLE, "disagg_config.yaml");
+    expect(settings).toEqual({
+      host: "localhost",
+      port: 8000,
+      contextServers: ["http://localhost:8001", "http://localhost:8002"],
+      generationServers: ["http://localhost:8003"],
+    });
+    expect(unimplemented).toEqual(["backend"]);
+  });
+
+  test("reads every implemented key", () => {
+    const yaml = `
+hostname: 0.0.0.0
+port: 0
+max_retries: 3
+schedule_style: generation_first
+node_id: 42
+context_servers: { urls: ["http://ctx:1/", "https://ctx:2"], router: { type: load_balancing } }
+generation_servers: { num_instances: 1, urls: ["gen:3"], router: { type: round_robin } }
+`;
+    expect(parseTrtllmYaml(yaml, "f").settings).toEqual({
+      host: "0.0.0.0",
+      port: 0,
+      maxRetries: 3,
+      schedule: "generation_first",
+      nodeId: 42,
+      contextServers: ["http://ctx:1", "https://ctx:2"],
+      contextRouter: "load_balancing",
+      generationServers: ["http://gen:3"],
+      generationRouter: "round_robin",
+    });
+  });
+
+  test("lists every key it does not implement, with its path", () => {
+    const yaml = `
+backend: pytorch
+model: TinyLlama
+perf_metrics_max_requests: 1000
+conditional_disagg_config: { max_local_prefill_length: 100 }
+otlp_config: { otlp_traces_endpoint: "http://otel:4317" }
+disagg_cluster: { cluster_uri: "http://localhost:8000" }
+context_servers:
+  tensor_parallel_size: 2
+  kv_cache_config: { free_gpu_memory_fraction: 0.2 }
+  urls: ["c:1"]
+  router: { type: load_balancing, use_tokens: true }
+generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX } }
+`;
+    expect(parseTrtllmYaml(yaml, "f").unimplemented).toEqual([
+      "backend",
+      "model",
+      "perf_metrics_max_requests",
+      "conditional_disagg_config",
+      "otlp_config",
+      "disagg_cluster",
+      "context_servers.tensor_parallel_size",
+      "context_servers.kv_cache_config",
+      "context_servers.router.use_tokens",
+      "generation_servers.cache_transceiver_config",
+    ]);
+  });
+
+  test("duplicate URLs of one role are dropped; num_instances counts what the file lists", () => {
+    const yaml = `context_servers: { num_instances: 2, urls: ["c:1", "http://c:1"] }`;
+    expect(parseTrtllmYaml(yaml, "f").settings.contextServers).toEqual(["http://c:1"]);
+  });
+
+  test("an empty file is an empty config", () => {
+    expect(parseTrtllmYaml("", "f")).toEqual({ settings: {}, unimplemented: [] });
+  });
+
+  test.each([
+    ["port: abc", 'Invalid config: port must be an integer from 0 to 65535, not "abc"'],
+    ["port: 70000", "Invalid config: port must be an integer from 0 to 65535, not 70000"],
+    ["hostname: 5", "Invalid config: hostname must be a non-empty string, not 5"],
+    ["max_retries: -1", "Invalid config: max_retries must be an integer >= 0, not -1"],
+    ["node_id: 256", "Invalid config: node_id must be an integer from 0 to 255, not 256"],
+    ["schedule_style: random", 'Invalid config: schedule_style must be one of context_first, generation_first, not "random"'],
+    ["context_servers: [a]", "Invalid config: context_servers must be a mapping (num_instances, urls, router)"],
+    ["context_servers: { urls: localhost:8001 }", 'Invalid config: context_servers.urls must be a list of "host:port" strings'],
+    ["generation_servers: { urls: [8001] }", 'Invalid config: generation_servers.urls must be a list of "host:port" strings'],
+    ["context_servers: { urls: [localhost] }", 'Invalid config: context_servers.urls[0] must be "host:port" or "http(s)://host:port", not "localhost"'],
+    ["context_servers: { num_instances: 2, urls: [a:1] }", "Invalid config: context_servers.num_instances must be the number of context_servers.urls (1), not 2"],
+    ["context_servers: { num_instances: two }", 'Invalid config: context_servers.num_instances must be an integer >= 0, not "two"'],
+    ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],
+    ["generation_servers: { router: { type: random } }", 'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, not "random"'],
+    ["generation_servers: { router: { type: kv_cache_aware } }", "Invalid config: generation_servers.router.type kv_cache_aware is not implemented by this proxy; use round_robin or load_balancing"],
+    ["- a\n- b", "Invalid config: disagg_config.yaml must hold a YAML mapping of settings"],
+  ])("%p is refused with a message naming the key", (yaml, message) => {
+    expect(errorOf(yaml)).toBe(message);
+  });
+
+  test("a YAML syntax error names the file", () => {
+    expect(errorOf("context_servers: [unclosed")).toStartWith("Invalid config: disagg_config.yaml is not valid YAML: ");
+  });
+});

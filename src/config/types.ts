@@ -1,0 +1,50 @@
+/** The one frozen configuration every part of the proxy receives. Built by config/load.ts. */
+
+export type ScheduleStyle = "context_first" | "generation_first";
+export type RouterType = "round_robin" | "load_balancing";
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface ProxyConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Normalised worker origins, `http(s)://host:port`, no trailing slash. */
+  readonly contextServers: readonly string[];
+  readonly generationServers: readonly string[];
+  readonly schedule: ScheduleStyle;
+  readonly contextRouter: RouterType;
+  readonly generationRouter: RouterType;
+  /** Extra attempts per upstream leg; 0 when TRTLLM_DISAGG_NO_RETRY=1. */
+  readonly maxRetries: number;
+  /** Pause between attempts of one leg. */
+  readonly retryDelayMs: number;
+  /** Non-streamed upstream calls: total bound. Streamed: bound on silence. */
+  readonly requestTimeoutMs: number;
+  readonly serverStartTimeoutMs: number;
+  /** Interval of the start-up /health poll. */
+  readonly serverStartPollMs: number;
+  readonly streamStartWaitMs: number;
+  readonly keepaliveIntervalMs: number;
+  /** 0..255, part of every disagg_request_id. */
+  readonly nodeId: number;
+  readonly logLevel: LogLevel;
+  readonly maxBodyBytes: number;
+  /** The -c file, kept so a reload can re-read it. */
+  readonly configFile: string | undefined;
+}
+
+export const DEFAULTS = {
+  host: "localhost",
+  port: 8000,
+  schedule: "context_first",
+  contextRouter: "round_robin",
+  generationRouter: "round_robin",
+  maxRetries: 1,
+  retryDelayMs: 1000,
+  requestTimeoutMs: 180_000,
+  serverStartTimeoutMs: 180_000,
+  serverStartPollMs: 3000,
+  streamStartWaitMs: 1000,
+  keepaliveIntervalMs: 15_000,
+  logLevel: "info",
+  maxBodyBytes: 32 * 1024 * 1024,
+} as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

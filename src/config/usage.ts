@@ -1,0 +1,61 @@
+/** Help text, rendered from the option table. */
+
+import { specsOf, type OptionSpec, type Section } from "./cli-options.ts";
+
+export type Command = "serve" | "worker" | "demo";
+
+const SYNOPSIS: Record<Command, string> = {
+  serve: "disagg-proxy [serve] [-c disagg_config.yaml] [--context URL]... [--generation URL]... [options]",
+  worker: "disagg-proxy worker --role context|generation|mixed --port PORT [options]",
+  demo: "disagg-proxy demo [--port PORT]",
+};
+
+const PURPOSE: Record<Command, string> = {
+  serve: "Run the proxy in front of context and generation workers (the default command; `disaggregated` works too).",
+  worker: "Run an emulated TensorRT-LLM worker, for tests and demos.",
+  demo: "Start emulated workers and a proxy on this machine, ready for curl.",
+};
+
+const COMMANDS: readonly Command[] = ["serve", "worker", "demo"];
+
+/** `<flag words>` as the README and help show them, e.g. `-c, --config FILE`. */
+export function flagWords(spec: OptionSpec): string {
+  const arg = spec.kind === "flag" ? "" : ` ${spec.arg ?? "VALUE"}`;
+  return `${spec.short === undefined ? "    " : `-${spec.short}, `}--${spec.name}${arg}`;
+}
+
+/** Description plus the notes a reader needs: choices, repeatable, required, default (unless a table shows it apart). */
+export function describe(spec: OptionSpec, withDefault = true): string {
+  const notes = [
+    spec.choices === undefined ? undefined : spec.choices.join(" | "),
+    spec.repeatable === true ? "repeatable" : undefined,
+    spec.required === true ? "required" : undefined,
+    spec.default === undefined || !withDefault ? undefined : `default ${spec.default}`,
+  ].filter((note) => note !== undefined);
+  return notes.length === 0 ? spec.description : `${spec.description} (${notes.join("; ")})`;
+}
+
+function optionLines(...sections: Section[]): string[] {
+  const specs = sections.flatMap((section) => specsOf(section));
+  const width = Math.max(...specs.map((spec) => flagWords(spec).length));
+  return specs.map((spec) => `  ${flagWords(spec).padEnd(width)}  ${describe(spec)}`);
+}
+
+function commandText(command: Command): string {
+  return [`Usage: ${SYNOPSIS[command]}`, "", PURPOSE[command], "", "Options:", ...optionLines(command, "global")].join("\n");
+}
+
+/** Help for one command, or (no command) the overview followed by every command's options. */
+export function usageText(version: string, command?: Command): string {
+  if (command !== undefined) return `${commandText(command)}\n`;
+  const overview = [
+    `disagg-proxy ${version}: front door for disaggregated LLM serving, a drop-in for trtllm-serve disaggregated`,
+    "",
+    "Usage:",
+    ...COMMANDS.map((name) => `  ${SYNOPSIS[name]}`),
+    "  disagg-proxy --version | --help",
+    "",
+  ];
+  const sections = COMMANDS.map((name) => [`${name}: ${PURPOSE[name]}`, ...optionLines(name), ""].join("\n"));
+  return [...overview, ...sections, "Global:", ...optionLines("global"), ""].join("\n");
+}
