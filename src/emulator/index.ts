@@ -1,0 +1,36 @@
+/**
+ * The emulated trtllm-serve worker: the stand-in every test, the demo and the benchmarks run on.
+ *
+ * On the wire it behaves as a context, generation or mixed trtllm-serve worker: /health,
+ * /server_info, /v1/models, /version, /v1/messages/count_tokens, and the three model routes
+ * (/v1/completions, /v1/chat/completions, /v1/responses) in their aggregated, context_only and
+ * generation_only forms, with the worker's error envelope `{"object":"error",…}`.
+ *
+ * Model: one token per whitespace-separated prompt word (id = 1000 + FNV-1a(word) mod 30000);
+ * output token i is the word " tok<i>" (reasoning " think<i>"), 16 by default.
+ *
+ * Per-request directives in the prompt text, `[[emu key=value …]]` (see directives.ts):
+ * prefill_ms, token_ms, tokens, finish=stop, reject, reject_after_ms, cut, chunk, silence_ms,
+ * silence_after, error_event, tools, reasoning, cached; prefix `ctx.` or `gen.` to scope a key
+ * to the context phase or to the generation/aggregated phase.
+ *
+ * Responses in disaggregated form (this emulator's convention; upstream does not define it):
+ * the context_only answer is a response object, status "incomplete" (incomplete_details
+ * {reason:"max_output_tokens"}) when generation must continue or "completed" when it finished
+ * in prefill, with top-level `disaggregated_params` and `prompt_token_ids`; the generation_only
+ * request carries `disaggregated_params` and `prompt_token_ids` at its top level too.
+ *
+ * Generation first: the generation worker long-polls `GET <ctx_info_endpoint>/emulator/kv/<id>`
+ * on the context worker until that id's context phase finished (404 when it failed).
+ */
+
+export { startEmulatedWorker } from "./worker.ts";
+export type {
+  EmulatedWorker,
+  EmulatorFaults,
+  EmulatorOptions,
+  RecordedRequest,
+  RequestPhase,
+  RequestStatus,
+  WorkerRole,
+} from "./types.ts";

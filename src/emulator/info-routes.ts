@@ -1,0 +1,54 @@
+/** The worker's non-model routes: health, identity, token counting and the KV hand-off poll. */
+
+import { jsonInteger, type JsonValue } from "../json.ts";
+import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
+import { countTokensText } from "./prompt-text.ts";
+import { tokenize } from "./tokenizer.ts";
+import type { WorkerContext } from "./worker-context.ts";
+import { detailResponse, errorResponse, WorkerError } from "./worker-error.ts";
+
+export function health(): Response {
+  return new Response(null, { status: 200 });
+}
+
+/** As a real worker reports it: ctx_info_endpoint is a list (the proxy takes its first element). */
+export function serverInfo(worker: WorkerContext): Response {
+  return Response.json({
+    disaggregated_params: { ctx_info_endpoint: [worker.url], ctx_dp_rank: 0 },
+    role: worker.options.role,
+    model: worker.model,
+  });
+}
+
+export function models(worker: WorkerContext, startedAt: number): Response {
+  return Response.json({
+    object: "list",
+    data: [{ id: worker.model, object: "model", created: startedAt, owned_by: "tensorrt_llm" }],
+  });
+}
+
+export function version(): Response {
+  return Response.json({ version: "emulated" });
+}
+
+/** Anthropic-shaped (system + messages) or chat-shaped body → `{"input_tokens": n}`. */
+export function countTokens(body: JsonValue | undefined): Response {
+  if (body === undefined) return errorResponse(new WorkerError(400, "Cannot parse the request body as JSON"));
+  return Response.json({ input_tokens: tokenize(countTokensText(body)).length });
+}
+
+/** Long-poll for a generation-first KV hand-off; answers once the context phase settled. */
+export async function kvHandoff(worker: WorkerContext, req: Request, path: string): Promise<Response> {
+  const id = path.slice(KV_HANDOFF_PATH.length);
+  if (!/^\d+$/.test(id)) return detailResponse(404, "Not Found");
+  const handoff = await worker.handoffs.take(id, req.signal);
+  if (handoff === undefined) return detailResponse(404, `No KV cache for disagg_request_id ${id}`);
+  return new Response(
+    JSON.stringify({
+      disagg_request_id: jsonInteger(BigInt(id)),
+      first_gen_tokens: handoff.firstGenTokens,
+      prompt_token_ids: handoff.promptTokenIds,
+    }),
+    { headers: { "content-type": "application/json" } },
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * Everything a model request needs decided before the engine runs: its directives, prompt
+ * tokens, phase settings and output plan, and the renderers of its API. A reject fault
+ * strikes here, after its delay.
+ */
+
+import { chatRenderers } from "./chat-render.ts";
+import { completionsRenderers } from "./completions-render.ts";
+import { parseDirectives, type PhaseDirectives } from "./directives.ts";
+import type { ApiKind } from "./model-request.ts";
+import { planOutput, toolNamesOf, type OutputPlan } from "./output-plan.ts";
+import { phaseSettings, type PhaseSettings } from "./phase-settings.ts";
+import type { ApiRenderers, RenderContext } from "./render-common.ts";
+import { replyIds } from "./reply-ids.ts";
+import { responsesRenderers } from "./responses-render.ts";
+import { sleep } from "./sleep.ts";
+import { tokenize } from "./tokenizer.ts";
+import type { Job } from "./worker-context.ts";
+import { WorkerError } from "./worker-error.ts";
+
+export interface PreparedJob {
+  readonly job: Job;
+  readonly directives: PhaseDirectives;
+  readonly promptTokenIds: readonly number[];
+  readonly settings: PhaseSettings;
+  /** The whole answer as the model would give it; the context phase takes its first token. */
+  readonly plan: OutputPlan;
+  readonly renderers: ApiRenderers;
+}
+
+export interface PrepareInputs {
+  /** Directive blocks carried over from the context phase (inside encoded_opaque_state). */
+  readonly inheritedDirectives: string | undefined;
+  /** Usage counts the context phase reported (ctx_usage), which the generation phase repeats. */
+  readonly contextUsage: { readonly prompt: number; readonly cached: number } | undefined;
+}
+
+const NOTHING_INHERITED: PrepareInputs = { inheritedDirectives: undefined, contextUsage: undefined };
+
+export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHERITED): Promise<PreparedJob> {
+  const { request, worker } = job;
+  const directives = readDirectives(`${inputs.inheritedDirectives ?? ""} ${request.promptText}`);
+  const promptTokenIds = request.givenTokenIds ?? tokenize(request.promptText);
+  const phaseDirectives = request.phase === "context" ? directives.context : directives.generation;
+  const settings = phaseSettings(worker.options, request.phase, phaseDirectives, promptTokenIds.length);
+  if (settings.reject !== undefined) {
+    await sleep(settings.reject.afterMs, job.signal);
+    throw new WorkerError(settings.reject.status, `Emulated rejection with status ${settings.reject.status}`);
+  }
+  const plan = planOutput(settings, {
+    maxTokens: request.maxTokens,
+    chatExtras: request.api === "chat",
+    toolNames: toolNamesOf(request.body["tools"]),
+  });
+  const render: RenderContext = {
+    request,
+    ids: replyIds(request.api, request.requestId),
+    model: worker.model,
+    promptTokens: inputs.contextUsage?.prompt ?? promptTokenIds.length,
+    cachedTokens: inputs.contextUsage?.cached ?? settings.cachedTokens,
+  };
+  return { job, directives, promptTokenIds, settings, plan, renderers: renderersFor(render) };
+}
+
+function readDirectives(text: string): PhaseDirectives {
+  try {
+    return parseDirectives(text);
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new WorkerError(400, error.message);
+    throw error;
+  }
+}
+
+const RENDERERS: Readonly<Record<ApiKind, (context: RenderContext) => ApiRenderers>> = {
+  chat: chatRenderers,
+  completions: completionsRenderers,
+  responses: responsesRenderers,
+};
+
+function renderersFor(context: RenderContext): ApiRenderers {
+  return RENDERERS[context.request.api](context);
+}

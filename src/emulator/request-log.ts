@@ -1,0 +1,84 @@
+/** Every request a worker saw, in arrival order, with its status kept current for waitFor. */
+
+import type { JsonValue } from "../json.ts";
+import type { RecordedRequest, RequestPhase } from "./types.ts";
+
+export interface RecordInit {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: JsonValue | undefined;
+  readonly phase: RequestPhase;
+  readonly disaggRequestId: bigint | undefined;
+}
+
+interface Waiter {
+  readonly predicate: (record: RecordedRequest) => boolean;
+  readonly resolve: (record: RecordedRequest) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+const DEFAULT_WAIT_MS = 5000;
+
+export class RequestLog {
+  readonly records: RecordedRequest[] = [];
+  readonly #waiters = new Set<Waiter>();
+  #runningModelRequests = 0;
+
+  add(init: RecordInit): RecordedRequest {
+    const record: RecordedRequest = { seq: this.records.length, ...init, status: "running" };
+    this.records.push(record);
+    if (record.phase !== "other") this.#runningModelRequests++;
+    this.#offer(record);
+    return record;
+  }
+
+  /** Moves a running record to its final status; later calls for the same record are ignored. */
+  settle(record: RecordedRequest, status: "finished" | "aborted"): void {
+    if (record.status !== "running") return;
+    record.status = status;
+    if (record.phase !== "other") this.#runningModelRequests--;
+    this.#offer(record);
+  }
+
+  running(): number {
+    return this.#runningModelRequests;
+  }
+
+  waitFor(predicate: (record: RecordedRequest) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<RecordedRequest> {
+    const found = this.records.find(predicate);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        predicate,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.#waiters.delete(waiter);
+          reject(new Error(`No recorded request matched within ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** Rejects every pending waitFor: nothing new will be recorded. */
+  close(): void {
+    for (const waiter of this.#waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new Error("The emulated worker stopped before a recorded request matched"));
+    }
+    this.#waiters.clear();
+  }
+
+  /** A record is new or changed status: it may now match a waiter that nothing matched before. */
+  #offer(record: RecordedRequest): void {
+    for (const waiter of this.#waiters) {
+      if (!waiter.predicate(record)) continue;
+      clearTimeout(waiter.timer);
+      this.#waiters.delete(waiter);
+      waiter.resolve(record);
+    }
+  }
+}

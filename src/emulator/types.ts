@@ -1,0 +1,77 @@
+/** Public types of the emulated trtllm-serve worker. Everything else in src/emulator is private. */
+
+import type { JsonValue } from "../json.ts";
+
+/** `mixed` serves both phases (a URL listed as a context and as a generation server). */
+export type WorkerRole = "context" | "generation" | "mixed";
+
+/** Worker-wide fault defaults; `[[emu …]]` prompt directives override them per request. */
+export interface EmulatorFaults {
+  /** Answer this HTTP error status (after rejectAfterMs) instead of serving the request. */
+  rejectStatus?: number;
+  rejectAfterMs?: number;
+  /** Close the connection abruptly after N tokens (no [DONE], no terminal event). */
+  cutAfterTokens?: number;
+  /** Deliver every reply body in pieces of N bytes, re-split regardless of event boundaries. */
+  chunkBytes?: number;
+  /** Go silent for silenceMs after silenceAfterTokens tokens (default: after 1 token). */
+  silenceMs?: number;
+  silenceAfterTokens?: number;
+  /** Emit an in-band error event after N tokens, then end the stream. */
+  errorEventAfterTokens?: number;
+}
+
+export interface EmulatorOptions {
+  role: WorkerRole;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: the OS picks a free port. */
+  port?: number;
+  /** Default "emulated-model". */
+  model?: string;
+  /** Fixed prefill latency in ms (default 0). */
+  prefillMs?: number;
+  /** Extra prefill latency per prompt token in ms (default 0). */
+  prefillMsPerToken?: number;
+  /** Latency per output token after the first, in ms (default 0). */
+  tokenMs?: number;
+  /** Output tokens when neither the request nor a directive limits them (default 16). */
+  outputTokens?: number;
+  /** The worker's own response.in_progress repeat on a silent Responses stream (default 15000). */
+  responsesKeepaliveMs?: number;
+  /** How long a generation-first request waits for its KV hand-off (default 60000). */
+  kvWaitTimeoutMs?: number;
+  faults?: EmulatorFaults;
+}
+
+export type RequestPhase = "context" | "generation" | "aggregated" | "other";
+export type RequestStatus = "running" | "finished" | "aborted";
+
+export interface RecordedRequest {
+  /** Arrival order on this worker, from 0. */
+  readonly seq: number;
+  readonly method: string;
+  readonly path: string;
+  /** Lower-case header names. */
+  readonly headers: Record<string, string>;
+  /** The JSON body, parsed losslessly (63-bit integers stay exact); undefined without a JSON body. */
+  readonly body: JsonValue | undefined;
+  readonly phase: RequestPhase;
+  readonly disaggRequestId: bigint | undefined;
+  /** `aborted`: the worker saw its client connection close before it finished. */
+  status: RequestStatus;
+}
+
+export interface EmulatedWorker {
+  readonly url: string;
+  readonly port: number;
+  readonly role: WorkerRole;
+  readonly requests: readonly RecordedRequest[];
+  /** Resolves with the first recorded request (past or future) matching the predicate; rejects after timeoutMs (default 5000). */
+  waitFor(predicate: (r: RecordedRequest) => boolean, timeoutMs?: number): Promise<RecordedRequest>;
+  /** Number of model requests still running (for leak checks). */
+  running(): number;
+  /** Closes the listener and open connections. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

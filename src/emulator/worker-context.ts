@@ -1,0 +1,31 @@
+/** What every request handler of one emulated worker shares, and one model request's handle. */
+
+import type { KvHandoffTable } from "./kv-handoff.ts";
+import type { ModelRequest } from "./model-request.ts";
+import type { RequestLog } from "./request-log.ts";
+import type { EmulatorOptions, RecordedRequest } from "./types.ts";
+
+export interface WorkerContext {
+  readonly options: EmulatorOptions;
+  /** `http://host:port`, no trailing slash: what /server_info and ctx_info_endpoint report. */
+  readonly url: string;
+  readonly model: string;
+  readonly log: RequestLog;
+  readonly handoffs: KvHandoffTable;
+  /** A request id below 2^40, the range real workers keep for their local ids. */
+  nextLocalId(): bigint;
+}
+
+export interface Job {
+  readonly worker: WorkerContext;
+  readonly request: ModelRequest;
+  readonly record: RecordedRequest;
+  /** Aborted when the client leaves or the worker stops: every wait of the request ends. */
+  readonly signal: AbortSignal;
+  /** The reply was delivered (or deliberately broken off): marks the request finished. */
+  readonly finish: () => void;
+  /** The reader cancelled the reply: marks the request aborted and stops its work. */
+  readonly cancel: () => void;
+  /** disagg_request_id when the proxy sent one, else the local id. */
+  readonly engineRequestId: bigint;
+}

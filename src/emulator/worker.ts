@@ -1,0 +1,152 @@
+/** The emulated trtllm-serve worker: one Bun server, its routes, and everything it remembers. */
+
+import type { Server } from "bun";
+import type { JsonValue } from "../json.ts";
+import { health, countTokens, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
+import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
+import { KvHandoffTable } from "./kv-handoff.ts";
+import type { ApiKind } from "./model-request.ts";
+import { RequestLog } from "./request-log.ts";
+import { readJsonBody, serveModelRequest } from "./serve-model.ts";
+import type { EmulatedWorker, EmulatorOptions, RecordedRequest, WorkerRole } from "./types.ts";
+import type { WorkerContext } from "./worker-context.ts";
+import { detailResponse, errorEnvelope } from "./worker-error.ts";
+
+const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
+  "/v1/completions": "completions",
+  "/v1/chat/completions": "chat",
+  "/v1/responses": "responses",
+};
+
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version"]);
+const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
+const DEFAULT_KV_WAIT_MS = 60_000;
+/** Bounded for idle keep-alive connections; model routes and the KV poll lift it per request. */
+const IDLE_TIMEOUT_S = 30;
+
+export function startEmulatedWorker(options: EmulatorOptions): EmulatedWorker {
+  return new EmulatedWorkerServer(options);
+}
+
+class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
+  readonly options: EmulatorOptions;
+  readonly url: string;
+  readonly port: number;
+  readonly model: string;
+  readonly log = new RequestLog();
+  readonly handoffs: KvHandoffTable;
+  readonly #server: Server<undefined>;
+  readonly #stopping = new AbortController();
+  readonly #startedAt = Math.floor(Date.now() / 1000);
+  #lastLocalId = 0n;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: EmulatorOptions) {
+    this.options = options;
+    this.model = options.model ?? "emulated-model";
+    this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
+    const hostname = options.host ?? "127.0.0.1";
+    this.#server = Bun.serve({
+      hostname,
+      port: options.port ?? 0,
+      development: false,
+      idleTimeout: IDLE_TIMEOUT_S,
+      fetch: (req, server) => this.#route(req, server),
+      error: (error) => Response.json(errorEnvelope(500, `Internal error: ${error.message}`), { status: 500 }),
+    });
+    this.port = this.#server.port ?? 0;
+    this.url = `http://${reachableHost(hostname)}:${this.port}`;
+  }
+
+  get role(): WorkerRole {
+    return this.options.role;
+  }
+
+  get requests(): readonly RecordedRequest[] {
+    return this.log.records;
+  }
+
+  nextLocalId(): bigint {
+    this.#lastLocalId += 1n;
+    return this.#lastLocalId;
+  }
+
+  waitFor(predicate: (r: RecordedRequest) => boolean, timeoutMs?: number): Promise<RecordedRequest> {
+    return this.log.waitFor(predicate, timeoutMs);
+  }
+
+  running(): number {
+    return this.log.running();
+  }
+
+  stop(): Promise<void> {
+    // In-flight requests end first (they are marked aborted), then the listener and sockets.
+    this.#stopped ??= (async () => {
+      this.#stopping.abort();
+      this.handoffs.close();
+      this.log.close();
+      await this.#server.stop(true);
+    })();
+    return this.#stopped;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  #route(req: Request, server: Server<undefined>): Response | Promise<Response> {
+    const path = new URL(req.url).pathname;
+    const api = MODEL_ROUTES[path];
+    if (api === undefined) return this.#serveOther(req, path, server);
+    if (req.method !== "POST") return detailResponse(405, "Method Not Allowed");
+    // A model request may be silent for as long as its prefill or a fault lasts.
+    server.timeout(req, 0);
+    return serveModelRequest(this, req, api, this.#stopping.signal);
+  }
+
+  /** Non-model requests are recorded too (phase "other"), and settled once answered. */
+  async #serveOther(req: Request, path: string, server: Server<undefined>): Promise<Response> {
+    const body = req.method === "POST" ? await readJsonBody(req) : undefined;
+    const record = this.log.add({
+      method: req.method,
+      path,
+      headers: Object.fromEntries(req.headers),
+      body,
+      phase: "other",
+      disaggRequestId: undefined,
+    });
+    try {
+      return await this.#answerOther(req, path, body, server);
+    } finally {
+      this.log.settle(record, req.signal.aborted ? "aborted" : "finished");
+    }
+  }
+
+  #answerOther(
+    req: Request,
+    path: string,
+    body: JsonValue | undefined,
+    server: Server<undefined>,
+  ): Response | Promise<Response> {
+    if (path.startsWith(KV_HANDOFF_PATH)) {
+      // The long poll lasts as long as the context phase it waits for.
+      server.timeout(req, 0);
+      return req.method === "GET" ? kvHandoff(this, req, path) : detailResponse(405, "Method Not Allowed");
+    }
+    if (path === COUNT_TOKENS_PATH) {
+      return req.method === "POST" ? countTokens(body) : detailResponse(405, "Method Not Allowed");
+    }
+    if (!GET_ROUTES.has(path)) return detailResponse(404, "Not Found");
+    if (req.method !== "GET") return detailResponse(405, "Method Not Allowed");
+    if (path === "/health") return health();
+    if (path === "/server_info") return serverInfo(this);
+    if (path === "/v1/models") return models(this, this.#startedAt);
+    return version();
+  }
+}
+
+/** The host other processes can reach: a wildcard listen address is reported as loopback. */
+function reachableHost(hostname: string): string {
+  if (hostname === "0.0.0.0" || hostname === "::") return "127.0.0.1";
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
+}
