@@ -1,0 +1,94 @@
+/**
+ * The one domain error of the proxy. Callers branch on `code`, never on message text.
+ * `message` is what a client may see: it never holds a worker URL or a stack.
+ */
+
+export type ErrorCode =
+  | "BAD_REQUEST"
+  | "BODY_TOO_LARGE"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "NOT_READY"
+  | "NO_WORKER"
+  | "WORKER_HTTP_ERROR"
+  | "WORKER_UNREACHABLE"
+  | "WORKER_TIMEOUT"
+  | "WORKER_BAD_ANSWER"
+  | "WORKER_STREAM_BROKEN"
+  | "CLIENT_GONE"
+  | "DRAINING"
+  | "INTERNAL";
+
+/** How a request ended, as the request log and metrics name it. */
+export type Outcome =
+  | "ok"
+  | "worker_error"
+  | "client_disconnected"
+  | "timeout"
+  | "rejected"
+  | "internal_error";
+
+const OUTCOME_OF: Record<ErrorCode, Outcome> = {
+  BAD_REQUEST: "rejected",
+  BODY_TOO_LARGE: "rejected",
+  NOT_FOUND: "rejected",
+  METHOD_NOT_ALLOWED: "rejected",
+  NOT_READY: "rejected",
+  DRAINING: "rejected",
+  NO_WORKER: "internal_error",
+  WORKER_HTTP_ERROR: "worker_error",
+  WORKER_UNREACHABLE: "worker_error",
+  WORKER_TIMEOUT: "timeout",
+  WORKER_BAD_ANSWER: "worker_error",
+  WORKER_STREAM_BROKEN: "worker_error",
+  CLIENT_GONE: "client_disconnected",
+  INTERNAL: "internal_error",
+};
+
+/** A worker's own error answer, relayed to the client as it was sent. */
+export interface WorkerAnswer {
+  readonly status: number;
+  readonly contentType: string;
+  /** At most the first 2,048 bytes for streamed requests; the whole body otherwise. */
+  readonly body: Uint8Array;
+}
+
+export interface ProxyErrorOptions {
+  readonly cause?: unknown;
+  readonly workerAnswer?: WorkerAnswer;
+  /** For WORKER_UNREACHABLE: the request provably never reached the worker. */
+  readonly neverSent?: boolean;
+}
+
+export class ProxyError extends Error {
+  override readonly name = "ProxyError";
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly workerAnswer: WorkerAnswer | undefined;
+  readonly neverSent: boolean;
+
+  constructor(code: ErrorCode, status: number, message: string, options: ProxyErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = status;
+    this.workerAnswer = options.workerAnswer;
+    this.neverSent = options.neverSent ?? false;
+  }
+
+  get outcome(): Outcome {
+    return OUTCOME_OF[this.code];
+  }
+}
+
+export function badRequest(message: string): ProxyError {
+  return new ProxyError("BAD_REQUEST", 400, message);
+}
+
+export function internalError(cause: unknown): ProxyError {
+  return new ProxyError("INTERNAL", 500, "Internal server error", { cause });
+}
+
+/** Whatever was thrown, as a ProxyError (unknown throws become an opaque 500). */
+export function asProxyError(error: unknown): ProxyError {
+  return error instanceof ProxyError ? error : internalError(error);
+}
