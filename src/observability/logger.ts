@@ -1,0 +1,49 @@
+import type { LogLevel } from "../config/types.ts";
+
+/** Structured JSON lines on stdout (journald-friendly); one object per line. */
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+}
+export type LogFields = Readonly<Record<string, unknown>>;
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+type Sink = (line: string) => void;
+
+function describe(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Error) return { name: value.name, message: value.message };
+  return value;
+}
+
+export function createLogger(level: LogLevel, sink: Sink = (line) => process.stdout.write(line)): Logger {
+  const threshold = RANK[level];
+  const write = (lvl: LogLevel, msg: string, fields?: LogFields): void => {
+    if (RANK[lvl] < threshold) return;
+    const record: Record<string, unknown> = { ts: new Date().toISOString(), level: lvl, msg };
+    if (fields) for (const [key, value] of Object.entries(fields)) record[key] = describe(value);
+    sink(`${JSON.stringify(record)}\n`);
+  };
+  return {
+    debug: (msg, fields) => write("debug", msg, fields),
+    info: (msg, fields) => write("info", msg, fields),
+    warn: (msg, fields) => write("warn", msg, fields),
+    error: (msg, fields) => write("error", msg, fields),
+  };
+}
+
+/** A logger that drops everything, for tests that assert on behaviour, not logs. */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A logger that keeps records in memory, for tests that assert on log lines. */
+export function memoryLogger(): Logger & { readonly records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const logger = createLogger("debug", (line) => {
+    const record: Record<string, unknown> = JSON.parse(line);
+    records.push(record);
+  });
+  return { ...logger, records };
+}

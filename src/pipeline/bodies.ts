@@ -1,0 +1,132 @@
+import { ProxyError } from "../errors.ts";
+import { isJsonObject, jsonInteger, readInteger, type JsonObject, type JsonValue } from "../json.ts";
+import type { ApiKind, PipelineInput } from "./types.ts";
+
+/**
+ * The bodies sent to workers (reference §2.5–2.6): the client's body with only the proxy's
+ * own fields set; everything else, unknown fields included, forwarded for the worker to judge.
+ */
+
+const SCHEDULE_STYLE = { context_first: 0, generation_first: 1 } as const;
+export type Schedule = keyof typeof SCHEDULE_STYLE;
+
+export function contextBody(input: PipelineInput, id: bigint, schedule: Schedule): JsonObject {
+  const body: JsonObject = {
+    ...input.body,
+    stream: false,
+    disaggregated_params: {
+      request_type: "context_only",
+      disagg_request_id: jsonInteger(id),
+      schedule_style: SCHEDULE_STYLE[schedule],
+    },
+  };
+  // Responses requests have no stream_options field; workers reject unknown fields.
+  if (input.api !== "responses") body["stream_options"] = null;
+  return body;
+}
+
+/** The context answer's hand-off parameters: choices[0] for chat/completions, top level for Responses. */
+export function handOffParams(api: ApiKind, answer: JsonObject): JsonObject | undefined {
+  const holder = api === "responses" ? answer : firstChoice(answer);
+  const params = holder?.["disaggregated_params"];
+  return isJsonObject(params) ? params : undefined;
+}
+
+/** True when the context phase left generation to do (finish_reason length / not_finished). */
+export function needsGeneration(api: ApiKind, answer: JsonObject): boolean {
+  if (api === "responses") return answer["status"] !== "completed";
+  const reason = firstChoice(answer)?.["finish_reason"];
+  return reason === "length" || reason === "not_finished";
+}
+
+/** Checks the context answer as trtllm-serve does (§2.5 step 4); returns the id to continue under. */
+export function verifyContextAnswer(api: ApiKind, answer: JsonObject, sentId: bigint): bigint {
+  if (api !== "responses") {
+    const choices = answer["choices"];
+    if (!Array.isArray(choices) || choices.length !== 1) {
+      throw badAnswer(`Context server returned ${Array.isArray(choices) ? choices.length : 0} choices, expecting 1`);
+    }
+  }
+  const params = handOffParams(api, answer);
+  if (!params) throw badAnswer("Context server did not return disaggregated params");
+  if (!needsGeneration(api, answer)) return sentId;
+  if (params["ctx_request_id"] === undefined || params["ctx_request_id"] === null) {
+    throw badAnswer("Invalid disaggregated params: ctx_request_id is missing");
+  }
+  const echoed = readInteger(params["disagg_request_id"]);
+  if (echoed === undefined) throw badAnswer("Invalid disaggregated params: disagg_request_id is missing");
+  return echoed;
+}
+
+/** Context-first generation request: the context's hand-off carried verbatim, prompt as token ids. */
+export function generationBody(input: PipelineInput, answer: JsonObject, id: bigint, schedule: Schedule): JsonObject {
+  const params = handOffParams(input.api, answer) ?? {};
+  const body: JsonObject = {
+    ...input.body,
+    disaggregated_params: {
+      ...params,
+      request_type: "generation_only",
+      disagg_request_id: jsonInteger(id),
+      schedule_style: SCHEDULE_STYLE[schedule],
+    },
+  };
+  const b64 = answer["prompt_token_ids_b64"];
+  if (typeof b64 === "string") {
+    body["prompt_token_ids_b64"] = b64;
+    return body;
+  }
+  const tokens = answer["prompt_token_ids"];
+  if (tokens !== undefined && tokens !== null) {
+    if (input.api === "completions") body["prompt"] = tokens;
+    else body["prompt_token_ids"] = tokens;
+  }
+  return body;
+}
+
+/**
+ * Generation-first request: sent before any context answer exists, so it names the
+ * hand-off by id and takes the context worker's endpoint from its /server_info.
+ */
+export function generationFirstBody(input: PipelineInput, id: bigint, contextServerInfo: JsonObject | undefined): JsonObject {
+  const fromInfo = contextServerInfo?.["disaggregated_params"];
+  const merged: JsonObject = isJsonObject(fromInfo) ? { ...fromInfo } : {};
+  const endpoint = merged["ctx_info_endpoint"];
+  if (Array.isArray(endpoint)) merged["ctx_info_endpoint"] = endpoint[0] ?? null;
+  return {
+    ...input.body,
+    disaggregated_params: {
+      request_type: "generation_only",
+      ctx_request_id: jsonInteger(id),
+      schedule_style: SCHEDULE_STYLE.generation_first,
+      ...merged,
+      disagg_request_id: jsonInteger(id),
+    },
+  };
+}
+
+/** The context answer as the client's final answer: without the hand-off parameters. */
+export function withoutHandOff(api: ApiKind, answer: JsonObject): JsonObject {
+  if (api === "responses") {
+    const { disaggregated_params: _params, prompt_token_ids: _tokens, ...rest } = answer;
+    return rest;
+  }
+  const choices = answer["choices"];
+  if (!Array.isArray(choices)) return answer;
+  const cleaned: JsonValue[] = choices.map((choice) => {
+    if (!isJsonObject(choice)) return choice;
+    const { disaggregated_params: _params, ...rest } = choice;
+    return rest;
+  });
+  const { prompt_token_ids: _tokens, ...rest } = answer;
+  return { ...rest, choices: cleaned };
+}
+
+function firstChoice(answer: JsonObject): JsonObject | undefined {
+  const choices = answer["choices"];
+  const first: unknown = Array.isArray(choices) ? choices[0] : undefined;
+  return isJsonObject(first) ? first : undefined;
+}
+
+function badAnswer(message: string): ProxyError {
+  return new ProxyError("WORKER_BAD_ANSWER", 502, message);
+}

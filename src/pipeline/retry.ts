@@ -1,0 +1,42 @@
+import type { ProxyError } from "../errors.ts";
+
+/**
+ * Retry rules (reference §4.5, tightened): a context leg is retried on transport failures,
+ * timeouts, 408, 429 and 5xx; a generation leg only when the request provably never reached
+ * the worker, so nothing that may have been delivered is ever replayed.
+ */
+export function contextLegRetryable(error: ProxyError): boolean {
+  switch (error.code) {
+    case "WORKER_UNREACHABLE":
+    case "WORKER_TIMEOUT":
+      return true;
+    case "WORKER_HTTP_ERROR":
+      return error.status === 408 || error.status === 429 || error.status >= 500;
+    default:
+      return false;
+  }
+}
+
+export function generationLegRetryable(error: ProxyError): boolean {
+  return error.code === "WORKER_UNREACHABLE" && error.neverSent;
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const reason = (): unknown => signal.reason;
+    if (signal.aborted) {
+      reject(reason());
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(reason());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,36 @@
+import type { ProxyConfig } from "../config/types.ts";
+import type { JsonObject } from "../json.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { DisaggIdAllocator } from "../request/disagg-id.ts";
+import type { Placement } from "../routing/placement.ts";
+
+/** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
+export type ApiKind = "completions" | "chat" | "responses";
+
+export const WORKER_PATH: Record<ApiKind, string> = {
+  completions: "/v1/completions",
+  chat: "/v1/chat/completions",
+  responses: "/v1/responses",
+};
+
+/** A validated client request in the worker's own dialect. */
+export interface PipelineInput {
+  readonly api: ApiKind;
+  readonly body: JsonObject;
+  readonly stream: boolean;
+}
+
+/**
+ * What the pipeline hands back; failures are thrown as ProxyError. A streamed request
+ * always gets a stream (an early-finished one gets its context answer as a stream).
+ */
+export type PipelineOutcome =
+  | { readonly kind: "json"; readonly body: JsonObject }
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> };
+
+export interface PipelineDeps {
+  readonly config: ProxyConfig;
+  readonly placement: Placement;
+  readonly ids: DisaggIdAllocator;
+  readonly logger: Logger;
+}

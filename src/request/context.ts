@@ -1,0 +1,133 @@
+import { ProxyError, type Outcome } from "../errors.ts";
+import type { Reservation } from "../routing/reservations.ts";
+
+/** What one finished request reports: the request log line and the metrics come from it. */
+export interface RequestSummary {
+  readonly disaggRequestId: bigint;
+  readonly engineRequestId: bigint;
+  readonly route: string;
+  readonly stream: boolean;
+  readonly schedule: string;
+  readonly contextWorker: string | undefined;
+  readonly generationWorker: string | undefined;
+  readonly status: number;
+  readonly outcome: Outcome;
+  readonly error: string | undefined;
+  readonly retries: number;
+  readonly ttfbMs: number | undefined;
+  readonly ttftMs: number | undefined;
+  readonly durationMs: number;
+  readonly bytesOut: number;
+}
+
+export interface RequestContextOptions {
+  readonly disaggRequestId: bigint;
+  readonly route: string;
+  readonly stream: boolean;
+  readonly schedule: string;
+  readonly onEnd: (summary: RequestSummary) => void;
+  readonly now?: () => number;
+}
+
+/**
+ * One client request, from arrival to its one end. Every upstream leg listens to `signal`;
+ * `end()` runs exactly once whatever ends the request (answer, failure, client gone): it
+ * aborts what still runs, releases every reservation and reports the summary.
+ */
+export class RequestContext {
+  readonly disaggRequestId: bigint;
+  /** The id the generation leg ran under (a context retry re-issues the id). */
+  engineRequestId: bigint;
+  readonly route: string;
+  readonly stream: boolean;
+  contextWorker: string | undefined;
+  generationWorker: string | undefined;
+  retries = 0;
+  bytesOut = 0;
+  readonly #schedule: string;
+  readonly #controller = new AbortController();
+  readonly #reservations = new Set<Reservation>();
+  readonly #onEnd: (summary: RequestSummary) => void;
+  readonly #now: () => number;
+  readonly #startedAt: number;
+  #ttfbMs: number | undefined;
+  #ttftMs: number | undefined;
+  #ended = false;
+
+  constructor(options: RequestContextOptions) {
+    this.disaggRequestId = options.disaggRequestId;
+    this.engineRequestId = options.disaggRequestId;
+    this.route = options.route;
+    this.stream = options.stream;
+    this.#schedule = options.schedule;
+    this.#onEnd = options.onEnd;
+    this.#now = options.now ?? performance.now.bind(performance);
+    this.#startedAt = this.#now();
+  }
+
+  /** Aborts when the request ends for any reason; every upstream fetch carries it. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Keeps a reservation until it is released early or the request ends. */
+  hold(reservation: Reservation): Reservation {
+    this.#reservations.add(reservation);
+    return {
+      requestKey: reservation.requestKey,
+      role: reservation.role,
+      origin: reservation.origin,
+      release: () => {
+        this.#reservations.delete(reservation);
+        reservation.release();
+      },
+    };
+  }
+
+  markFirstByte(): void {
+    this.#ttfbMs ??= this.#now() - this.#startedAt;
+  }
+
+  markFirstToken(): void {
+    this.#ttftMs ??= this.#now() - this.#startedAt;
+  }
+
+  /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
+  abortLegs(reason: ProxyError): void {
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
+  /** The one end. `error` undefined means success. Later calls are ignored. */
+  end(status: number, error?: ProxyError): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.abortLegs(error ?? new ProxyError("CLIENT_GONE", 499, "Request ended"));
+    for (const reservation of this.#reservations) reservation.release();
+    this.#reservations.clear();
+    this.#onEnd(this.#summary(status, error));
+  }
+
+  #summary(status: number, error: ProxyError | undefined): RequestSummary {
+    return {
+      disaggRequestId: this.disaggRequestId,
+      engineRequestId: this.engineRequestId,
+      route: this.route,
+      stream: this.stream,
+      schedule: this.#schedule,
+      contextWorker: this.contextWorker,
+      generationWorker: this.generationWorker,
+      status,
+      outcome: error?.outcome ?? "ok",
+      error: error?.message,
+      retries: this.retries,
+      ttfbMs: this.#ttfbMs,
+      ttftMs: this.#ttftMs,
+      durationMs: this.#now() - this.#startedAt,
+      bytesOut: this.bytesOut,
+    };
+  }
+}

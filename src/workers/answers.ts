@@ -1,0 +1,74 @@
+import { ProxyError, type WorkerAnswer } from "../errors.ts";
+import { isJsonObject, parseJson } from "../json.ts";
+
+/** Streamed requests carry at most this much of a worker's error body. */
+export const STREAM_ERROR_PREFIX_BYTES = 2048;
+
+const decoder = new TextDecoder();
+
+/**
+ * The message a client may see for a worker's error answer: the worker's own text from its
+ * JSON body (`error.message`, `message` or `detail`), never the raw body, which may name
+ * hosts.
+ */
+export function workerErrorMessage(role: string, answer: WorkerAnswer): string {
+  const fallback = `The ${role} worker rejected the request with status ${answer.status}`;
+  let body: unknown;
+  try {
+    body = parseJson(decoder.decode(answer.body));
+  } catch {
+    return fallback;
+  }
+  if (!isJsonObject(body)) return fallback;
+  const error = body["error"];
+  if (isJsonObject(error) && typeof error["message"] === "string") return error["message"];
+  if (typeof error === "string") return error;
+  if (typeof body["message"] === "string") return body["message"];
+  if (typeof body["detail"] === "string") return body["detail"];
+  return fallback;
+}
+
+export function workerHttpError(role: string, answer: WorkerAnswer): ProxyError {
+  return new ProxyError("WORKER_HTTP_ERROR", answer.status, workerErrorMessage(role, answer), { workerAnswer: answer });
+}
+
+/** Reads a body up to `limit` bytes; the rest is cancelled. */
+export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+  if (!body) return new Uint8Array();
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return concat(parts, Math.min(size, limit));
+}
+
+/** Reads a whole body, refusing one larger than `limit` bytes. */
+export async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+  const bytes = await readPrefix(body, limit + 1);
+  if (bytes.byteLength > limit) {
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
+  }
+  return bytes;
+}
+
+function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
+  if (parts.length === 1 && parts[0]?.byteLength === size) return parts[0];
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    if (offset >= size) break;
+    const slice = part.subarray(0, size - offset);
+    out.set(slice, offset);
+    offset += slice.byteLength;
+  }
+  return out;
+}

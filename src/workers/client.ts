@@ -1,0 +1,129 @@
+import { ProxyError } from "../errors.ts";
+import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, workerHttpError } from "./answers.ts";
+
+/** A non-streamed answer larger than this is refused (context answers carry token ids). */
+const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
+
+export interface WorkerPost {
+  readonly role: "context" | "generation";
+  readonly origin: string;
+  readonly path: string;
+  readonly body: string;
+  /** Aborts the call: the request's end, or the paired leg's failure. */
+  readonly signal: AbortSignal;
+  /** Non-streamed: bound on the whole call. Streamed: bound on the wait for headers. */
+  readonly timeoutMs: number;
+}
+
+export interface JsonAnswer {
+  readonly body: JsonObject;
+  readonly headers: Headers;
+}
+
+const decoder = new TextDecoder();
+
+/** POSTs a non-streamed request and returns the worker's JSON answer, or throws a ProxyError. */
+export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
+  const deadline = new Deadline(post.timeoutMs);
+  const response = await send(post, deadline);
+  try {
+    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, MAX_ANSWER_BYTES));
+    if (isEventStream(response)) {
+      throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
+    }
+    const text = decoder.decode(await readBounded(response.body, MAX_ANSWER_BYTES));
+    const body = parseAnswer(text);
+    return { body, headers: response.headers };
+  } catch (error) {
+    throw translateFailure(error, post);
+  } finally {
+    deadline.clear();
+  }
+}
+
+/** POSTs a streamed request and returns the worker's SSE response once its headers arrived. */
+export async function postForStream(post: WorkerPost): Promise<Response> {
+  // Only the wait for headers is bounded here: the relay bounds silence, never length.
+  const deadline = new Deadline(post.timeoutMs);
+  const response = await send(post, deadline).finally(() => deadline.clear());
+  if (response.status >= 400 || !isEventStream(response)) {
+    const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES).catch((error: unknown) => {
+      throw translateFailure(error, post);
+    });
+    if (response.status >= 400) throw workerHttpError(post.role, answer);
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, `The ${post.role} worker did not answer with an event stream`, {
+      workerAnswer: { ...answer, status: 502 },
+    });
+  }
+  return response;
+}
+
+/** A timeout that can be cleared, unlike AbortSignal.timeout. */
+class Deadline {
+  readonly #controller = new AbortController();
+  readonly #timer: Timer;
+
+  constructor(ms: number) {
+    this.#timer = setTimeout(() => this.#controller.abort(new DOMException("Timed out", "TimeoutError")), ms);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
+  try {
+    return await fetch(post.origin + post.path, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: post.body,
+      signal: AbortSignal.any([post.signal, deadline.signal]),
+    });
+  } catch (error) {
+    throw translateFailure(error, post);
+  }
+}
+
+async function errorAnswer(response: Response, limit: number): Promise<{ status: number; contentType: string; body: Uint8Array }> {
+  const contentType = response.headers.get("content-type") ?? "application/json";
+  return { status: response.status, contentType, body: await readPrefix(response.body, limit) };
+}
+
+function isEventStream(response: Response): boolean {
+  return (response.headers.get("content-type") ?? "").includes("text/event-stream");
+}
+
+function parseAnswer(text: string): JsonObject {
+  let body: unknown;
+  try {
+    body = parseJson(text);
+  } catch (cause) {
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid JSON", { cause });
+  }
+  if (!isJsonObject(body)) throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not a JSON object");
+  return body;
+}
+
+/**
+ * Maps what fetch threw onto the domain error. The request's own abort reason wins, so a
+ * client that left stays "client gone", never "worker unreachable".
+ */
+export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" | "signal">): ProxyError {
+  if (post.signal.aborted && post.signal.reason instanceof ProxyError) return post.signal.reason;
+  if (error instanceof ProxyError) return error;
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  const name = error instanceof Error || error instanceof DOMException ? error.name : undefined;
+  if (name === "TimeoutError") {
+    return new ProxyError("WORKER_TIMEOUT", 504, `The ${post.role} worker did not answer in time`, { cause: error });
+  }
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") {
+    return new ProxyError("WORKER_UNREACHABLE", 502, `The ${post.role} worker is unreachable`, { cause: error, neverSent: true });
+  }
+  return new ProxyError("WORKER_UNREACHABLE", 502, `The connection to the ${post.role} worker failed`, { cause: error });
+}
