@@ -1,0 +1,128 @@
+/** Chat answer → Anthropic message (reference §3.5.2), and Anthropic error bodies (§3.5.4). */
+import * as v from "valibot";
+import { ProxyError } from "../errors.ts";
+import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
+import { ChatCompletion, convertUsage, mapStop, stopFieldsOf, withToolUse } from "./anthropic-chat.ts";
+import type { AnthropicIds } from "./anthropic-ids.ts";
+
+type ChatChoice = NonNullable<v.InferOutput<typeof ChatCompletion>["choices"]>[number];
+
+// The client sees only "Internal server error"; the cause keeps the detail for the log.
+function badAnswer(detail: string): ProxyError {
+  return new ProxyError("WORKER_BAD_ANSWER", 500, "Internal server error", { cause: new Error(detail) });
+}
+
+function toolInput(name: string, args: string | null | undefined): JsonObject {
+  let input: JsonValue | undefined;
+  try {
+    input = parseJson(args ?? "");
+  } catch {
+    input = undefined;
+  }
+  if (!isJsonObject(input)) throw badAnswer(`Tool call '${name}' arguments are not a valid JSON object`);
+  return input;
+}
+
+function contentOf(choice: ChatChoice, ids: AnthropicIds): JsonObject[] {
+  const { message } = choice;
+  const content: JsonObject[] = [];
+  const reasoning = message.reasoning_content || message.reasoning;
+  if (reasoning) content.push({ type: "thinking", thinking: reasoning });
+  if (message.content) content.push({ type: "text", text: message.content });
+  for (const call of message.tool_calls ?? []) {
+    const { name, arguments: args } = call.function;
+    content.push({ type: "tool_use", id: call.id || ids.newToolUseId(), name, input: toolInput(name, args) });
+  }
+  return content;
+}
+
+/** A non-streamed chat completion as an Anthropic message; a malformed answer is a 500. */
+export function toAnthropicMessage(chat: JsonObject, ids: AnthropicIds): JsonObject {
+  const parsed = v.safeParse(ChatCompletion, chat);
+  if (!parsed.success) throw badAnswer(`Chat answer does not have the expected shape: ${parsed.issues[0].message}`);
+  const [choice] = parsed.output.choices ?? [];
+  const content = choice === undefined ? [] : contentOf(choice, ids);
+  const stop = withToolUse(
+    mapStop(choice?.finish_reason, choice?.stop_reason),
+    content.some((block) => block["type"] === "tool_use"),
+  );
+  // Anthropic messages carry at least one content block.
+  if (content.length === 0) content.push({ type: "text", text: "" });
+  return {
+    id: ids.newMessageId(),
+    type: "message",
+    role: "assistant",
+    model: parsed.output.model ?? "",
+    content,
+    ...stopFieldsOf(stop),
+    usage: convertUsage(parsed.output.usage),
+  };
+}
+
+/** `{"type":"error","error":{type, message}}`; the type follows the status class. */
+export function anthropicErrorBody(status: number, message: string): JsonObject {
+  const type = status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+  return { type: "error", error: { type, message } };
+}
+
+// Worker and transport messages can hold worker addresses; the client never sees one.
+const URL_LIKE = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
+const HOST_PORT = /\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9a-f:]+\](?::\d+)?|\blocalhost:\d+\b/gi;
+
+export function scrubAddresses(message: string): string {
+  return message.replace(URL_LIKE, "<url>").replace(HOST_PORT, "<address>");
+}
+
+function messageOf(value: JsonValue | undefined): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : value;
+  if (isJsonObject(value)) return messageOf(value["message"]) ?? messageOf(value["msg"]);
+  if (Array.isArray(value)) {
+    // FastAPI validation errors: detail is a list of {loc, msg, type}.
+    const parts = value.map(messageOf).filter((part) => part !== undefined);
+    return parts.length > 0 ? parts.join("; ") : undefined;
+  }
+  return undefined;
+}
+
+function parseErrorBody(text: string): JsonValue | undefined {
+  // Some workers prefix the JSON with text (status line, exception name): use from the first "{".
+  for (const candidate of [text, text.slice(Math.max(text.indexOf("{"), 0))]) {
+    try {
+      return parseJson(candidate);
+    } catch {
+      // try the next candidate
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The client-facing message of an OpenAI/worker error body (`error.message`, `message`,
+ * `detail`), addresses scrubbed. Undefined when the body says nothing usable: raw non-JSON
+ * text is never returned, as it may name the worker.
+ */
+export function workerErrorMessage(body: Uint8Array | string | JsonValue): string | undefined {
+  const value =
+    body instanceof Uint8Array
+      ? parseErrorBody(new TextDecoder().decode(body))
+      : typeof body === "string"
+        ? parseErrorBody(body)
+        : body;
+  if (!isJsonObject(value)) return undefined;
+  const message = messageOf(value["error"]) ?? messageOf(value["message"]) ?? messageOf(value["detail"]);
+  return message === undefined ? undefined : scrubAddresses(message);
+}
+
+/**
+ * The message a failed request reports. A worker's own error answer gives its message, so a
+ * late in-band error event and the HTTP error it replaces carry the same text (seed #21388).
+ */
+export function anthropicErrorMessage(error: ProxyError): string {
+  const answer = error.workerAnswer;
+  return (answer === undefined ? undefined : workerErrorMessage(answer.body)) ?? scrubAddresses(error.message);
+}
+
+/** The status and Anthropic body a request that failed before its response started answers with. */
+export function anthropicErrorFor(error: ProxyError): { status: number; body: JsonObject } {
+  return { status: error.status, body: anthropicErrorBody(error.status, anthropicErrorMessage(error)) };
+}

@@ -1,0 +1,77 @@
+import { ProxyError } from "../errors.ts";
+import { isJsonObject, parseJson } from "../json.ts";
+import { encodeComment, encodeData } from "../sse/encode.ts";
+import { SseFrameScanner } from "../sse/frame-scanner.ts";
+import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
+
+const KEEPALIVE = encodeComment("keepalive");
+const FRAME_END = new TextEncoder().encode("\n\n");
+
+/**
+ * Chat and completions: the worker's bytes go out untouched; the relay only watches frames
+ * to know the stream's end ([DONE]), a worker's in-band error, and where a keepalive may go.
+ */
+export const openAiDialect: StreamDialect = {
+  start(): DialectStream {
+    const scanner = new SseFrameScanner();
+    let done = false;
+    let workerError: string | undefined;
+    return {
+      opening: () => undefined,
+      push(chunk) {
+        for (const frame of scanner.push(chunk)) {
+          const data = frame.data;
+          if (data === "[DONE]") done = true;
+          else if (data !== undefined && data.startsWith('{"error"')) workerError ??= inBandErrorMessage(data);
+        }
+        return chunk;
+      },
+      keepalive: () => (scanner.midFrame ? undefined : KEEPALIVE),
+      end: () =>
+        done || workerError !== undefined
+          ? undefined
+          : new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete"),
+      fail(error) {
+        const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
+        return scanner.midFrame ? concat(FRAME_END, frame) : frame;
+      },
+      get workerError() {
+        return workerError;
+      },
+    };
+  },
+};
+
+/** The `error` member of OpenAI's envelope for a proxy-side failure. */
+export function openAiErrorObject(error: ProxyError): { message: string; type: string; param: null; code: number } {
+  return { message: error.message, type: errorType(error.status), param: null, code: error.status };
+}
+
+export function errorType(status: number): string {
+  if (status === 400) return "BadRequestError";
+  if (status === 404) return "NotFoundError";
+  if (status === 405) return "MethodNotAllowed";
+  if (status === 413) return "RequestTooLarge";
+  if (status === 499) return "ClientClosedRequest";
+  if (status === 503) return "ServiceUnavailableError";
+  if (status === 504) return "GatewayTimeout";
+  return status < 500 ? "BadRequestError" : "InternalServerError";
+}
+
+function inBandErrorMessage(data: string): string {
+  try {
+    const parsed = parseJson(data);
+    const error = isJsonObject(parsed) ? parsed["error"] : undefined;
+    if (isJsonObject(error) && typeof error["message"] === "string") return error["message"];
+  } catch {
+    // A malformed error frame is still an error frame.
+  }
+  return "The generation worker reported an error in its stream";
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a, 0);
+  out.set(b, a.byteLength);
+  return out;
+}

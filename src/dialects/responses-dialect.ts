@@ -1,0 +1,172 @@
+/**
+ * The Responses stream dialect (seeds #21452, #21602; trtllm-disagg.md §3.4).
+ *
+ * Opened early (the pipeline outlived the start wait): the client got response.created and
+ * response.in_progress built from its request, so every worker response.created /
+ * response.in_progress — its opening and its keepalives, wherever they come — is dropped and
+ * every other event is renumbered to continue the client's one sequence from 0.
+ *
+ * Not opened (the pipeline answered in time): the worker's bytes pass untouched, and the frames
+ * are only watched: the worker's response object, its last sequence number and the terminal
+ * event, so a keepalive or a failure of ours continues the worker's sequence. Once we insert an
+ * event of our own, later worker events are renumbered so the sequence stays gap-free.
+ */
+import { ProxyError } from "../errors.ts";
+import { type JsonObject, isJsonObject, readInteger } from "../json.ts";
+import { concatBytes } from "../sse/bytes.ts";
+import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
+import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
+import {
+  type WorkerEvent,
+  errorEvent,
+  failedEvent,
+  isOpeningEvent,
+  isTerminal,
+  readWorkerEvent,
+  renumbered,
+  responseEvent,
+  workerErrorMessage,
+} from "./responses-events.ts";
+
+export interface ResponsesDialectOptions {
+  /** The opening response object (buildResponsesOpening), or undefined when none can be built. */
+  readonly opening: JsonObject | undefined;
+}
+
+// Ends a frame the worker left unfinished, so our next event starts on a fresh line.
+const FRAME_END = new TextEncoder().encode("\n\n");
+const EMPTY = new Uint8Array(0);
+
+export function createResponsesDialect(options: ResponsesDialectOptions): StreamDialect {
+  return { start: () => new ResponsesStream(options.opening) };
+}
+
+class ResponsesStream implements DialectStream {
+  readonly #opening: JsonObject | undefined;
+  readonly #scanner = new SseFrameScanner();
+  /** The response object the client knows: the opening's, or the worker's own. */
+  #response: JsonObject | undefined;
+  #opened = false;
+  /** Worker events are re-encoded with our numbers (always, once we sent an event of ours). */
+  #renumbering = false;
+  #nextSequence = 0;
+  /** Pass-through watch: the last worker event, whose number is read only when needed. */
+  #lastEvent: WorkerEvent | undefined;
+  #eventCount = 0;
+  #sentAnything = false;
+  #terminal = false;
+  #failed = false;
+  /** Bytes end() produced that must precede the failure events fail() writes next. */
+  #carried: Uint8Array | undefined;
+  workerError: string | undefined;
+
+  constructor(opening: JsonObject | undefined) {
+    this.#opening = opening;
+  }
+
+  opening(): Uint8Array | undefined {
+    if (this.#opening === undefined || this.#opened || this.#sentAnything) return undefined;
+    this.#opened = true;
+    this.#renumbering = true;
+    this.#response = this.#opening;
+    this.#sentAnything = true;
+    this.#nextSequence = 2;
+    return concatBytes([
+      responseEvent("response.created", this.#opening, 0),
+      responseEvent("response.in_progress", this.#opening, 1),
+    ]);
+  }
+
+  push(chunk: Uint8Array): Uint8Array | undefined {
+    const frames = this.#scanner.push(chunk);
+    if (this.#renumbering) return concatBytes(frames.flatMap((frame) => this.#relay(frame, false)));
+    for (const frame of frames) this.#watch(frame);
+    if (chunk.length === 0) return undefined;
+    this.#sentAnything = true;
+    return chunk;
+  }
+
+  keepalive(): Uint8Array | undefined {
+    if (this.#terminal || this.#failed || this.#response === undefined) return undefined;
+    if (!this.#renumbering) {
+      // Pass-through may have sent part of a frame: nothing can be inserted inside it.
+      if (this.#scanner.midFrame) return undefined;
+      this.#nextSequence = this.#passThroughNext();
+      this.#renumbering = true;
+    }
+    return responseEvent("response.in_progress", this.#response, this.#nextSequence++);
+  }
+
+  end(): Uint8Array | ProxyError | undefined {
+    if (this.#failed || this.#terminal) return undefined;
+    const tail = this.#finishTail();
+    if (this.#terminal) return tail;
+    this.#carried = tail;
+    return new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before the response completed");
+  }
+
+  fail(error: ProxyError): Uint8Array {
+    if (this.#failed) return EMPTY;
+    this.#failed = true;
+    const lead = this.#carried ?? (!this.#renumbering && this.#scanner.midFrame ? FRAME_END : undefined);
+    // A stream that already ended its response gets nothing after its terminal event.
+    if (this.#terminal) return lead ?? EMPTY;
+    const sequence = this.#renumbering ? this.#nextSequence : this.#passThroughNext();
+    const code = this.#sentAnything ? "upstream_error" : "internal_error";
+    const parts = [errorEvent(code, error.message, sequence)];
+    if (this.#response !== undefined) parts.push(failedEvent(this.#response, error.message, sequence + 1));
+    return concatBytes(lead === undefined ? parts : [lead, ...parts]) ?? EMPTY;
+  }
+
+  /** Client bytes for one complete worker frame in renumbering mode. */
+  #relay(frame: SseFrame, dropUnparsed: boolean): Uint8Array[] {
+    // Our keepalives are the only ones: a worker comment would double them.
+    if (frame.isComment) return [];
+    const event = readWorkerEvent(frame);
+    if (this.#opened && isOpeningEvent(event.type)) return [];
+    this.#observe(event);
+    const payload = event.payload();
+    if (payload === undefined) return dropUnparsed ? [] : [frame.raw];
+    return [renumbered(frame.event || undefined, payload, this.#nextSequence++)];
+  }
+
+  /** Pass-through: remembers what a keepalive or a failure of ours will need. */
+  #watch(frame: SseFrame): void {
+    if (frame.isComment) return;
+    const event = readWorkerEvent(frame);
+    this.#lastEvent = event;
+    this.#eventCount++;
+    this.#observe(event);
+    if (event.type === "response.created" && this.#response === undefined) {
+      const response = event.payload()?.["response"];
+      if (isJsonObject(response)) this.#response = response;
+    }
+  }
+
+  #observe(event: WorkerEvent): void {
+    if (isTerminal(event.type)) this.#terminal = true;
+    const message = workerErrorMessage(event);
+    if (message !== undefined) this.workerError = message;
+  }
+
+  /** The number after the worker's last one; the count of its events if that has none. */
+  #passThroughNext(): number {
+    const last = readInteger(this.#lastEvent?.payload()?.["sequence_number"]);
+    return last === undefined ? this.#eventCount : Number(last) + 1;
+  }
+
+  /**
+   * The upstream ended inside a frame. A frame whose data is complete but whose blank line
+   * never came still counts (its terminal event ends the response); a frame cut inside its
+   * data is not relayed when renumbering, since a client cannot parse it.
+   */
+  #finishTail(): Uint8Array | undefined {
+    if (!this.#scanner.midFrame) return undefined;
+    const frames = this.#scanner.push(FRAME_END);
+    if (!this.#renumbering) {
+      for (const frame of frames) this.#watch(frame);
+      return FRAME_END;
+    }
+    return concatBytes(frames.flatMap((frame) => this.#relay(frame, true)));
+  }
+}
