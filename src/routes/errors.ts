@@ -1,0 +1,18 @@
+import { errorType } from "../dialects/openai.ts";
+import type { ProxyError } from "../errors.ts";
+
+/**
+ * A failure as an HTTP answer in OpenAI's dialect: a worker's own error answer keeps its
+ * status and body; the proxy's errors use the envelope trtllm-serve workers use.
+ */
+export function openAiErrorResponse(error: ProxyError, headers?: Headers): Response {
+  const out = new Headers(headers);
+  const answer = error.workerAnswer;
+  if (answer && answer.status === error.status) {
+    out.set("content-type", answer.contentType);
+    return new Response(answer.body, { status: answer.status, headers: out });
+  }
+  out.set("content-type", "application/json");
+  const body = { object: "error", message: error.message, type: errorType(error.status), param: null, code: error.status };
+  return new Response(JSON.stringify(body), { status: error.status, headers: out });
+}

@@ -1,0 +1,37 @@
+import * as v from "valibot";
+import { badRequest, type ProxyError } from "../errors.ts";
+import type { JsonObject } from "../json.ts";
+
+/**
+ * Only the fields the proxy reads are checked; every other field passes through untouched
+ * for the workers to judge (looseObject).
+ */
+const model = v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty"));
+const stream = v.optional(v.nullable(v.boolean("stream must be a boolean")));
+
+const tokenIds = v.pipe(v.array(v.pipe(v.number(), v.integer())), v.minLength(1, "prompt must not be an empty list"));
+const prompt = v.union(
+  [v.string(), v.strictTuple([v.string()]), tokenIds],
+  "Disaggregated serving supports a single string prompt or a list of token ids as prompt",
+);
+
+export const completionsRequest = v.looseObject({ model, stream, prompt });
+export const chatRequest = v.looseObject({
+  model,
+  stream,
+  messages: v.pipe(v.array(v.unknown(), "messages must be a list"), v.minLength(1, "messages must not be empty")),
+});
+
+/** Checks `body` against `schema`; a 400 with the first issue's path and message otherwise. */
+export function check(schema: v.GenericSchema, body: JsonObject): void {
+  const result = v.safeParse(schema, body);
+  if (!result.success) throw invalid(result.issues);
+}
+
+function invalid(issues: readonly v.BaseIssue<unknown>[]): ProxyError {
+  const first = issues[0];
+  const path = first ? v.getDotPath(first) : null;
+  if (first && !path) return badRequest(`Invalid request: ${first.message}`);
+  const missing = first?.received === "undefined";
+  return badRequest(missing ? `Invalid request: ${path} is required` : `Invalid request: ${path}: ${first?.message ?? "invalid"}`);
+}

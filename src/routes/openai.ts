@@ -1,0 +1,33 @@
+import { openAiDialect } from "../dialects/openai.ts";
+import type { JsonObject } from "../json.ts";
+import type { App } from "../server/app.ts";
+import { readClientBody } from "./client-body.ts";
+import { openAiErrorResponse } from "./errors.ts";
+import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
+import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+
+const dialect: RouteDialect = {
+  openStream: () => ({ stream: openAiDialect.start(), opensEarly: true }),
+  errorResponse: openAiErrorResponse,
+};
+
+/** POST /v1/completions */
+export async function completions(app: App, request: Request): Promise<Response> {
+  const body = await readClientBody(request, app.config.maxBodyBytes);
+  check(completionsRequest, body);
+  return proxyThroughPipeline({ app, request, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect });
+}
+
+/** POST /v1/chat/completions */
+export async function chatCompletions(app: App, request: Request): Promise<Response> {
+  const body = await readClientBody(request, app.config.maxBodyBytes);
+  check(chatRequest, body);
+  return proxyThroughPipeline({ app, request, route: "/v1/chat/completions", api: "chat", body, dialect });
+}
+
+/** A one-element prompt list is its element, as trtllm-serve treats it. */
+function unwrapPrompt(body: JsonObject): JsonObject {
+  const prompt = body["prompt"];
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string") return { ...body, prompt: prompt[0] };
+  return body;
+}

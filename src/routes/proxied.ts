@@ -1,0 +1,88 @@
+import { asProxyError, ProxyError } from "../errors.ts";
+import type { JsonObject } from "../json.ts";
+import { runPipeline } from "../pipeline/orchestrate.ts";
+import type { ApiKind } from "../pipeline/types.ts";
+import type { RequestContext } from "../request/context.ts";
+import type { App } from "../server/app.ts";
+import type { DialectStream } from "../streaming/dialect.ts";
+import { respondWithStream } from "../streaming/early-stream.ts";
+
+export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
+
+/** How one proxied route speaks: its dialect for streams and for failures. */
+export interface RouteDialect {
+  /**
+   * The per-request stream state, built from the request as the workers will see it.
+   * `opensEarly` false: the response may not open before the pipeline answers (its opening
+   * cannot be built from the request alone).
+   */
+  readonly openStream: (body: JsonObject) => { readonly stream: DialectStream; readonly opensEarly: boolean };
+  readonly errorResponse: (error: ProxyError, headers: Headers) => Response;
+  /** Renders a finished (non-streamed) answer; defaults to the worker's JSON. */
+  readonly renderJson?: (body: JsonObject) => JsonObject;
+}
+
+export interface ProxiedCall {
+  readonly app: App;
+  readonly request: Request;
+  readonly route: string;
+  readonly api: ApiKind;
+  readonly body: JsonObject;
+  readonly dialect: RouteDialect;
+  /** Runs once the request has its id, before any worker sees it (e.g. Responses naming). */
+  readonly prepare?: (ctx: RequestContext, body: JsonObject) => void;
+}
+
+/**
+ * The shared path of every disaggregated route after validation: one request context,
+ * the pipeline, and the answer — JSON, or the early-stream mechanism.
+ */
+export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
+  const { app, request, body, dialect } = call;
+  const stream = body["stream"] === true;
+  const ctx = app.newContext(call.route, stream);
+  const clientGone = (): void => ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+  if (request.signal.aborted) clientGone();
+  else request.signal.addEventListener("abort", clientGone, { once: true });
+  call.prepare?.(ctx, body);
+  const outcome = runPipeline(app, ctx, { api: call.api, body, stream });
+  const headers = (): Headers => engineHeaders(ctx);
+  if (stream) {
+    const opened = dialect.openStream(body);
+    return respondWithStream({
+      ctx,
+      outcome,
+      dialect: opened.stream,
+      timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
+      headers: () => streamHeaders(headers()),
+      errorResponse: (error) => dialect.errorResponse(error, headers()),
+    });
+  }
+  try {
+    const result = await outcome;
+    if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
+    const rendered = dialect.renderJson ? dialect.renderJson(result.body) : result.body;
+    const text = JSON.stringify(rendered);
+    ctx.bytesOut = text.length;
+    ctx.markFirstByte();
+    ctx.end(200);
+    const out = headers();
+    out.set("content-type", "application/json");
+    return new Response(text, { status: 200, headers: out });
+  } catch (thrown) {
+    const error = asProxyError(thrown);
+    ctx.end(error.status, error);
+    return dialect.errorResponse(error, headers());
+  }
+}
+
+function engineHeaders(ctx: RequestContext): Headers {
+  return new Headers({ [ENGINE_REQUEST_ID_HEADER]: ctx.engineRequestId.toString() });
+}
+
+function streamHeaders(headers: Headers): Headers {
+  headers.set("content-type", "text/event-stream; charset=utf-8");
+  headers.set("cache-control", "no-cache");
+  headers.set("x-accel-buffering", "no");
+  return headers;
+}

@@ -1,0 +1,49 @@
+import * as v from "valibot";
+import { createResponsesDialect } from "../dialects/responses-dialect.ts";
+import { nameResponsesRequest } from "../dialects/responses-naming.ts";
+import { buildResponsesOpening } from "../dialects/responses-opening.ts";
+import { badRequest } from "../errors.ts";
+import type { App } from "../server/app.ts";
+import { readClientBody } from "./client-body.ts";
+import { openAiErrorResponse } from "./errors.ts";
+import { check } from "./openai-schemas.ts";
+import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+
+const responsesRequest = v.looseObject({
+  model: v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty")),
+  stream: v.optional(v.nullable(v.boolean("stream must be a boolean"))),
+  input: v.union([v.string(), v.array(v.unknown())], "input must be a string or a list of input items"),
+});
+
+const dialect: RouteDialect = {
+  openStream(body) {
+    const opening = buildResponsesOpening(body, Date.now());
+    return { stream: createResponsesDialect({ opening }).start(), opensEarly: opening !== undefined };
+  },
+  errorResponse: openAiErrorResponse,
+};
+
+/**
+ * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
+ * is forced off and a request that continues a stored response is refused.
+ */
+export async function responses(app: App, request: Request): Promise<Response> {
+  const body = await readClientBody(request, app.config.maxBodyBytes);
+  check(responsesRequest, body);
+  const previous = body["previous_response_id"];
+  if (previous !== undefined && previous !== null) {
+    throw badRequest("previous_response_id is not supported: responses are not stored on a disaggregated deployment");
+  }
+  body["store"] = false;
+  return proxyThroughPipeline({
+    app,
+    request,
+    route: "/v1/responses",
+    api: "responses",
+    body,
+    dialect,
+    prepare: (ctx, named) => {
+      nameResponsesRequest(named, ctx.disaggRequestId);
+    },
+  });
+}
