@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const BINARY = join(ROOT, "dist", "disagg-proxy");
+const children: Bun.Subprocess<"ignore", "pipe", "pipe">[] = [];
+
+/** Spawns the binary and resolves with its first stdout line (the bound URL with --port 0). */
+async function spawnBinary(args: string[]): Promise<{ child: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string }> {
+  const child = Bun.spawn([BINARY, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  children.push(child);
+  const reader = child.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`binary exited early: ${await new Response(child.stderr).text()}`);
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return { child, url: text.slice(0, text.indexOf("\n")).trim() };
+}
+
+const hostPort = (url: string): string => url.replace("http://", "");
+
+describe("the compiled binary", () => {
+  beforeAll(() => {
+    // Always rebuild: a stale binary from an earlier build would test old code.
+    const build = Bun.spawnSync([process.execPath, "scripts/build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+    if (build.exitCode !== 0) throw new Error("build failed");
+  }, 120_000);
+
+  afterAll(() => {
+    for (const child of children) child.kill("SIGKILL");
+  });
+
+  test("prints its version", () => {
+    const run = Bun.spawnSync([BINARY, "--version"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout.toString()).toMatch(/^disagg-proxy \d+\.\d+\.\d+/);
+  });
+
+  test("serves a disaggregated chat request from a TensorRT-LLM YAML config and stops cleanly on SIGTERM", async () => {
+    const context = await spawnBinary(["worker", "--role", "context", "--port", "0"]);
+    const generation = await spawnBinary(["worker", "--role", "generation", "--port", "0"]);
+    const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
+    const yaml = join(dir, "disagg_config.yaml");
+    writeFileSync(
+      yaml,
+      [
+        "hostname: 127.0.0.1",
+        "port: 0",
+        "backend: pytorch",
+        "context_servers:",
+        "  num_instances: 1",
+        `  urls: ["${hostPort(context.url)}"]`,
+        "generation_servers:",
+        "  num_instances: 1",
+        `  urls: ["${hostPort(generation.url)}"]`,
+        "",
+      ].join("\n"),
+    );
+    const proxy = await spawnBinary(["serve", "-c", yaml, "--server-start-timeout", "10"]);
+    let ready = false;
+    for (let i = 0; i < 200 && !ready; i++) {
+      ready = (await fetch(`${proxy.url}/health`)).status === 200;
+      if (!ready) await Bun.sleep(25);
+    }
+    expect(ready).toBe(true);
+    const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi from the binary" }], stream: true }),
+    });
+    expect(response.status).toBe(200);
+    expect((await response.text()).trimEnd().endsWith("data: [DONE]")).toBe(true);
+    proxy.child.kill("SIGTERM");
+    expect(await proxy.child.exited).toBe(0);
+  }, 30_000);
+
+  test("a config key of the wrong type exits 2 with a message naming it and no stack", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
+    const yaml = join(dir, "bad.yaml");
+    writeFileSync(yaml, "port: not-a-port\ncontext_servers:\n  urls: [\"a:1\"]\ngeneration_servers:\n  urls: [\"b:1\"]\n");
+    const run = Bun.spawnSync([BINARY, "serve", "-c", yaml]);
+    expect(run.exitCode).toBe(2);
+    const stderr = run.stderr.toString();
+    expect(stderr).toContain("port");
+    expect(stderr).not.toContain("    at ");
+  });
+});
