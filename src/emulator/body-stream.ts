@@ -15,6 +15,8 @@ export interface BodyHooks {
   readonly onEnd: () => void;
   /** The client went away first. */
   readonly onCancel: () => void;
+  /** Sees each piece as it is handed to the socket. */
+  readonly onPiece: ((piece: Uint8Array) => void) | undefined;
 }
 
 /** Bun writes the chunks enqueued within one turn together; a macrotask between pieces splits them. */
@@ -40,6 +42,7 @@ export function bodyStream(source: AsyncIterator<Uint8Array, void>, hooks: BodyH
             hooks.onEnd();
             return;
           }
+          hooks.onPiece?.(piece);
           controller.enqueue(piece);
         } catch (error) {
           // An abort means the client left or the worker stops: the request is settled

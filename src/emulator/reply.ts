@@ -77,6 +77,7 @@ function reply(prepared: PreparedJob, source: AsyncIterator<Uint8Array, void>, c
     chunkBytes: prepared.settings.chunkBytes,
     onEnd: job.finish,
     onCancel: job.cancel,
+    onPiece: job.worker.options.recordReplies === true ? (piece) => job.record.sent.push(piece) : undefined,
   });
   return new Response(body, { status: 200, headers: replyHeaders(prepared, contentType) });
 }

@@ -27,7 +27,7 @@ export class RequestLog {
   #runningModelRequests = 0;
 
   add(init: RecordInit): RecordedRequest {
-    const record: RecordedRequest = { seq: this.records.length, ...init, status: "running" };
+    const record: RecordedRequest = { seq: this.records.length, ...init, status: "running", sent: [] };
     this.records.push(record);
     if (record.phase !== "other") this.#runningModelRequests++;
     this.#offer(record);

@@ -42,6 +42,8 @@ export interface EmulatorOptions {
   /** How long a generation-first request waits for its KV hand-off (default 60000). */
   kvWaitTimeoutMs?: number;
   faults?: EmulatorFaults;
+  /** Keep each reply body's bytes on its record (`sent`), for byte-exact relay tests (default false). */
+  recordReplies?: boolean;
 }
 
 export type RequestPhase = "context" | "generation" | "aggregated" | "other";
@@ -60,6 +62,8 @@ export interface RecordedRequest {
   readonly disaggRequestId: bigint | undefined;
   /** `aborted`: the worker saw its client connection close before it finished. */
   status: RequestStatus;
+  /** The reply body as it left, piece by piece; filled only with `recordReplies`. */
+  readonly sent: Uint8Array[];
 }
 
 export interface EmulatedWorker {
