@@ -11,6 +11,11 @@ import { createDispatch, type RouteTable } from "./dispatch.ts";
 /** Idle bound for requests that do not stream or wait on a worker (slowloris guard). */
 const IDLE_TIMEOUT_S = 30;
 
+export interface ServerOptions {
+  /** Overrides the idle bound (tests shorten it to prove slow routes are exempt). */
+  readonly idleTimeoutS?: number;
+}
+
 export interface RunningProxy {
   readonly url: URL;
   readonly app: App;
@@ -33,14 +38,14 @@ const ROUTES: RouteTable = {
 const SLOW_PATHS = new Set(["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages"]);
 
 /** Starts listening at once; /health says 503 until the workers are found ready. */
-export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string): RunningProxy {
+export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
   const dispatch = createDispatch(app, ROUTES, SLOW_PATHS, logger);
   const server = Bun.serve({
     hostname: config.host,
     port: config.port,
     development: false,
-    idleTimeout: IDLE_TIMEOUT_S,
+    idleTimeout: options.idleTimeoutS ?? IDLE_TIMEOUT_S,
     maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
     fetch(request, srv) {
       // Before the first await: a prefill may keep this request silent for minutes.

@@ -32,6 +32,21 @@ export function workerHttpError(role: string, answer: WorkerAnswer): ProxyError 
   return new ProxyError("WORKER_HTTP_ERROR", answer.status, workerErrorMessage(role, answer), { workerAnswer: answer });
 }
 
+const encoder = new TextEncoder();
+
+/**
+ * A worker's error body, safe to relay: every mention of the worker's own address (origin,
+ * host:port, or a dotted host) is replaced, so a client never learns where workers live.
+ */
+export function withoutWorkerAddress(body: Uint8Array, origin: string): Uint8Array {
+  const url = new URL(origin);
+  const names = [origin, url.host, url.hostname.includes(".") || url.hostname.includes(":") ? url.hostname : ""];
+  const text = decoder.decode(body);
+  let scrubbed = text;
+  for (const name of names) if (name) scrubbed = scrubbed.replaceAll(name, "worker");
+  return scrubbed === text ? body : encoder.encode(scrubbed);
+}
+
 /** Reads a body up to `limit` bytes; the rest is cancelled. */
 export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
   if (!body) return new Uint8Array();

@@ -1,6 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, workerHttpError } from "./answers.ts";
+import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 
 /** A non-streamed answer larger than this is refused (context answers carry token ids). */
 const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
@@ -28,7 +28,7 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const deadline = new Deadline(post.timeoutMs);
   const response = await send(post, deadline);
   try {
-    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, MAX_ANSWER_BYTES));
+    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, MAX_ANSWER_BYTES, post.origin));
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
@@ -48,7 +48,7 @@ export async function postForStream(post: WorkerPost): Promise<Response> {
   const deadline = new Deadline(post.timeoutMs);
   const response = await send(post, deadline).finally(() => deadline.clear());
   if (response.status >= 400 || !isEventStream(response)) {
-    const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES).catch((error: unknown) => {
+    const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((error: unknown) => {
       throw translateFailure(error, post);
     });
     if (response.status >= 400) throw workerHttpError(post.role, answer);
@@ -84,15 +84,22 @@ async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: post.body,
       signal: AbortSignal.any([post.signal, deadline.signal]),
+      // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
+      // (total for non-streamed calls, silence for streams) bound every call instead.
+      timeout: false,
     });
   } catch (error) {
     throw translateFailure(error, post);
   }
 }
 
-async function errorAnswer(response: Response, limit: number): Promise<{ status: number; contentType: string; body: Uint8Array }> {
+async function errorAnswer(
+  response: Response,
+  limit: number,
+  origin: string,
+): Promise<{ status: number; contentType: string; body: Uint8Array }> {
   const contentType = response.headers.get("content-type") ?? "application/json";
-  return { status: response.status, contentType, body: await readPrefix(response.body, limit) };
+  return { status: response.status, contentType, body: withoutWorkerAddress(await readPrefix(response.body, limit), origin) };
 }
 
 function isEventStream(response: Response): boolean {

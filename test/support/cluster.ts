@@ -9,6 +9,7 @@ export interface ClusterOptions {
   readonly contexts?: readonly WorkerSpec[];
   readonly generations?: readonly WorkerSpec[];
   readonly config?: Partial<ProxyConfig>;
+  readonly idleTimeoutS?: number;
 }
 
 export interface TestCluster extends AsyncDisposable {
@@ -41,7 +42,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     configFile: undefined,
     ...options.config,
   };
-  const proxy = startProxy(config, logger, "test");
+  const proxy = startProxy(config, logger, "test", options.idleTimeoutS === undefined ? {} : { idleTimeoutS: options.idleTimeoutS });
   await proxy.waitForWorkers();
   const url = proxy.url.origin;
   return {
