@@ -1,35 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { BINARY, ensureBinary, spawnBinary, type Child } from "./binary-harness.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const ROOT = join(import.meta.dir, "..", "..");
-const BINARY = join(ROOT, "dist", "disagg-proxy");
-const children: Bun.Subprocess<"ignore", "pipe", "pipe">[] = [];
-
-/** Spawns the binary and resolves with its first stdout line (the bound URL with --port 0). */
-async function spawnBinary(args: string[]): Promise<{ child: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string }> {
-  const child = Bun.spawn([BINARY, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  children.push(child);
-  const reader = child.stdout.getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`binary exited early: ${await new Response(child.stderr).text()}`);
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return { child, url: text.slice(0, text.indexOf("\n")).trim() };
-}
+const children: Child[] = [];
+const spawn = (args: string[]): ReturnType<typeof spawnBinary> => spawnBinary(args, children);
 
 const hostPort = (url: string): string => url.replace("http://", "");
 
 describe("the compiled binary", () => {
-  beforeAll(() => {
-    // Always rebuild: a stale binary from an earlier build would test old code.
-    const build = Bun.spawnSync([process.execPath, "scripts/build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
-    if (build.exitCode !== 0) throw new Error("build failed");
-  }, 120_000);
+  beforeAll(ensureBinary, 120_000);
 
   afterAll(() => {
     for (const child of children) child.kill("SIGKILL");
@@ -42,8 +23,8 @@ describe("the compiled binary", () => {
   });
 
   test("serves a disaggregated chat request from a TensorRT-LLM YAML config and stops cleanly on SIGTERM", async () => {
-    const context = await spawnBinary(["worker", "--role", "context", "--port", "0"]);
-    const generation = await spawnBinary(["worker", "--role", "generation", "--port", "0"]);
+    const context = await spawn(["worker", "--role", "context", "--port", "0"]);
+    const generation = await spawn(["worker", "--role", "generation", "--port", "0"]);
     const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
     const yaml = join(dir, "disagg_config.yaml");
     writeFileSync(
@@ -61,7 +42,7 @@ describe("the compiled binary", () => {
         "",
       ].join("\n"),
     );
-    const proxy = await spawnBinary(["serve", "-c", yaml, "--server-start-timeout", "10"]);
+    const proxy = await spawn(["serve", "-c", yaml, "--server-start-timeout", "10"]);
     let ready = false;
     for (let i = 0; i < 200 && !ready; i++) {
       ready = (await fetch(`${proxy.url}/health`)).status === 200;
