@@ -3,7 +3,7 @@ import { ConfigError, UsageError } from "./config/errors.ts";
 import { demoBanner, startDemo } from "./demo.ts";
 import { startEmulatedWorker } from "./emulator/index.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
-import { startProxy } from "./server/serve.ts";
+import { startProxy, type RunningProxy } from "./server/serve.ts";
 
 /** argv → serve | worker | demo. The only place that exits the process. */
 async function main(argv: readonly string[]): Promise<void> {
@@ -29,22 +29,41 @@ async function main(argv: readonly string[]): Promise<void> {
       await runDemo(command.port);
       return;
     case "serve":
-      await runServe(command);
+      await runServe(command, argv);
   }
 }
 
-async function runServe(command: Extract<Command, { kind: "serve" }>): Promise<void> {
+async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[]): Promise<void> {
   const logger = createLogger(command.config.logLevel);
   keepServingOnStrayRejections(logger);
   const proxy = startProxy(command.config, logger, VERSION);
   announce(proxy.url, command.config.port);
   for (const warning of command.warnings) logger.warn(warning);
   logger.info("listening", { url: proxy.url.origin, schedule: command.config.schedule, max_retries: command.config.maxRetries });
-  stopOnSignals(() => proxy.stop());
+  const drain = (): void => {
+    proxy.drain(command.config.drainTimeoutMs).then(
+      () => exit(0),
+      () => exit(1),
+    );
+  };
+  process.once("SIGTERM", drain);
+  process.once("SIGINT", drain);
+  process.on("SIGHUP", () => reload(proxy, argv, logger));
   if (!(await proxy.waitForWorkers())) {
     logger.error("Timeout waiting for context and generation servers to be ready");
     await proxy.stop();
     exit(1);
+  }
+}
+
+/** SIGHUP: the config file and flags are read again; only the worker lists take effect. */
+function reload(proxy: RunningProxy, argv: readonly string[], logger: Logger): void {
+  try {
+    const next = parseCommandLine([...argv]);
+    if (next.kind !== "serve") return;
+    proxy.replaceWorkers(next.config.contextServers, next.config.generationServers);
+  } catch (error) {
+    logger.error("reload failed: keeping the current workers", { error });
   }
 }
 

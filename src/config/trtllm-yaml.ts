@@ -18,7 +18,12 @@ type YamlKey =
   | "contextServers"
   | "generationServers"
   | "contextRouter"
-  | "generationRouter";
+  | "generationRouter"
+  | "healthCheckIntervalMs"
+  | "healthCheckTimeoutMs"
+  | "healthCheckFailures"
+  | "healthCheckSuccesses"
+  | "drainTimeoutMs";
 
 export type YamlSettings = { -readonly [K in YamlKey]?: ProxyConfig[K] };
 
@@ -30,7 +35,21 @@ export interface TrtllmYaml {
 
 type Mapping = Record<string, unknown>;
 
-const TOP_LEVEL = new Set(["hostname", "port", "max_retries", "schedule_style", "node_id", "context_servers", "generation_servers"]);
+const TOP_LEVEL = new Set([
+  "hostname",
+  "port",
+  "max_retries",
+  "schedule_style",
+  "node_id",
+  "context_servers",
+  "generation_servers",
+  // Ours: settings trtllm-serve does not have, under the names of their flags.
+  "health_check_interval_ms",
+  "health_check_timeout_ms",
+  "health_check_failures",
+  "health_check_successes",
+  "drain_timeout",
+]);
 const SECTION = new Set(["num_instances", "urls", "router"]);
 const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing"];
 /** Router types trtllm-serve has and this proxy does not: a clearer error than "unknown". */
@@ -45,6 +64,12 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   setIfDefined(settings, "maxRetries", optInt(doc, "max_retries", "max_retries", 0));
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));
   setIfDefined(settings, "schedule", optChoice(doc, "schedule_style", "schedule_style", ["context_first", "generation_first"] as const));
+  setIfDefined(settings, "healthCheckIntervalMs", optInt(doc, "health_check_interval_ms", "health_check_interval_ms", 1));
+  setIfDefined(settings, "healthCheckTimeoutMs", optInt(doc, "health_check_timeout_ms", "health_check_timeout_ms", 1));
+  setIfDefined(settings, "healthCheckFailures", optInt(doc, "health_check_failures", "health_check_failures", 1));
+  setIfDefined(settings, "healthCheckSuccesses", optInt(doc, "health_check_successes", "health_check_successes", 1));
+  const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
+  setIfDefined(settings, "drainTimeoutMs", drain === undefined ? undefined : drain * 1000);
   const context = readSection(doc, "context_servers", unimplemented);
   setIfDefined(settings, "contextServers", context.urls);
   setIfDefined(settings, "contextRouter", context.router);

@@ -28,6 +28,15 @@ export interface ProxyConfig {
   readonly nodeId: number;
   readonly logLevel: LogLevel;
   readonly maxBodyBytes: number;
+  /** Periodic worker /health checks after start-up. */
+  readonly healthCheckIntervalMs: number;
+  readonly healthCheckTimeoutMs: number;
+  /** Consecutive failed checks that take a worker out of rotation. */
+  readonly healthCheckFailures: number;
+  /** Consecutive passed checks that bring an ejected (or new) worker back. */
+  readonly healthCheckSuccesses: number;
+  /** SIGTERM: how long in-flight requests may run on before they are aborted. */
+  readonly drainTimeoutMs: number;
   /** The -c file, kept so a reload can re-read it. */
   readonly configFile: string | undefined;
 }
@@ -47,4 +56,9 @@ export const DEFAULTS = {
   keepaliveIntervalMs: 15_000,
   logLevel: "info",
   maxBodyBytes: 32 * 1024 * 1024,
+  healthCheckIntervalMs: 5000,
+  healthCheckTimeoutMs: 2000,
+  healthCheckFailures: 2,
+  healthCheckSuccesses: 1,
+  drainTimeoutMs: 30_000,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -1,12 +1,20 @@
 import { errorType } from "../dialects/openai.ts";
 import type { ProxyError } from "../errors.ts";
+import { RETRY_AFTER_S } from "../server/app.ts";
+
+/** Headers of an error answer: a refused client (draining) is told when to come back. */
+export function errorHeaders(error: ProxyError, headers?: Headers): Headers {
+  const out = new Headers(headers);
+  if (error.code === "DRAINING") out.set("retry-after", String(RETRY_AFTER_S));
+  return out;
+}
 
 /**
  * A failure as an HTTP answer in OpenAI's dialect: a worker's own error answer keeps its
  * status and body; the proxy's errors use the envelope trtllm-serve workers use.
  */
 export function openAiErrorResponse(error: ProxyError, headers?: Headers): Response {
-  const out = new Headers(headers);
+  const out = errorHeaders(error, headers);
   const answer = error.workerAnswer;
   if (answer && answer.status === error.status) {
     out.set("content-type", answer.contentType);

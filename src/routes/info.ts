@@ -4,9 +4,14 @@ import { openAiErrorResponse } from "./errors.ts";
 
 const MODELS_TIMEOUT_MS = 10_000;
 
-/** GET /health: 200 once a context and a generation worker are ready, else 503. */
+/** GET /health (readiness): 200 once a context and a generation worker are ready; 503 while draining. */
 export function health(app: App): Response {
-  return new Response(null, { status: app.placement.pool.isReady() ? 200 : 503 });
+  return new Response(null, { status: app.placement.pool.isReady() && !app.draining ? 200 : 503 });
+}
+
+/** GET /livez (liveness): the process answers. */
+export function livez(): Response {
+  return new Response(null, { status: 200 });
 }
 
 /** GET /version */

@@ -1,62 +1,67 @@
 import type { ProxyConfig } from "../config/types.ts";
+import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
 import { RequestContext, type RequestSummary } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
+import { logRequest } from "./request-log.ts";
+
+/** Seconds a refused client is told to wait before trying again (draining, overload). */
+export const RETRY_AFTER_S = 5;
 
 /** Everything a route needs, built once per server and passed in (no module state). */
 export interface App extends PipelineDeps {
   readonly timings: StreamTimings;
   readonly version: string;
-  /** Starts the one context of a client request that passed validation. */
+  /** Requests between validation and their end. */
+  readonly active: ReadonlySet<RequestContext>;
+  readonly draining: boolean;
+  /** Starts the one context of a client request that passed validation (refused while draining). */
   newContext(route: string, stream: boolean): RequestContext;
+  /** From now on new requests are refused with 503 and Retry-After. */
+  startDraining(): void;
 }
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
   const placement = new Placement(config);
   const ids = new DisaggIdAllocator(config.nodeId);
-  const onEnd = (summary: RequestSummary): void => logRequest(logger, summary);
+  const active = new Set<RequestContext>();
+  let draining = false;
+  const onEnd = (ctx: RequestContext, summary: RequestSummary): void => {
+    active.delete(ctx);
+    logRequest(logger, summary);
+  };
   return {
     config,
     placement,
     ids,
     logger,
     version,
+    active,
+    get draining() {
+      return draining;
+    },
     timings: {
       startWaitMs: config.streamStartWaitMs,
       keepaliveIntervalMs: config.keepaliveIntervalMs,
       silenceTimeoutMs: config.requestTimeoutMs,
     },
-    newContext: (route, stream) =>
-      new RequestContext({ disaggRequestId: ids.next(), route, stream, schedule: config.schedule, onEnd }),
+    startDraining() {
+      draining = true;
+    },
+    newContext(route, stream) {
+      if (draining) throw new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
+      const ctx: RequestContext = new RequestContext({
+        disaggRequestId: ids.next(),
+        route,
+        stream,
+        schedule: config.schedule,
+        onEnd: (summary) => onEnd(ctx, summary),
+      });
+      active.add(ctx);
+      return ctx;
+    },
   };
-}
-
-/** One structured line per finished request. */
-function logRequest(logger: Logger, s: RequestSummary): void {
-  const fields = {
-    disagg_request_id: s.disaggRequestId,
-    engine_request_id: s.engineRequestId,
-    route: s.route,
-    stream: s.stream,
-    schedule: s.schedule,
-    context_worker: s.contextWorker,
-    generation_worker: s.generationWorker,
-    status: s.status,
-    outcome: s.outcome,
-    error: s.error,
-    retries: s.retries,
-    ttfb_ms: round(s.ttfbMs),
-    ttft_ms: round(s.ttftMs),
-    duration_ms: round(s.durationMs),
-    bytes_out: s.bytesOut,
-  };
-  if (s.outcome === "ok") logger.info("request", fields);
-  else logger.warn("request", fields);
-}
-
-function round(ms: number | undefined): number | undefined {
-  return ms === undefined ? undefined : Math.round(ms * 1000) / 1000;
 }

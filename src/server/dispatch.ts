@@ -2,15 +2,23 @@ import { asProxyError, ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
 import type { App } from "./app.ts";
+import { logRejection } from "./request-log.ts";
 
 export type Handler = (app: App, request: Request) => Response | Promise<Response>;
 
-/** path → method → handler. Paths are matched without the query string. */
-export type RouteTable = Readonly<Record<string, Readonly<Partial<Record<string, Handler>>>>>;
+export interface RouteEntry {
+  readonly methods: Readonly<Partial<Record<string, Handler>>>;
+  /** Failures before a request context exists, in the route's dialect (default: OpenAI's envelope). */
+  readonly renderError?: (error: ProxyError) => Response;
+}
+
+/** path → its methods. Paths are matched without the query string. */
+export type RouteTable = Readonly<Record<string, RouteEntry>>;
 
 export interface Dispatch {
-  /** Answers a request; never throws. `waits` tells whether it may be slow (no idle timeout then). */
+  /** Answers a request; never throws. */
   handle(request: Request): Promise<Response>;
+  /** Whether the request may wait on a worker for long (no idle timeout then). */
   waits(request: Request): boolean;
 }
 
@@ -18,17 +26,18 @@ export function createDispatch(app: App, routes: RouteTable, slowPaths: Readonly
   return {
     waits: (request) => request.method === "POST" && slowPaths.has(pathOf(request)),
     async handle(request) {
-      const byMethod = routes[pathOf(request)];
-      const handler = byMethod?.[request.method];
+      const path = pathOf(request);
+      const entry = routes[path];
+      const handler = entry?.methods[request.method];
       try {
-        if (!byMethod) throw new ProxyError("NOT_FOUND", 404, `No route for ${pathOf(request)}`);
-        if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${pathOf(request)}`);
+        if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
+        if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
         return await handler(app, request);
       } catch (thrown) {
         const error = asProxyError(thrown);
-        if (error.code === "INTERNAL") logger.error("unexpected failure", { path: pathOf(request), error: thrown });
-        else logger.debug("request rejected", { path: pathOf(request), code: error.code, error: error.message });
-        return openAiErrorResponse(error);
+        if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
+        else logRejection(logger, path, error);
+        return (entry?.renderError ?? openAiErrorResponse)(error);
       }
     },
   };

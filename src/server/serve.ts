@@ -1,15 +1,17 @@
 import type { ProxyConfig } from "../config/types.ts";
+import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { clusterInfo, health, models, version } from "../routes/info.ts";
-import { countTokens, messages } from "../routes/messages.ts";
-import { chatCompletions, completions } from "../routes/openai.ts";
-import { responses } from "../routes/responses.ts";
-import { waitForWorkers } from "../workers/startup.ts";
+import { pause } from "../pipeline/retry.ts";
+import { HealthMonitor } from "../workers/health-monitor.ts";
+import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createApp, type App } from "./app.ts";
-import { createDispatch, type RouteTable } from "./dispatch.ts";
+import { createDispatch } from "./dispatch.ts";
+import { ROUTES, SLOW_PATHS } from "./route-table.ts";
 
 /** Idle bound for requests that do not stream or wait on a worker (slowloris guard). */
 const IDLE_TIMEOUT_S = 30;
+/** After the drain timeout, aborted streams get this long to write their in-band error. */
+const ABORT_GRACE_MS = 1000;
 
 export interface ServerOptions {
   /** Overrides the idle bound (tests shorten it to prove slow routes are exempt). */
@@ -19,23 +21,15 @@ export interface ServerOptions {
 export interface RunningProxy {
   readonly url: URL;
   readonly app: App;
-  /** Polls the workers until all are ready or the start timeout passed; true when ready. */
+  /** Polls the workers until all are ready or the start timeout passed, then keeps checking them. */
   waitForWorkers(): Promise<boolean>;
+  /** New worker lists (SIGHUP reload): added workers join after a healthy check. */
+  replaceWorkers(context: readonly string[], generation: readonly string[]): void;
+  /** Refuses new work, lets in-flight requests finish up to `timeoutMs`, aborts the rest, stops. */
+  drain(timeoutMs: number): Promise<void>;
+  /** Stops at once, dropping open connections. */
   stop(): Promise<void>;
 }
-
-const ROUTES: RouteTable = {
-  "/v1/completions": { POST: completions },
-  "/v1/chat/completions": { POST: chatCompletions },
-  "/v1/responses": { POST: responses },
-  "/v1/messages": { POST: messages },
-  "/v1/messages/count_tokens": { POST: countTokens },
-  "/v1/models": { GET: models },
-  "/health": { GET: health },
-  "/version": { GET: version },
-  "/cluster_info": { GET: clusterInfo },
-};
-const SLOW_PATHS = new Set(["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages"]);
 
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
@@ -54,20 +48,53 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     },
     error(error) {
       logger.error("unhandled server error", { error });
-      return new Response(JSON.stringify({ object: "error", message: "Internal server error", type: "InternalServerError", param: null, code: 500 }), {
-        status: 500,
-        headers: { "content-type": "application/json" },
-      });
+      const body = { object: "error", message: "Internal server error", type: "InternalServerError", param: null, code: 500 };
+      return Response.json(body, { status: 500 });
     },
   });
   const stopping = new AbortController();
+  const monitor = new HealthMonitor(app.placement.pool, config, logger);
+  const stop = async (): Promise<void> => {
+    stopping.abort();
+    await server.stop(true);
+  };
   return {
     url: server.url,
     app,
-    waitForWorkers: () => waitForWorkers(app.placement.pool, config, logger, stopping.signal),
-    async stop() {
-      stopping.abort();
-      await server.stop(true);
+    async waitForWorkers() {
+      const ready = await waitForWorkers(app.placement.pool, monitor, config, logger, stopping.signal);
+      void monitorWorkers(monitor, config.healthCheckIntervalMs, stopping.signal);
+      return ready;
     },
+    replaceWorkers(context, generation) {
+      const pool = app.placement.pool;
+      for (const [role, origins] of [["context", context], ["generation", generation]] as const) {
+        const { added, removed } = pool.replace(role, origins);
+        if (added.length > 0 || removed.length > 0) logger.info("workers reloaded", { role, added, removed });
+      }
+      void monitor.checkAll(stopping.signal);
+    },
+    async drain(timeoutMs) {
+      app.startDraining();
+      logger.info("draining", { in_flight: app.active.size, timeout_ms: timeoutMs });
+      await untilIdle(app, timeoutMs);
+      const left = app.active.size;
+      if (left > 0) {
+        logger.warn("drain timeout: aborting in-flight requests", { in_flight: left });
+        const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
+        for (const ctx of app.active) ctx.abortLegs(reason);
+        await untilIdle(app, ABORT_GRACE_MS);
+      }
+      await stop();
+    },
+    stop,
   };
+}
+
+async function untilIdle(app: App, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const never = new AbortController().signal;
+  while (app.active.size > 0 && performance.now() < deadline) {
+    await pause(Math.min(20, deadline - performance.now()), never);
+  }
 }

@@ -70,4 +70,61 @@ describe("the compiled binary", () => {
     expect(stderr).toContain("port");
     expect(stderr).not.toContain("    at ");
   });
+
+  test("SIGTERM lets a 2 s stream finish, refuses new work and exits 0", async () => {
+    const context = await spawn(["worker", "--role", "context", "--port", "0"]);
+    const generation = await spawn(["worker", "--role", "generation", "--port", "0", "--token-ms", "200"]);
+    const proxy = await spawn(["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url]);
+    await untilHealthy(proxy.url);
+    const stream = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 11, stream: true }),
+    });
+    const body = stream.text();
+    await Bun.sleep(200);
+    proxy.child.kill("SIGTERM");
+    await Bun.sleep(100);
+    const refused = await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }) });
+    expect(refused.status).toBe(503);
+    expect((await body).trimEnd().endsWith("data: [DONE]")).toBe(true);
+    expect(await proxy.child.exited).toBe(0);
+  }, 20_000);
+
+  test("SIGHUP re-reads the config file's workers without breaking an open stream", async () => {
+    const context = await spawn(["worker", "--role", "context", "--port", "0"]);
+    const first = await spawn(["worker", "--role", "generation", "--port", "0", "--token-ms", "100"]);
+    const second = await spawn(["worker", "--role", "generation", "--port", "0"]);
+    const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
+    const yaml = join(dir, "disagg_config.yaml");
+    const write = (gen: string): void =>
+      writeFileSync(yaml, `hostname: 127.0.0.1\nport: 0\ncontext_servers:\n  urls: ["${hostPort(context.url)}"]\ngeneration_servers:\n  urls: ["${hostPort(gen)}"]\n`);
+    write(first.url);
+    const proxy = await spawn(["serve", "-c", yaml]);
+    await untilHealthy(proxy.url);
+    const stream = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 12, stream: true }),
+    });
+    const body = stream.text();
+    write(second.url);
+    proxy.child.kill("SIGHUP");
+    let lists: { server_lists: { generation: string[] }; is_ready: boolean } | undefined;
+    for (let i = 0; i < 200; i++) {
+      lists = (await (await fetch(`${proxy.url}/cluster_info`)).json()) as typeof lists;
+      if (lists?.server_lists.generation[0] === second.url && lists.is_ready) break;
+      await Bun.sleep(20);
+    }
+    expect(lists?.server_lists.generation).toEqual([second.url]);
+    const fresh = await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 2 }) });
+    expect(fresh.status).toBe(200);
+    expect((await body).trimEnd().endsWith("data: [DONE]")).toBe(true);
+  }, 20_000);
 });
+
+async function untilHealthy(url: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if ((await fetch(`${url}/health`)).status === 200) return;
+    await Bun.sleep(10);
+  }
+  throw new Error("proxy never became ready");
+}

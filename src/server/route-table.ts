@@ -1,0 +1,21 @@
+import { clusterInfo, health, livez, models, version } from "../routes/info.ts";
+import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
+import { chatCompletions, completions } from "../routes/openai.ts";
+import { responses } from "../routes/responses.ts";
+import type { RouteTable } from "./dispatch.ts";
+
+export const ROUTES: RouteTable = {
+  "/v1/completions": { methods: { POST: completions } },
+  "/v1/chat/completions": { methods: { POST: chatCompletions } },
+  "/v1/responses": { methods: { POST: responses } },
+  "/v1/messages": { methods: { POST: messages }, renderError: anthropicErrorResponse },
+  "/v1/messages/count_tokens": { methods: { POST: countTokens }, renderError: anthropicErrorResponse },
+  "/v1/models": { methods: { GET: models } },
+  "/health": { methods: { GET: health } },
+  "/livez": { methods: { GET: livez } },
+  "/version": { methods: { GET: version } },
+  "/cluster_info": { methods: { GET: clusterInfo } },
+};
+
+/** Routes that may wait on a worker for minutes: exempt from the server's idle timeout. */
+export const SLOW_PATHS: ReadonlySet<string> = new Set(["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages"]);

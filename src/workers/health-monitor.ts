@@ -1,0 +1,79 @@
+import type { ProxyConfig } from "../config/types.ts";
+import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { WorkerPool } from "../routing/worker-pool.ts";
+
+type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses">;
+
+interface Streak {
+  failures: number;
+  successes: number;
+}
+
+/**
+ * Worker health after start-up: each origin's /health is checked; a worker failing
+ * `healthCheckFailures` checks in a row leaves rotation, one passing `healthCheckSuccesses`
+ * in a row (re)joins it, with its /server_info fetched on the way in.
+ */
+export class HealthMonitor {
+  readonly #pool: WorkerPool;
+  readonly #settings: HealthSettings;
+  readonly #logger: Logger;
+  readonly #streaks = new Map<string, Streak>();
+
+  constructor(pool: WorkerPool, settings: HealthSettings, logger: Logger) {
+    this.#pool = pool;
+    this.#settings = settings;
+    this.#logger = logger;
+  }
+
+  /** One round over every origin, all checked at once. */
+  async checkAll(signal: AbortSignal): Promise<void> {
+    const origins = this.#pool.origins();
+    for (const origin of this.#streaks.keys()) if (!origins.includes(origin)) this.#streaks.delete(origin);
+    await Promise.all(origins.map((origin) => this.#check(origin, signal)));
+  }
+
+  async #check(origin: string, signal: AbortSignal): Promise<void> {
+    const healthy = await probe(origin, this.#settings.healthCheckTimeoutMs, signal);
+    if (signal.aborted) return;
+    const streak = this.#streaks.get(origin) ?? { failures: 0, successes: 0 };
+    this.#streaks.set(origin, streak);
+    streak.failures = healthy ? 0 : streak.failures + 1;
+    streak.successes = healthy ? streak.successes + 1 : 0;
+    const entries = this.#pool.entriesOf(origin);
+    const ready = entries.some((entry) => entry.ready);
+    if (ready && streak.failures >= this.#settings.healthCheckFailures) {
+      for (const entry of entries) entry.ready = false;
+      this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
+    } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
+      const info = await serverInfo(origin, this.#settings.healthCheckTimeoutMs, signal);
+      for (const entry of this.#pool.entriesOf(origin)) {
+        entry.serverInfo = info ?? entry.serverInfo;
+        entry.ready = true;
+      }
+      this.#logger.info("worker ready", { worker: origin, roles: entries.map((entry) => entry.role) });
+    }
+  }
+}
+
+async function probe(origin: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    const response = await fetch(`${origin}/health`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
+    await response.body?.cancel();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+async function serverInfo(origin: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
+  try {
+    const response = await fetch(`${origin}/server_info`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
+    if (!response.ok) return undefined;
+    const info = parseJson(await response.text());
+    return isJsonObject(info) ? info : undefined;
+  } catch {
+    return undefined;
+  }
+}
