@@ -17,6 +17,7 @@ export type ErrorCode =
   | "WORKER_STREAM_BROKEN"
   | "CLIENT_GONE"
   | "DRAINING"
+  | "OVERLOADED"
   | "INTERNAL";
 
 /** How a request ended, as the request log and metrics name it. */
@@ -35,6 +36,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   METHOD_NOT_ALLOWED: "rejected",
   NOT_READY: "rejected",
   DRAINING: "rejected",
+  OVERLOADED: "rejected",
   NO_WORKER: "internal_error",
   WORKER_HTTP_ERROR: "worker_error",
   WORKER_UNREACHABLE: "worker_error",

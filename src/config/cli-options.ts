@@ -59,6 +59,9 @@ export const OPTIONS = [
   { section: "serve", name: "health-check-failures", key: "healthCheckFailures", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.healthCheckFailures), description: "Consecutive failed checks that take a worker out of rotation" },
   { section: "serve", name: "health-check-successes", key: "healthCheckSuccesses", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.healthCheckSuccesses), description: "Consecutive passed checks that bring a worker (back) into rotation" },
   { section: "serve", name: "drain-timeout", key: "drainTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.drainTimeoutMs / 1000), description: "Seconds in-flight requests may run on after SIGTERM before they are aborted" },
+  { section: "serve", name: "max-inflight", key: "maxInflight", kind: "int", arg: "N", min: 0, default: "0", description: "Requests in flight at once; beyond it 429 with Retry-After (0 = no limit)" },
+  { section: "serve", name: "max-inflight-per-worker", key: "maxInflightPerWorker", kind: "int", arg: "N", min: 0, default: "0", description: "Requests one worker may serve at once; a full worker is skipped, all full = 429 (0 = no limit)" },
+  { section: "serve", name: "admission-wait-ms", key: "admissionWaitMs", kind: "int", arg: "MS", min: 0, default: "0", description: "How long a request over --max-inflight may queue for a slot before its 429" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },

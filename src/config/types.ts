@@ -35,6 +35,12 @@ export interface ProxyConfig {
   readonly healthCheckFailures: number;
   /** Consecutive passed checks that bring an ejected (or new) worker back. */
   readonly healthCheckSuccesses: number;
+  /** Admission: requests in flight at once (0: no limit); beyond it a 429 with Retry-After. */
+  readonly maxInflight: number;
+  /** Admission: reservations one worker may hold at once (0: no limit). */
+  readonly maxInflightPerWorker: number;
+  /** Admission: how long a request may wait for a free slot before its 429 (0: no wait). */
+  readonly admissionWaitMs: number;
   /** SIGTERM: how long in-flight requests may run on before they are aborted. */
   readonly drainTimeoutMs: number;
   /** The -c file, kept so a reload can re-read it. */
@@ -61,4 +67,7 @@ export const DEFAULTS = {
   healthCheckFailures: 2,
   healthCheckSuccesses: 1,
   drainTimeoutMs: 30_000,
+  maxInflight: 0,
+  maxInflightPerWorker: 0,
+  admissionWaitMs: 0,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -59,9 +59,12 @@ export function toAnthropicMessage(chat: JsonObject, ids: AnthropicIds): JsonObj
   };
 }
 
+/** Anthropic's own error types for the statuses a client handles specially. */
+const SPECIFIC_TYPES: Readonly<Record<number, string>> = { 401: "authentication_error", 429: "rate_limit_error" };
+
 /** `{"type":"error","error":{type, message}}`; the type follows the status class. */
 export function anthropicErrorBody(status: number, message: string): JsonObject {
-  const type = status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+  const type = SPECIFIC_TYPES[status] ?? (status >= 400 && status < 500 ? "invalid_request_error" : "api_error");
   return { type: "error", error: { type, message } };
 }
 

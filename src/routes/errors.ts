@@ -5,7 +5,7 @@ import { RETRY_AFTER_S } from "../server/app.ts";
 /** Headers of an error answer: a refused client (draining) is told when to come back. */
 export function errorHeaders(error: ProxyError, headers?: Headers): Headers {
   const out = new Headers(headers);
-  if (error.code === "DRAINING") out.set("retry-after", String(RETRY_AFTER_S));
+  if (error.code === "DRAINING" || error.code === "OVERLOADED") out.set("retry-after", String(RETRY_AFTER_S));
   return out;
 }
 

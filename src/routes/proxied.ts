@@ -40,7 +40,7 @@ export interface ProxiedCall {
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { app, request, body, dialect } = call;
   const stream = body["stream"] === true;
-  const ctx = app.newContext(call.route, stream);
+  const ctx = await app.startRequest(call.route, stream, request.signal);
   const clientGone = (): void => ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
   if (request.signal.aborted) clientGone();
   else request.signal.addEventListener("abort", clientGone, { once: true });

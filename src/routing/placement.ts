@@ -24,7 +24,13 @@ export class Placement {
   readonly table = new ReservationTable();
   readonly #routers: Record<Role, Router>;
 
-  constructor(config: Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter">) {
+  readonly #perWorkerLimit: number;
+
+  constructor(
+    config: Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
+      Partial<Pick<ProxyConfig, "maxInflightPerWorker">>,
+  ) {
+    this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
     this.pool = new WorkerPool(config.contextServers, config.generationServers);
     this.#routers = {
       context: createRouter(config.contextRouter, "context", this.table),
@@ -34,13 +40,21 @@ export class Placement {
 
   /** Reserves a ready worker of the role, preferring one this leg has not failed on. */
   place(request: PlacementRequest): Placed {
-    const ready = this.pool.ready(request.role).filter((worker) => worker.origin !== request.exclude);
+    const candidates = this.pool.ready(request.role).filter((worker) => worker.origin !== request.exclude);
+    const ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
+    if (ready.length === 0 && candidates.length > 0) {
+      throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
+    }
     const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
     const worker = this.#routers[request.role].pick(preferred.length > 0 ? preferred : ready);
     if (!worker) {
       throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker is available`);
     }
     return { worker, reservation: this.table.reserve(request.requestKey, request.role, worker.origin) };
+  }
+
+  #full(role: Role, origin: string): boolean {
+    return this.#perWorkerLimit > 0 && this.table.load(role, origin) >= this.#perWorkerLimit;
   }
 
 }

@@ -2,11 +2,16 @@ import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
-import { RequestContext, type RequestSummary } from "../request/context.ts";
+import { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
+import { Admission } from "./admission.ts";
 import { logRequest } from "./request-log.ts";
+
+function drainingError(): ProxyError {
+  return new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
+}
 
 /** Seconds a refused client is told to wait before trying again (draining, overload). */
 export const RETRY_AFTER_S = 5;
@@ -18,8 +23,11 @@ export interface App extends PipelineDeps {
   /** Requests between validation and their end. */
   readonly active: ReadonlySet<RequestContext>;
   readonly draining: boolean;
-  /** Starts the one context of a client request that passed validation (refused while draining). */
-  newContext(route: string, stream: boolean): RequestContext;
+  /**
+   * Admits a client request that passed validation and starts its one context: refused
+   * while draining (503) or over the in-flight limit (429).
+   */
+  startRequest(route: string, stream: boolean, clientSignal: AbortSignal): Promise<RequestContext>;
   /** From now on new requests are refused with 503 and Retry-After. */
   startDraining(): void;
 }
@@ -28,11 +36,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const placement = new Placement(config);
   const ids = new DisaggIdAllocator(config.nodeId);
   const active = new Set<RequestContext>();
+  const admission = new Admission(config.maxInflight, config.admissionWaitMs);
   let draining = false;
-  const onEnd = (ctx: RequestContext, summary: RequestSummary): void => {
-    active.delete(ctx);
-    logRequest(logger, summary);
-  };
   return {
     config,
     placement,
@@ -51,14 +56,23 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     startDraining() {
       draining = true;
     },
-    newContext(route, stream) {
-      if (draining) throw new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
+    async startRequest(route, stream, clientSignal) {
+      if (draining) throw drainingError();
+      const release = await admission.acquire(clientSignal);
+      if (draining) {
+        release();
+        throw drainingError();
+      }
       const ctx: RequestContext = new RequestContext({
         disaggRequestId: ids.next(),
         route,
         stream,
         schedule: config.schedule,
-        onEnd: (summary) => onEnd(ctx, summary),
+        onEnd: (summary) => {
+          active.delete(ctx);
+          release();
+          logRequest(logger, summary);
+        },
       });
       active.add(ctx);
       return ctx;
