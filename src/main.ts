@@ -62,6 +62,7 @@ function reload(proxy: RunningProxy, argv: readonly string[], logger: Logger): v
     const next = parseCommandLine([...argv]);
     if (next.kind !== "serve") return;
     proxy.replaceWorkers(next.config.contextServers, next.config.generationServers);
+    proxy.reloadTls();
   } catch (error) {
     logger.error("reload failed: keeping the current workers", { error });
   }

@@ -62,6 +62,10 @@ export const OPTIONS = [
   { section: "serve", name: "max-inflight", key: "maxInflight", kind: "int", arg: "N", min: 0, default: "0", description: "Requests in flight at once; beyond it 429 with Retry-After (0 = no limit)" },
   { section: "serve", name: "max-inflight-per-worker", key: "maxInflightPerWorker", kind: "int", arg: "N", min: 0, default: "0", description: "Requests one worker may serve at once; a full worker is skipped, all full = 429 (0 = no limit)" },
   { section: "serve", name: "admission-wait-ms", key: "admissionWaitMs", kind: "int", arg: "MS", min: 0, default: "0", description: "How long a request over --max-inflight may queue for a slot before its 429" },
+  { section: "serve", name: "tls-cert", key: "tlsCertFile", kind: "string", arg: "FILE", description: "PEM certificate chain: serve HTTPS (with --tls-key; both re-read on SIGHUP)" },
+  { section: "serve", name: "tls-key", key: "tlsKeyFile", kind: "string", arg: "FILE", description: "PEM private key for --tls-cert" },
+  { section: "serve", name: "worker-ca", key: "workerCaFile", kind: "string", arg: "FILE", description: "PEM bundle trusted for https:// workers" },
+  { section: "serve", name: "worker-api-key", key: "workerApiKey", kind: "string", arg: "KEY", description: "Bearer token sent to workers (the client's key is never forwarded)" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },

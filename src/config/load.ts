@@ -45,7 +45,14 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     nodeId: flags.nodeId ?? file?.settings.nodeId ?? deps.defaultNodeId(),
     maxRetries: noRetry ? 0 : (flags.maxRetries ?? file?.settings.maxRetries ?? DEFAULTS.maxRetries),
     configFile: flags.configFile,
+    tlsCertFile: flags.tlsCertFile,
+    tlsKeyFile: flags.tlsKeyFile,
+    workerCaFile: flags.workerCaFile,
+    workerApiKey: flags.workerApiKey,
   };
+  if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
+    throw new ConfigError("Invalid config: --tls-cert and --tls-key go together");
+  }
   requireWorkers(config);
   return { config: freeze(config), warnings: warningsOf(file, noRetry) };
 }

@@ -43,6 +43,13 @@ export interface ProxyConfig {
   readonly admissionWaitMs: number;
   /** SIGTERM: how long in-flight requests may run on before they are aborted. */
   readonly drainTimeoutMs: number;
+  /** TLS for clients: PEM files, re-read on SIGHUP. Both or neither. */
+  readonly tlsCertFile: string | undefined;
+  readonly tlsKeyFile: string | undefined;
+  /** PEM bundle trusted for https:// workers. */
+  readonly workerCaFile: string | undefined;
+  /** Sent to workers as a bearer token (the client's own key never is). */
+  readonly workerApiKey: string | undefined;
   /** The -c file, kept so a reload can re-read it. */
   readonly configFile: string | undefined;
 }
@@ -70,4 +77,8 @@ export const DEFAULTS = {
   maxInflight: 0,
   maxInflightPerWorker: 0,
   admissionWaitMs: 0,
+  tlsCertFile: undefined,
+  tlsKeyFile: undefined,
+  workerCaFile: undefined,
+  workerApiKey: undefined,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -105,6 +105,7 @@ async function runLeg<T>(
         body: plan.body(attempt),
         signal: plan.signal,
         timeoutMs: deps.config.requestTimeoutMs,
+        fetch: deps.workerFetch,
       });
       if (releaseOnAnswer) reservation.release();
       return { origin: placed.worker.origin, result };

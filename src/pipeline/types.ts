@@ -3,6 +3,7 @@ import type { JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
+import type { WorkerFetch } from "../workers/transport.ts";
 
 /** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
 export type ApiKind = "completions" | "chat" | "responses";
@@ -33,4 +34,5 @@ export interface PipelineDeps {
   readonly placement: Placement;
   readonly ids: DisaggIdAllocator;
   readonly logger: Logger;
+  readonly workerFetch: WorkerFetch;
 }

@@ -37,7 +37,7 @@ export async function models(app: App, request: Request): Promise<Response> {
   if (!worker) return openAiErrorResponse(new ProxyError("NOT_READY", 503, "No context worker is ready"));
   try {
     const signal = AbortSignal.any([request.signal, AbortSignal.timeout(MODELS_TIMEOUT_MS)]);
-    const upstream = await fetch(`${worker.origin}/v1/models`, { signal });
+    const upstream = await app.workerFetch(`${worker.origin}/v1/models`, { signal });
     const body = await upstream.arrayBuffer();
     return new Response(body, { status: upstream.status, headers: { "content-type": "application/json" } });
   } catch (cause) {

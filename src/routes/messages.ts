@@ -44,7 +44,7 @@ export async function countTokens(app: App, request: Request): Promise<Response>
   const converted = toCountTokensRequest(body, randomAnthropicIds.newToolUseId);
   const worker = app.placement.pool.ready("context")[0];
   if (!worker) throw new ProxyError("NOT_READY", 503, "No context worker is ready");
-  const upstream = await fetch(`${worker.origin}/v1/messages/count_tokens`, {
+  const upstream = await app.workerFetch(`${worker.origin}/v1/messages/count_tokens`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(converted),

@@ -3,12 +3,19 @@ import { Admission } from "./admission.ts";
 
 const never = new AbortController().signal;
 
+function refusal(admission: Admission): Promise<unknown> {
+  return admission.acquire(never).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
 describe("Admission", () => {
   test("beyond the limit a request is refused with 429 at once when there is no wait", async () => {
     const admission = new Admission(2, 0);
     await admission.acquire(never);
     await admission.acquire(never);
-    await expect(admission.acquire(never)).rejects.toMatchObject({ code: "OVERLOADED", status: 429 });
+    expect(await refusal(admission)).toMatchObject({ code: "OVERLOADED", status: 429 });
   });
 
   test("a waiting request gets the first freed slot, and the count never passes the limit", async () => {
@@ -26,7 +33,7 @@ describe("Admission", () => {
   test("a wait longer than the admission wait ends in a 429", async () => {
     const admission = new Admission(1, 20);
     await admission.acquire(never);
-    await expect(admission.acquire(never)).rejects.toMatchObject({ status: 429 });
+    expect(await refusal(admission)).toMatchObject({ status: 429 });
   });
 
   test("no limit admits everyone", async () => {

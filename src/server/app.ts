@@ -6,6 +6,7 @@ import { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
+import { createWorkerFetch } from "../workers/transport.ts";
 import { Admission } from "./admission.ts";
 import { logRequest } from "./request-log.ts";
 
@@ -34,6 +35,7 @@ export interface App extends PipelineDeps {
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
   const placement = new Placement(config);
+  const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
   const ids = new DisaggIdAllocator(config.nodeId);
   const active = new Set<RequestContext>();
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
@@ -43,6 +45,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     placement,
     ids,
     logger,
+    workerFetch,
     version,
     active,
     get draining() {

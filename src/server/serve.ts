@@ -6,23 +6,21 @@ import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createApp, type App } from "./app.ts";
 import { createDispatch } from "./dispatch.ts";
+import { listen, type ListenerOptions } from "./listener.ts";
 import { ROUTES, SLOW_PATHS } from "./route-table.ts";
 
-/** Idle bound for requests that do not stream or wait on a worker (slowloris guard). */
-const IDLE_TIMEOUT_S = 30;
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
 const ABORT_GRACE_MS = 1000;
 
-export interface ServerOptions {
-  /** Overrides the idle bound (tests shorten it to prove slow routes are exempt). */
-  readonly idleTimeoutS?: number;
-}
+export type ServerOptions = ListenerOptions;
 
 export interface RunningProxy {
   readonly url: URL;
   readonly app: App;
   /** Polls the workers until all are ready or the start timeout passed, then keeps checking them. */
   waitForWorkers(): Promise<boolean>;
+  /** Re-reads the TLS certificate and key (SIGHUP) without dropping a connection. */
+  reloadTls(): void;
   /** New worker lists (SIGHUP reload): added workers join after a healthy check. */
   replaceWorkers(context: readonly string[], generation: readonly string[]): void;
   /** Refuses new work, lets in-flight requests finish up to `timeoutMs`, aborts the rest, stops. */
@@ -35,36 +33,29 @@ export interface RunningProxy {
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
   const dispatch = createDispatch(app, ROUTES, SLOW_PATHS, logger);
-  const server = Bun.serve({
-    hostname: config.host,
-    port: config.port,
-    development: false,
-    idleTimeout: options.idleTimeoutS ?? IDLE_TIMEOUT_S,
-    maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
-    fetch(request, srv) {
-      // Before the first await: a prefill may keep this request silent for minutes.
-      if (dispatch.waits(request)) srv.timeout(request, 0);
-      return dispatch.handle(request);
-    },
-    error(error) {
-      logger.error("unhandled server error", { error });
-      const body = { object: "error", message: "Internal server error", type: "InternalServerError", param: null, code: 500 };
-      return Response.json(body, { status: 500 });
-    },
-  });
+  const servers = [listen(config, config.port, dispatch, logger, options)];
+  const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
   const stopping = new AbortController();
-  const monitor = new HealthMonitor(app.placement.pool, config, logger);
+  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch);
   const stop = async (): Promise<void> => {
     stopping.abort();
-    await server.stop(true);
+    await Promise.all(servers.map((server) => server.stop(true)));
   };
   return {
-    url: server.url,
+    url: current().url,
     app,
     async waitForWorkers() {
       const ready = await waitForWorkers(app.placement.pool, monitor, config, logger, stopping.signal);
       void monitorWorkers(monitor, config.healthCheckIntervalMs, stopping.signal);
       return ready;
+    },
+    reloadTls() {
+      if (config.tlsCertFile === undefined) return;
+      const previous = current();
+      servers.push(listen(config, previous.port ?? config.port, dispatch, logger, options));
+      // The old listener stops accepting; the requests it is serving run to their end.
+      void previous.stop();
+      logger.info("TLS certificate reloaded");
     },
     replaceWorkers(context, generation) {
       const pool = app.placement.pool;

@@ -1,5 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 
 /** A non-streamed answer larger than this is refused (context answers carry token ids). */
@@ -14,6 +15,7 @@ export interface WorkerPost {
   readonly signal: AbortSignal;
   /** Non-streamed: bound on the whole call. Streamed: bound on the wait for headers. */
   readonly timeoutMs: number;
+  readonly fetch: WorkerFetch;
 }
 
 export interface JsonAnswer {
@@ -79,7 +81,7 @@ class Deadline {
 
 async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
-    return await fetch(post.origin + post.path, {
+    return await post.fetch(post.origin + post.path, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: post.body,

@@ -2,6 +2,7 @@ import type { ProxyConfig } from "../config/types.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { WorkerPool } from "../routing/worker-pool.ts";
+import type { WorkerFetch } from "./transport.ts";
 
 type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses">;
 
@@ -20,8 +21,10 @@ export class HealthMonitor {
   readonly #settings: HealthSettings;
   readonly #logger: Logger;
   readonly #streaks = new Map<string, Streak>();
+  readonly #fetch: WorkerFetch;
 
-  constructor(pool: WorkerPool, settings: HealthSettings, logger: Logger) {
+  constructor(pool: WorkerPool, settings: HealthSettings, logger: Logger, workerFetch: WorkerFetch) {
+    this.#fetch = workerFetch;
     this.#pool = pool;
     this.#settings = settings;
     this.#logger = logger;
@@ -35,7 +38,7 @@ export class HealthMonitor {
   }
 
   async #check(origin: string, signal: AbortSignal): Promise<void> {
-    const healthy = await probe(origin, this.#settings.healthCheckTimeoutMs, signal);
+    const healthy = await probe(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
     if (signal.aborted) return;
     const streak = this.#streaks.get(origin) ?? { failures: 0, successes: 0 };
     this.#streaks.set(origin, streak);
@@ -47,7 +50,7 @@ export class HealthMonitor {
       for (const entry of entries) entry.ready = false;
       this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
-      const info = await serverInfo(origin, this.#settings.healthCheckTimeoutMs, signal);
+      const info = await serverInfo(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
       for (const entry of this.#pool.entriesOf(origin)) {
         entry.serverInfo = info ?? entry.serverInfo;
         entry.ready = true;
@@ -57,7 +60,7 @@ export class HealthMonitor {
   }
 }
 
-async function probe(origin: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
   try {
     const response = await fetch(`${origin}/health`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     await response.body?.cancel();
@@ -67,7 +70,7 @@ async function probe(origin: string, timeoutMs: number, signal: AbortSignal): Pr
   }
 }
 
-async function serverInfo(origin: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
+async function serverInfo(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
   try {
     const response = await fetch(`${origin}/server_info`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     if (!response.ok) return undefined;
