@@ -1,5 +1,6 @@
 import { asProxyError, type ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
+import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import type { Role } from "../routing/worker-pool.ts";
@@ -106,6 +107,7 @@ async function runLeg<T>(
         signal: plan.signal,
         timeoutMs: deps.config.requestTimeoutMs,
         fetch: deps.workerFetch,
+        headers: legTraceHeaders(ctx.trace),
       });
       if (releaseOnAnswer) reservation.release();
       return { origin: placed.worker.origin, result };

@@ -1,4 +1,5 @@
 import { ProxyError, type Outcome } from "../errors.ts";
+import type { TraceContext } from "../observability/trace-context.ts";
 import type { Reservation } from "../routing/reservations.ts";
 
 /** What one finished request reports: the request log line and the metrics come from it. */
@@ -26,6 +27,7 @@ export interface RequestContextOptions {
   readonly stream: boolean;
   readonly schedule: string;
   readonly onEnd: (summary: RequestSummary) => void;
+  readonly trace: TraceContext;
   readonly now?: () => number;
 }
 
@@ -40,6 +42,8 @@ export class RequestContext {
   engineRequestId: bigint;
   readonly route: string;
   readonly stream: boolean;
+  /** The client's trace (or one started for it); each leg attempt is a span under it. */
+  readonly trace: TraceContext;
   contextWorker: string | undefined;
   generationWorker: string | undefined;
   retries = 0;
@@ -59,6 +63,7 @@ export class RequestContext {
     this.engineRequestId = options.disaggRequestId;
     this.route = options.route;
     this.stream = options.stream;
+    this.trace = options.trace;
     this.#schedule = options.schedule;
     this.#onEnd = options.onEnd;
     this.#now = options.now ?? performance.now.bind(performance);

@@ -6,6 +6,7 @@ import type { RequestContext } from "../request/context.ts";
 import type { App } from "../server/app.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
+import { withConversationId } from "./conversation.ts";
 
 export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
 
@@ -38,9 +39,10 @@ export interface ProxiedCall {
  * the pipeline, and the answer — JSON, or the early-stream mechanism.
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
-  const { app, request, body, dialect } = call;
+  const { app, request, dialect } = call;
+  const body = withConversationId(call.body, request.headers);
   const stream = body["stream"] === true;
-  const ctx = await app.startRequest(call.route, stream, request.signal);
+  const ctx = await app.startRequest(call.route, stream, request);
   const clientGone = (): void => ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
   if (request.signal.aborted) clientGone();
   else request.signal.addEventListener("abort", clientGone, { once: true });

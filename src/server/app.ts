@@ -1,6 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
+import { traceFrom } from "../observability/trace-context.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
 import { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
@@ -28,7 +29,7 @@ export interface App extends PipelineDeps {
    * Admits a client request that passed validation and starts its one context: refused
    * while draining (503) or over the in-flight limit (429).
    */
-  startRequest(route: string, stream: boolean, clientSignal: AbortSignal): Promise<RequestContext>;
+  startRequest(route: string, stream: boolean, client: Request): Promise<RequestContext>;
   /** From now on new requests are refused with 503 and Retry-After. */
   startDraining(): void;
 }
@@ -59,9 +60,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     startDraining() {
       draining = true;
     },
-    async startRequest(route, stream, clientSignal) {
+    async startRequest(route, stream, client) {
       if (draining) throw drainingError();
-      const release = await admission.acquire(clientSignal);
+      const release = await admission.acquire(client.signal);
       if (draining) {
         release();
         throw drainingError();
@@ -71,6 +72,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         route,
         stream,
         schedule: config.schedule,
+        trace: traceFrom(client.headers),
         onEnd: (summary) => {
           active.delete(ctx);
           release();

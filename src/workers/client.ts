@@ -16,6 +16,8 @@ export interface WorkerPost {
   /** Non-streamed: bound on the whole call. Streamed: bound on the wait for headers. */
   readonly timeoutMs: number;
   readonly fetch: WorkerFetch;
+  /** Per-attempt headers (trace context). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export interface JsonAnswer {
@@ -83,7 +85,7 @@ async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
     return await post.fetch(post.origin + post.path, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: post.body,
       signal: AbortSignal.any([post.signal, deadline.signal]),
       // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
