@@ -1,6 +1,7 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
+import { ClientRelay, readerOf, type FirstRead } from "./client-relay.ts";
 import type { DialectStream } from "./dialect.ts";
 
 export interface StreamTimings {
@@ -22,17 +23,6 @@ export interface EarlyStreamRequest {
   readonly errorResponse: (error: ProxyError) => Response;
 }
 
-type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
-/** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
-interface Reader {
-  read(): Promise<ReadResult>;
-  cancel(reason?: unknown): Promise<void>;
-}
-
-interface FirstRead {
-  readonly reader: Reader;
-  readonly read: ReadResult;
-}
 
 /**
  * The one streaming mechanism. Waits up to the start wait for the pipeline's first chunk:
@@ -74,154 +64,4 @@ async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"ful
   }
 }
 
-function readerOf(body: ReadableStream<Uint8Array>): Reader {
-  const reader = body.getReader();
-  return {
-    read: () => reader.read().then((r): ReadResult => (r.done ? { done: true } : { done: false, value: r.value })),
-    cancel: (reason) => reader.cancel(reason),
-  };
-}
 
-/** The client's body: a pull-based stream over the worker's, with one timer for keepalive and silence. */
-class ClientRelay {
-  readonly readable: ReadableStream<Uint8Array>;
-  readonly #request: EarlyStreamRequest;
-  readonly #first: Promise<FirstRead>;
-  readonly #upstreamStarted: () => boolean;
-  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  #reader: Reader | undefined;
-  #timer: Timer | undefined;
-  #lastSentAt = performance.now();
-  #lastUpstreamAt = performance.now();
-  #timeout: ProxyError | undefined;
-  #closed = false;
-
-  constructor(request: EarlyStreamRequest, first: Promise<FirstRead>, opened: boolean, upstreamStarted: () => boolean) {
-    this.#request = request;
-    this.#first = first;
-    this.#upstreamStarted = upstreamStarted;
-    this.readable = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-        // Bun sends the status line with the first body bytes: an opening must carry some.
-        if (opened) this.#send(request.dialect.opening() ?? request.dialect.keepalive());
-        this.#arm();
-      },
-      pull: () => this.#pull(),
-      cancel: () => this.#clientGone(),
-    });
-  }
-
-  async #pull(): Promise<void> {
-    try {
-      if (!this.#reader) {
-        const { reader, read } = await this.#first;
-        this.#reader = reader;
-        if (this.#deliver(read)) return;
-      }
-      while (!this.#closed) {
-        if (this.#deliver(await this.#reader.read())) return;
-      }
-    } catch (error) {
-      this.#failLate(error);
-    }
-  }
-
-  /** Returns true once something was sent or the stream closed. */
-  #deliver(read: ReadResult): boolean {
-    if (this.#closed) return true;
-    const { dialect, ctx } = this.#request;
-    if (read.done) {
-      const tail = dialect.end();
-      if (tail instanceof ProxyError) this.#failLate(tail);
-      else this.#finish(tail);
-      return true;
-    }
-    this.#lastUpstreamAt = performance.now();
-    ctx.markFirstToken();
-    const out = dialect.push(read.value);
-    if (out === undefined || out.byteLength === 0) return false;
-    this.#send(out);
-    return true;
-  }
-
-  #send(bytes: Uint8Array | undefined): void {
-    if (this.#closed || bytes === undefined || bytes.byteLength === 0) return;
-    this.#controller?.enqueue(bytes);
-    this.#request.ctx.markFirstByte();
-    this.#request.ctx.bytesOut += bytes.byteLength;
-    this.#lastSentAt = performance.now();
-  }
-
-  #finish(tail: Uint8Array | undefined): void {
-    this.#send(tail);
-    const workerError = this.#request.dialect.workerError;
-    this.#close(workerError === undefined ? undefined : new ProxyError("WORKER_STREAM_BROKEN", 502, workerError));
-  }
-
-  #failLate(thrown: unknown): void {
-    if (this.#closed) return;
-    const signal = this.#request.ctx.signal;
-    const error = this.#timeout ?? (signal.aborted ? asProxyError(signal.reason) : brokenStream(thrown));
-    if (error.code === "CLIENT_GONE") {
-      this.#clientGone();
-      return;
-    }
-    this.#send(this.#request.dialect.fail(error));
-    this.#reader?.cancel().catch(() => {});
-    this.#close(error);
-  }
-
-  #close(error: ProxyError | undefined): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    try {
-      this.#controller?.close();
-    } catch {
-      // Already closed by the runtime (client gone): nothing to flush.
-    }
-    this.#request.ctx.end(200, error);
-  }
-
-  #clientGone(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    this.#request.ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
-    this.#reader?.cancel().catch(() => {});
-  }
-
-  /** One timer per stream, re-armed for whichever is due first: a keepalive or the silence bound. */
-  #arm(): void {
-    const { keepaliveIntervalMs, silenceTimeoutMs } = this.#request.timings;
-    const now = performance.now();
-    // An interval of 0 turns keepalives off; the silence bound still holds.
-    const keepaliveDue = keepaliveIntervalMs > 0 ? this.#lastSentAt + keepaliveIntervalMs - now : Number.POSITIVE_INFINITY;
-    const silenceDue = this.#lastUpstreamAt + silenceTimeoutMs - now;
-    this.#timer = setTimeout(() => this.#tick(), Math.max(1, Math.min(keepaliveDue, silenceDue)));
-  }
-
-  #tick(): void {
-    if (this.#closed) return;
-    const now = performance.now();
-    const { timings, dialect, ctx } = this.#request;
-    if (!this.#upstreamStarted()) this.#lastUpstreamAt = now;
-    if (now - this.#lastUpstreamAt >= timings.silenceTimeoutMs) {
-      this.#timeout = new ProxyError("WORKER_TIMEOUT", 504, "The generation worker sent nothing for too long");
-      ctx.abortLegs(this.#timeout);
-      this.#failLate(this.#timeout);
-      return;
-    }
-    if (timings.keepaliveIntervalMs > 0 && now - this.#lastSentAt >= timings.keepaliveIntervalMs) {
-      this.#send(dialect.keepalive());
-      this.#lastSentAt = now;
-    }
-    this.#arm();
-  }
-}
-
-function brokenStream(thrown: unknown): ProxyError {
-  if (thrown instanceof ProxyError) return thrown;
-  return new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke off", { cause: thrown });
-}
