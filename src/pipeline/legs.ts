@@ -4,7 +4,7 @@ import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import type { Role } from "../routing/worker-pool.ts";
-import { postForJson, postForStream } from "../workers/client.ts";
+import { postForJson, postForStream, type WorkerPost } from "../workers/client.ts";
 import { contextLegRetryable, generationLegRetryable, pause } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";
 
@@ -91,44 +91,62 @@ async function runLeg<T>(
   deps: PipelineDeps,
   ctx: RequestContext,
   plan: LegPlan,
-  call: (post: Parameters<typeof postForJson>[0]) => Promise<T>,
+  call: (post: WorkerPost) => Promise<T>,
   releaseOnAnswer: boolean,
 ): Promise<{ origin: string; result: T }> {
   const failedOn: string[] = [];
   for (let attempt = 0; ; attempt++) {
     const placed = placeAttempt(deps, ctx, plan, attempt, failedOn);
     const reservation = ctx.hold(placed.reservation);
+    const startedAt = performance.now();
+    ctx.hooks.legAttempt(plan.role);
+    if (!releaseOnAnswer) ctx.markStreamedGenerationStart();
     try {
-      const result = await call({
-        role: plan.role,
-        origin: placed.worker.origin,
-        path: plan.path,
-        body: plan.body(attempt),
-        signal: plan.signal,
-        timeoutMs: deps.config.requestTimeoutMs,
-        fetch: deps.workerFetch,
-        headers: legTraceHeaders(ctx.trace),
-      });
-      if (releaseOnAnswer) reservation.release();
+      const result = await call(postOf(deps, ctx, plan, placed, attempt));
+      if (releaseOnAnswer) {
+        reservation.release();
+        const seconds = (performance.now() - startedAt) / 1000;
+        ctx.hooks.legCompleted(plan.role, seconds, seconds);
+      }
       return { origin: placed.worker.origin, result };
     } catch (thrown) {
       reservation.release();
       const error = asProxyError(thrown);
       const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
-      deps.logger.warn(`${plan.role} leg failed`, {
-        disagg_request_id: ctx.disaggRequestId,
-        worker: placed.worker.origin,
-        code: error.code,
-        status: error.status,
-        error: error.message,
-        retry: last ? undefined : `${attempt + 1} of ${deps.config.maxRetries}`,
-      });
+      reportFailure(deps, ctx, plan, placed, error, last ? undefined : attempt + 1);
       if (last) throw error;
       failedOn.push(placed.worker.origin);
       ctx.retries++;
       await pause(deps.config.retryDelayMs, plan.signal);
     }
   }
+}
+
+function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number): WorkerPost {
+  return {
+    role: plan.role,
+    origin: placed.worker.origin,
+    path: plan.path,
+    body: plan.body(attempt),
+    signal: plan.signal,
+    timeoutMs: deps.config.requestTimeoutMs,
+    fetch: deps.workerFetch,
+    headers: legTraceHeaders(ctx.trace),
+  };
+}
+
+/** Logs a failed attempt and counts it; `retry` is the number of the retry that follows, if any. */
+function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, error: ProxyError, retry: number | undefined): void {
+  if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role);
+  if (retry !== undefined) ctx.hooks.legRetry(plan.role);
+  deps.logger.warn(`${plan.role} leg failed`, {
+    disagg_request_id: ctx.disaggRequestId,
+    worker: placed.worker.origin,
+    code: error.code,
+    status: error.status,
+    error: error.message,
+    retry: retry === undefined ? undefined : `${retry} of ${deps.config.maxRetries}`,
+  });
 }
 
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {

@@ -1,6 +1,7 @@
 import { ProxyError, type Outcome } from "../errors.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
 import type { Reservation } from "../routing/reservations.ts";
+import type { Role } from "../routing/worker-pool.ts";
 
 /** What one finished request reports: the request log line and the metrics come from it. */
 export interface RequestSummary {
@@ -21,6 +22,28 @@ export interface RequestSummary {
   readonly bytesOut: number;
 }
 
+/** What a request reports as it goes (metrics); every method is cheap and never throws. */
+export interface RequestHooks {
+  legAttempt(role: Role): void;
+  legRetry(role: Role): void;
+  legFailed(role: Role): void;
+  /** Seconds from the attempt's start to its first token (or answer) and to its end. */
+  legCompleted(role: Role, firstTokenSeconds: number, completeSeconds: number): void;
+  keepaliveSent(): void;
+  streamOpened(): void;
+  streamClosed(): void;
+}
+
+export const NO_HOOKS: RequestHooks = {
+  legAttempt() {},
+  legRetry() {},
+  legFailed() {},
+  legCompleted() {},
+  keepaliveSent() {},
+  streamOpened() {},
+  streamClosed() {},
+};
+
 export interface RequestContextOptions {
   readonly disaggRequestId: bigint;
   readonly route: string;
@@ -28,6 +51,7 @@ export interface RequestContextOptions {
   readonly schedule: string;
   readonly onEnd: (summary: RequestSummary) => void;
   readonly trace: TraceContext;
+  readonly hooks?: RequestHooks;
   readonly now?: () => number;
 }
 
@@ -44,6 +68,7 @@ export class RequestContext {
   readonly stream: boolean;
   /** The client's trace (or one started for it); each leg attempt is a span under it. */
   readonly trace: TraceContext;
+  readonly hooks: RequestHooks;
   contextWorker: string | undefined;
   generationWorker: string | undefined;
   retries = 0;
@@ -56,6 +81,7 @@ export class RequestContext {
   readonly #startedAt: number;
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
+  #streamedGenerationStartMs: number | undefined;
   #ended = false;
 
   constructor(options: RequestContextOptions) {
@@ -64,6 +90,7 @@ export class RequestContext {
     this.route = options.route;
     this.stream = options.stream;
     this.trace = options.trace;
+    this.hooks = options.hooks ?? NO_HOOKS;
     this.#schedule = options.schedule;
     this.#onEnd = options.onEnd;
     this.#now = options.now ?? performance.now.bind(performance);
@@ -101,6 +128,11 @@ export class RequestContext {
     this.#ttftMs ??= this.#now() - this.#startedAt;
   }
 
+  /** The attempt whose stream the client is getting started now (its latency is measured at the end). */
+  markStreamedGenerationStart(): void {
+    this.#streamedGenerationStartMs = this.#now() - this.#startedAt;
+  }
+
   /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
   abortLegs(reason: ProxyError): void {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
@@ -113,7 +145,19 @@ export class RequestContext {
     this.abortLegs(error ?? new ProxyError("CLIENT_GONE", 499, "Request ended"));
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.clear();
+    this.#reportStreamedGeneration(error);
     this.#onEnd(this.#summary(status, error));
+  }
+
+  #reportStreamedGeneration(error: ProxyError | undefined): void {
+    const start = this.#streamedGenerationStartMs;
+    if (start === undefined || this.#ttftMs === undefined) return;
+    if (error !== undefined) {
+      if (error.code !== "CLIENT_GONE") this.hooks.legFailed("generation");
+      return;
+    }
+    const end = this.#now() - this.#startedAt;
+    this.hooks.legCompleted("generation", (this.#ttftMs - start) / 1000, (end - start) / 1000);
   }
 
   #summary(status: number, error: ProxyError | undefined): RequestSummary {

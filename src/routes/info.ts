@@ -9,6 +9,11 @@ export function health(app: App): Response {
   return new Response(null, { status: app.placement.pool.isReady() && !app.draining ? 200 : 503 });
 }
 
+/** GET /prometheus/metrics and /metrics: Prometheus text exposition. */
+export async function metrics(app: App): Promise<Response> {
+  return new Response(await app.metrics.render(), { headers: { "content-type": app.metrics.contentType } });
+}
+
 /** GET /livez (liveness): the process answers. */
 export function livez(): Response {
   return new Response(null, { status: 200 });

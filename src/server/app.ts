@@ -8,7 +8,9 @@ import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
+import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
 import { Admission } from "./admission.ts";
+import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
 import { logRequest } from "./request-log.ts";
 
 function drainingError(): ProxyError {
@@ -25,6 +27,7 @@ export interface App extends PipelineDeps {
   /** Requests between validation and their end. */
   readonly active: ReadonlySet<RequestContext>;
   readonly draining: boolean;
+  readonly metrics: ProxyMetrics;
   /**
    * Admits a client request that passed validation and starts its one context: refused
    * while draining (503) or over the in-flight limit (429).
@@ -39,6 +42,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
   const ids = new DisaggIdAllocator(config.nodeId);
   const active = new Set<RequestContext>();
+  const metrics = createMetrics({ workers: () => workerGauges(placement) });
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
   let draining = false;
   return {
@@ -49,6 +53,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     workerFetch,
     version,
     active,
+    metrics,
     get draining() {
       return draining;
     },
@@ -67,15 +72,19 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         release();
         throw drainingError();
       }
+      metrics.requestAccepted(route, stream);
       const ctx: RequestContext = new RequestContext({
         disaggRequestId: ids.next(),
         route,
         stream,
         schedule: config.schedule,
         trace: traceFrom(client.headers),
+        hooks: metricsHooks(metrics, route),
         onEnd: (summary) => {
           active.delete(ctx);
           release();
+          metrics.requestEnded(route, summary.outcome, summary.status);
+          if (summary.outcome === "client_disconnected") metrics.clientDisconnected(route);
           logRequest(logger, summary);
         },
       });

@@ -37,6 +37,10 @@ export function createDispatch(app: App, routes: RouteTable, slowPaths: Readonly
         const error = asProxyError(thrown);
         if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
         else logRejection(logger, path, error);
+        // Unknown paths share one label: a label per scanned URL would grow without bound.
+        const route = entry ? path : "unmatched";
+        app.metrics.validationFailed(route);
+        app.metrics.requestEnded(route, error.outcome, error.status);
         return (entry?.renderError ?? openAiErrorResponse)(error);
       }
     },

@@ -1,4 +1,4 @@
-import { clusterInfo, health, livez, models, version } from "../routes/info.ts";
+import { clusterInfo, health, livez, metrics, models, version } from "../routes/info.ts";
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
 import { responses } from "../routes/responses.ts";
@@ -15,6 +15,8 @@ export const ROUTES: RouteTable = {
   "/livez": { methods: { GET: livez } },
   "/version": { methods: { GET: version } },
   "/cluster_info": { methods: { GET: clusterInfo } },
+  "/prometheus/metrics": { methods: { GET: metrics } },
+  "/metrics": { methods: { GET: metrics } },
 };
 
 /** Routes that may wait on a worker for minutes: exempt from the server's idle timeout. */

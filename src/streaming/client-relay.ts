@@ -39,6 +39,7 @@ export class ClientRelay {
     this.#request = request;
     this.#first = first;
     this.#upstreamStarted = upstreamStarted;
+    request.ctx.hooks.streamOpened();
     this.readable = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#controller = controller;
@@ -115,6 +116,7 @@ export class ClientRelay {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#request.ctx.hooks.streamClosed();
     try {
       this.#controller?.close();
     } catch {
@@ -127,6 +129,7 @@ export class ClientRelay {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#request.ctx.hooks.streamClosed();
     this.#request.ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
     this.#reader?.cancel().catch(() => {});
   }
@@ -153,7 +156,9 @@ export class ClientRelay {
       return;
     }
     if (timings.keepaliveIntervalMs > 0 && now - this.#lastSentAt >= timings.keepaliveIntervalMs) {
-      this.#send(dialect.keepalive());
+      const keepalive = dialect.keepalive();
+      if (keepalive !== undefined) ctx.hooks.keepaliveSent();
+      this.#send(keepalive);
       this.#lastSentAt = now;
     }
     this.#arm();

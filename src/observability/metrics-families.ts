@@ -1,0 +1,123 @@
+/**
+ * The metric families behind ProxyMetrics, each registered in one caller-owned Registry
+ * (never prom-client's global one, so two proxies in one process never share a counter).
+ *
+ * TensorRT-LLM's names come from `tensorrt_llm/serve/perf_metrics.py` (reference §5.1). Its
+ * Python client appends `_total` to counter names; prom-client does not, so the counters
+ * here carry the suffix in their names and the exposed sample names match upstream's.
+ */
+
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+export type WorkerRole = "context" | "generation";
+
+/** Upstream's SHORT_TIME_BUCKETS: first-token and per-token latency (and queue latency). */
+export const SHORT_TIME_BUCKETS: readonly number[] = Object.freeze([
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560,
+]);
+
+/** Upstream's LONG_TIME_BUCKETS: complete latency. */
+export const LONG_TIME_BUCKETS: readonly number[] = Object.freeze([
+  0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920,
+]);
+
+/** Upstream's role prefixes (`ROLE_TO_CLIENT_TYPE`). */
+export const ROLE_PREFIX: Readonly<Record<WorkerRole, "ctx" | "gen">> = { context: "ctx", generation: "gen" };
+
+/** Server-level counters, unprefixed as upstream has them. */
+export interface ServerFamilies {
+  readonly totalRequests: Counter;
+  readonly streamRequests: Counter;
+  readonly nonstreamRequests: Counter;
+  readonly validationExceptions: Counter;
+  readonly httpExceptions: Counter;
+  readonly internalErrors: Counter;
+  readonly totalResponses: Counter;
+}
+
+/** One upstream role's counters and histograms, prefixed `ctx_` or `gen_`. */
+export interface RoleFamilies {
+  readonly totalRequests: Counter;
+  readonly errorRequests: Counter;
+  readonly retryRequests: Counter;
+  readonly completedRequests: Counter;
+  readonly firstTokenLatency: Histogram;
+  readonly completeLatency: Histogram;
+  readonly perTokenLatency: Histogram;
+}
+
+/** This proxy's own families, prefixed `disagg_proxy_`. */
+export interface OwnFamilies {
+  readonly requests: Counter<"route" | "outcome">;
+  readonly validationFailures: Counter<"route">;
+  readonly clientDisconnects: Counter<"route">;
+  readonly keepalivesSent: Counter<"route">;
+  readonly streamsOpen: Gauge;
+  readonly workerInFlight: Gauge<"role" | "url">;
+  readonly workerHealthy: Gauge<"role" | "url">;
+}
+
+function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
+function gauge<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return new Gauge<L>({ name, help, labelNames, registers: [registry] });
+}
+
+function histogram(registry: Registry, name: string, help: string, buckets: readonly number[]): Histogram {
+  return new Histogram({ name, help, buckets: [...buckets], registers: [registry] });
+}
+
+export function serverFamilies(registry: Registry): ServerFamilies {
+  return {
+    totalRequests: counter(registry, "total_requests_total", "Client requests that passed validation"),
+    streamRequests: counter(registry, "stream_requests_total", "Accepted client requests with stream: true"),
+    nonstreamRequests: counter(registry, "nonstream_requests_total", "Accepted client requests without streaming"),
+    validationExceptions: counter(registry, "validation_exceptions_total", "Client requests refused before any worker saw them"),
+    httpExceptions: counter(registry, "http_exceptions_total", "Client requests answered with a 4xx or 5xx HTTP status"),
+    internalErrors: counter(registry, "internal_errors_total", "Client requests that ended in an internal error of the proxy"),
+    totalResponses: counter(registry, "total_responses_total", "Client requests that ended, whatever the outcome"),
+  };
+}
+
+export function roleFamilies(registry: Registry, role: WorkerRole): RoleFamilies {
+  const p = ROLE_PREFIX[role];
+  return {
+    totalRequests: counter(registry, `${p}_total_requests_total`, `Attempts sent to ${role} workers, retries included`),
+    errorRequests: counter(registry, `${p}_error_requests_total`, `Failed attempts at ${role} workers`),
+    retryRequests: counter(registry, `${p}_retry_requests_total`, `Retried attempts at ${role} workers`),
+    completedRequests: counter(registry, `${p}_completed_requests_total`, `Completed ${role} legs`),
+    firstTokenLatency: histogram(
+      registry,
+      `${p}_first_token_latency_seconds`,
+      `Seconds from the start of a ${role} attempt to its first token or answer`,
+      SHORT_TIME_BUCKETS,
+    ),
+    completeLatency: histogram(
+      registry,
+      `${p}_complete_latency_seconds`,
+      `Seconds from the start of a ${role} attempt to its end`,
+      LONG_TIME_BUCKETS,
+    ),
+    perTokenLatency: histogram(
+      registry,
+      `${p}_per_token_latency_seconds`,
+      `Mean seconds between output tokens after the first, one observation per ${role} leg`,
+      SHORT_TIME_BUCKETS,
+    ),
+  };
+}
+
+export function ownFamilies(registry: Registry): OwnFamilies {
+  const worker = ["role", "url"] as const;
+  return {
+    requests: counter(registry, "disagg_proxy_requests_total", "Client requests that ended, by route and outcome", ["route", "outcome"]),
+    validationFailures: counter(registry, "disagg_proxy_validation_failures_total", "Client requests refused before any worker saw them", ["route"]),
+    clientDisconnects: counter(registry, "disagg_proxy_client_disconnects_total", "Clients that left before their answer ended", ["route"]),
+    keepalivesSent: counter(registry, "disagg_proxy_keepalives_sent_total", "Keepalives sent to silent client streams", ["route"]),
+    streamsOpen: gauge(registry, "disagg_proxy_streams_open", "Client streams open now"),
+    workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker),
+    workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker),
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Prometheus metrics for /prometheus/metrics and /metrics, under TensorRT-LLM's names so
+ * existing dashboards keep working (reference §5.1), plus the proxy's own `disagg_proxy_*`.
+ *
+ * How the calls map onto upstream's server-level counters:
+ * - total_requests_total: requestAccepted; stream_requests_total / nonstream_requests_total split it.
+ * - validation_exceptions_total: validationFailed.
+ * - total_responses_total: every requestEnded, whatever the outcome.
+ * - http_exceptions_total: requestEnded with status ≥ 400 (a stream that fails after its 200
+ *   headers keeps status 200 and is not counted here; its outcome still is).
+ * - internal_errors_total: requestEnded with outcome internal_error.
+ * A refused request is expected to get validationFailed and then requestEnded(…, "rejected", status).
+ *
+ * Per role (`ctx_` / `gen_`): upstreamAttempt → total_requests_total, upstreamRetry →
+ * retry_requests_total, upstreamError → error_requests_total, upstreamCompleted →
+ * completed_requests_total and the three histograms. Upstream observes per_token_latency once
+ * per received chunk; here it is one observation per leg of the mean gap between output tokens
+ * after the first, (complete − first token) / (tokens − 1), so the cost stays O(1) per request.
+ *
+ * Labels: `route` must be the route pattern (a fixed set), never the raw request URL.
+ */
+
+import { Registry } from "prom-client";
+import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies, type WorkerRole } from "./metrics-families.ts";
+
+export interface WorkerGaugeSource {
+  /** Called at scrape time. */
+  workers(): readonly { role: "context" | "generation"; url: string; inFlight: number; healthy: boolean }[];
+}
+
+export interface ProxyMetrics {
+  /** A client request that passed validation. */
+  requestAccepted(route: string, stream: boolean): void;
+  /** A client request refused before any worker saw it (bad body, auth, admission, draining). */
+  validationFailed(route: string): void;
+  /** A request ended; outcome is one of ok | worker_error | client_disconnected | timeout | rejected | internal_error. */
+  requestEnded(route: string, outcome: string, status: number): void;
+  /** One upstream attempt of a leg (retries included). */
+  upstreamAttempt(role: "context" | "generation"): void;
+  upstreamRetry(role: "context" | "generation"): void;
+  upstreamError(role: "context" | "generation"): void;
+  /** A leg completed: seconds from the attempt's start to its first token (or answer) and to its end; tokens if known. */
+  upstreamCompleted(role: "context" | "generation", firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void;
+  keepaliveSent(route: string): void;
+  streamOpened(): void;
+  streamClosed(): void;
+  clientDisconnected(route: string): void;
+  /** Text exposition (Prometheus 0.0.4) for /prometheus/metrics and /metrics. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+/** Python's client writes integral bucket bounds as `1.0`, prom-client as `1`; dashboards may match `le="1.0"`. */
+const INTEGRAL_LE = /([{,]le=")(\d+)"/g;
+
+/** A duration fit for a histogram: prom-client throws on NaN/±Infinity, and a clock step must not go negative. */
+function seconds(value: number): number | undefined {
+  return Number.isFinite(value) ? Math.max(0, value) : undefined;
+}
+
+function observeLeg(family: RoleFamilies, firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void {
+  family.completedRequests.inc();
+  const first = seconds(firstTokenSeconds);
+  const complete = seconds(completeSeconds);
+  if (first !== undefined) family.firstTokenLatency.observe(first);
+  if (complete !== undefined) family.completeLatency.observe(complete);
+  if (first === undefined || complete === undefined || outputTokens === undefined || !(outputTokens >= 2)) return;
+  const perToken = seconds((complete - first) / (outputTokens - 1));
+  if (perToken !== undefined) family.perTokenLatency.observe(perToken);
+}
+
+function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void {
+  // Reset first so a worker that left the pool leaves the exposition too.
+  own.workerInFlight.reset();
+  own.workerHealthy.reset();
+  for (const worker of source.workers()) {
+    const labels = { role: worker.role, url: worker.url };
+    own.workerInFlight.set(labels, worker.inFlight);
+    own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
+  }
+}
+
+/** A fresh, independent set of metrics; `source` is read on every render(). */
+export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
+  const registry = new Registry();
+  const server = serverFamilies(registry);
+  const roles: Readonly<Record<WorkerRole, RoleFamilies>> = {
+    context: roleFamilies(registry, "context"),
+    generation: roleFamilies(registry, "generation"),
+  };
+  const own = ownFamilies(registry);
+  return {
+    requestAccepted(_route, stream) {
+      server.totalRequests.inc();
+      (stream ? server.streamRequests : server.nonstreamRequests).inc();
+    },
+    validationFailed(route) {
+      server.validationExceptions.inc();
+      own.validationFailures.inc({ route });
+    },
+    requestEnded(route, outcome, status) {
+      server.totalResponses.inc();
+      if (status >= 400) server.httpExceptions.inc();
+      if (outcome === "internal_error") server.internalErrors.inc();
+      own.requests.inc({ route, outcome });
+    },
+    upstreamAttempt: (role) => roles[role].totalRequests.inc(),
+    upstreamRetry: (role) => roles[role].retryRequests.inc(),
+    upstreamError: (role) => roles[role].errorRequests.inc(),
+    upstreamCompleted: (role, firstTokenSeconds, completeSeconds, outputTokens) =>
+      observeLeg(roles[role], firstTokenSeconds, completeSeconds, outputTokens),
+    keepaliveSent: (route) => own.keepalivesSent.inc({ route }),
+    streamOpened: () => own.streamsOpen.inc(),
+    streamClosed: () => own.streamsOpen.dec(),
+    clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
+    async render() {
+      refreshWorkerGauges(own, source);
+      return (await registry.metrics()).replaceAll(INTEGRAL_LE, '$1$2.0"');
+    },
+    contentType: registry.contentType,
+  };
+}
