@@ -32,7 +32,7 @@ export interface OptionSpec {
   readonly description: string;
 }
 
-const ROUTERS = ["round_robin", "load_balancing"] as const;
+const ROUTERS = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"] as const;
 
 export const OPTIONS = [
   { section: "global", name: "help", short: "h", key: "help", kind: "flag", description: "Print usage (per command: `<command> --help`)" },
@@ -66,6 +66,12 @@ export const OPTIONS = [
   { section: "serve", name: "tls-key", key: "tlsKeyFile", kind: "string", arg: "FILE", description: "PEM private key for --tls-cert" },
   { section: "serve", name: "worker-ca", key: "workerCaFile", kind: "string", arg: "FILE", description: "PEM bundle trusted for https:// workers" },
   { section: "serve", name: "worker-api-key", key: "workerApiKey", kind: "string", arg: "KEY", description: "Bearer token sent to workers (the client's key is never forwarded)" },
+  { section: "serve", name: "api-key-file", key: "apiKeyFile", kind: "string", arg: "FILE", description: "Client API keys, one per line (also DISAGG_PROXY_API_KEYS, comma-separated); re-read on SIGHUP" },
+  { section: "serve", name: "protect-metrics", key: "protectMetrics", kind: "flag", description: "Require a client key on /metrics and /prometheus/metrics too" },
+  { section: "serve", name: "internal-auth-key-file", key: "internalAuthKeyFile", kind: "string", arg: "FILE", description: "Shared key signing generation requests (x-trtllm-disagg-auth), as internal_request_auth_key" },
+  { section: "serve", name: "body-min-rate", key: "bodyMinBytesPerSecond", kind: "int", arg: "BYTES", min: 1, default: String(DEFAULTS.bodyMinBytesPerSecond), description: "Bytes per second a request body must average once --body-grace-ms is over (slower: 408)" },
+  { section: "serve", name: "body-grace-ms", key: "bodyGraceMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.bodyGraceMs), description: "How long a request body may take before its rate is judged" },
+  { section: "serve", name: "metadata-config", short: "m", key: "metadataConfigFile", kind: "string", arg: "FILE", description: "TensorRT-LLM metadata_config.yaml: discover workers under etcd's trtllm/ keys" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },
@@ -83,6 +89,11 @@ export const OPTIONS = [
   { section: "worker", name: "silence-ms", key: "silenceMs", kind: "number", arg: "MS", description: "Fault: go silent this long mid-stream" },
   { section: "worker", name: "silence-after-tokens", key: "silenceAfterTokens", kind: "int", arg: "N", description: "Fault: number of tokens before the silence starts" },
   { section: "worker", name: "error-event-after-tokens", key: "errorEventAfterTokens", kind: "int", arg: "N", description: "Fault: emit an in-band error event after N tokens, then end the stream" },
+  { section: "worker", name: "max-records", key: "maxRecords", kind: "int", arg: "N", min: 0, description: "Keep only the newest N request records (long runs); default: all" },
+  { section: "worker", name: "register", key: "register", kind: "string", arg: "URI", description: "Register in etcd as a disagg_cluster worker does: etcd://host:port (a comma list for several members)" },
+  { section: "worker", name: "cluster-name", key: "clusterName", kind: "string", arg: "NAME", description: "With --register: the disagg_cluster cluster_name (default empty)" },
+  { section: "worker", name: "heartbeat-interval", key: "heartbeatMs", kind: "seconds", arg: "S", default: "5", description: "With --register: seconds between lease refreshes (heartbeat_interval_sec)" },
+  { section: "worker", name: "inactive-timeout", key: "ttlMs", kind: "seconds", arg: "S", default: "10", description: "With --register: seconds the registration outlives a dead worker (inactive_timeout_sec)" },
 
   { section: "demo", name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535, default: String(DEFAULTS.port), description: "Port of the demo proxy" },
 ] as const satisfies readonly OptionSpec[];

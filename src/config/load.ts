@@ -6,6 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import type { ServeFlags } from "./cli-options.ts";
+import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
@@ -49,11 +50,18 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     tlsKeyFile: flags.tlsKeyFile,
     workerCaFile: flags.workerCaFile,
     workerApiKey: flags.workerApiKey,
+    apiKeyFile: flags.apiKeyFile,
+    protectMetrics: flags.protectMetrics ?? false,
+    apiKeysFromEnv: deps.env["DISAGG_PROXY_API_KEYS"],
+    discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
+    claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster",
+    internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
     throw new ConfigError("Invalid config: --tls-cert and --tls-key go together");
   }
   requireWorkers(config);
+  checkConditionalDisagg(config);
   return { config: freeze(config), warnings: warningsOf(file, noRetry) };
 }
 
@@ -67,7 +75,40 @@ function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
   return parseTrtllmYaml(text, path);
 }
 
+function discoveryOf(metadataFile: string | undefined, fromYaml: DiscoveryConfig | undefined, deps: LoadDeps): DiscoveryConfig | undefined {
+  if (metadataFile === undefined) return fromYaml;
+  if (fromYaml !== undefined) throw new ConfigError("Invalid config: disagg_cluster and a metadata server (-m) cannot be combined");
+  let text: string;
+  try {
+    text = deps.readFile(metadataFile);
+  } catch (error) {
+    throw new ConfigError(`Invalid config: cannot read ${metadataFile}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return metadataDiscovery(text, metadataFile);
+}
+
+function internalAuthKey(keyFile: string | undefined, fromYaml: string | undefined, deps: LoadDeps): string | undefined {
+  if (keyFile === undefined) return fromYaml;
+  try {
+    const key = deps.readFile(keyFile).trim();
+    if (key === "") throw new ConfigError(`Invalid config: ${keyFile} holds no internal auth key`);
+    return key;
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`Invalid config: cannot read ${keyFile}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function checkConditionalDisagg(config: ProxyConfig): void {
+  if (config.conditionalDisagg === undefined) return;
+  if (config.generationRouter !== "kv_cache_aware" && config.generationRouter !== "conversation") {
+    throw new ConfigError("Invalid config: conditional_disagg_config needs a generation router of type kv_cache_aware or conversation");
+  }
+}
+
 function requireWorkers(config: ProxyConfig): void {
+  // Discovered workers may register after start-up.
+  if (config.discovery !== undefined) return;
   if (config.contextServers.length === 0) {
     throw new ConfigError("Invalid config: at least one context server is required (--context URL or context_servers.urls)");
   }

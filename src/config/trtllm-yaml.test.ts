@@ -67,7 +67,6 @@ model: TinyLlama
 perf_metrics_max_requests: 1000
 conditional_disagg_config: { max_local_prefill_length: 100 }
 otlp_config: { otlp_traces_endpoint: "http://otel:4317" }
-disagg_cluster: { cluster_uri: "http://localhost:8000" }
 context_servers:
   tensor_parallel_size: 2
   kv_cache_config: { free_gpu_memory_fraction: 0.2 }
@@ -79,13 +78,63 @@ generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX } 
       "backend",
       "model",
       "perf_metrics_max_requests",
-      "conditional_disagg_config",
       "otlp_config",
-      "disagg_cluster",
       "context_servers.tensor_parallel_size",
       "context_servers.kv_cache_config",
       "context_servers.router.use_tokens",
       "generation_servers.cache_transceiver_config",
+    ]);
+  });
+
+  test("reads the conversation and kv_cache_aware routers with their arguments", () => {
+    const yaml = `
+context_servers:
+  urls: ["c:1"]
+  router: { type: conversation, match_threshold: 0.5, tokens_per_block: 64, max_sessions: 10, hash_skip_count: 3, use_token_ids: true }
+generation_servers:
+  urls: ["g:1"]
+  router: { type: kv_cache_aware, max_batch_size: 8, tokens_per_block: 16 }
+`;
+    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    expect(settings).toMatchObject({ contextRouter: "conversation", generationRouter: "kv_cache_aware" });
+    expect(settings.routerOptions).toEqual({
+      context: { matchThreshold: 0.5, tokensPerBlock: 64, maxSessions: 10, hashSkipCount: 3, useTokenIds: true },
+      generation: { maxBatchSize: 8, tokensPerBlock: 16 },
+    });
+    expect(unimplemented).toEqual([]);
+  });
+
+  test("a kv_cache_aware router takes max_batch_size and the KV block size from its section unless its router block sets them", () => {
+    const yaml = `
+context_servers:
+  max_batch_size: 32
+  kv_cache_config: { tokens_per_block: 64, free_gpu_memory_fraction: 0.5 }
+  router: { type: kv_cache_aware }
+generation_servers:
+  max_batch_size: 32
+  kv_cache_config: { tokens_per_block: 64 }
+  router: { type: kv_cache_aware, max_batch_size: 4, tokens_per_block: auto }
+`;
+    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    expect(settings.routerOptions).toEqual({
+      context: { maxBatchSize: 32, tokensPerBlock: 64 },
+      generation: { maxBatchSize: 4, tokensPerBlock: 64 },
+    });
+    expect(unimplemented).toEqual(["context_servers.kv_cache_config.free_gpu_memory_fraction", "generation_servers.router.tokens_per_block"]);
+  });
+
+  test("arguments a router type does not take are listed as unimplemented, and set no router options", () => {
+    const yaml = `
+context_servers: { max_batch_size: 8, router: { type: round_robin, match_threshold: 0.5 } }
+generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model_path: /m } }
+`;
+    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    expect(settings.routerOptions).toBeUndefined();
+    expect(unimplemented).toEqual([
+      "context_servers.max_batch_size",
+      "context_servers.router.match_threshold",
+      "generation_servers.router.use_token_ids",
+      "generation_servers.router.model_path",
     ]);
   });
 
@@ -112,8 +161,12 @@ generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX } 
     ["context_servers: { num_instances: 2, urls: [a:1] }", "Invalid config: context_servers.num_instances must be the number of context_servers.urls (1), not 2"],
     ["context_servers: { num_instances: two }", 'Invalid config: context_servers.num_instances must be an integer >= 0, not "two"'],
     ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],
-    ["generation_servers: { router: { type: random } }", 'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, not "random"'],
-    ["generation_servers: { router: { type: kv_cache_aware } }", "Invalid config: generation_servers.router.type kv_cache_aware is not implemented by this proxy; use round_robin or load_balancing"],
+    ["generation_servers: { router: { type: random } }", 'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, not "random"'],
+    ["context_servers: { router: { type: conversation, match_threshold: 1.5 } }", "Invalid config: context_servers.router.match_threshold must be a number from 0 to 1, not 1.5"],
+    ["context_servers: { router: { type: conversation, use_token_ids: yes } }", 'Invalid config: context_servers.router.use_token_ids must be true or false, not "yes"'],
+    ["context_servers: { router: { type: conversation, max_sessions: 0 } }", "Invalid config: context_servers.router.max_sessions must be an integer >= 1, not 0"],
+    ["generation_servers: { router: { type: kv_cache_aware, tokens_per_block: 0 } }", "Invalid config: generation_servers.router.tokens_per_block must be an integer >= 1, not 0"],
+    ["generation_servers: { max_batch_size: big, router: { type: kv_cache_aware } }", 'Invalid config: generation_servers.max_batch_size must be an integer >= 1, not "big"'],
     ["- a\n- b", "Invalid config: disagg_config.yaml must hold a YAML mapping of settings"],
   ])("%p is refused with a message naming the key", (yaml, message) => {
     expect(errorOf(yaml)).toBe(message);

@@ -6,7 +6,9 @@
  */
 
 import { invalidConfig, ConfigError } from "./errors.ts";
-import type { ProxyConfig, RouterType } from "./types.ts";
+import type { ProxyConfig, RouterOptions, RouterType } from "./types.ts";
+import { EXTRA_KEYS, readExtras, type ExtraSettings } from "./yaml-extras.ts";
+import { isMapping, optBoolean, optChoice, optFraction, optInt, optString, type Mapping } from "./yaml-values.ts";
 import { normaliseUrl } from "./urls.ts";
 
 type YamlKey =
@@ -19,13 +21,9 @@ type YamlKey =
   | "generationServers"
   | "contextRouter"
   | "generationRouter"
-  | "healthCheckIntervalMs"
-  | "healthCheckTimeoutMs"
-  | "healthCheckFailures"
-  | "healthCheckSuccesses"
-  | "drainTimeoutMs";
+  | "routerOptions";
 
-export type YamlSettings = { -readonly [K in YamlKey]?: ProxyConfig[K] };
+export type YamlSettings = { -readonly [K in YamlKey]?: ProxyConfig[K] } & ExtraSettings;
 
 export interface TrtllmYaml {
   readonly settings: YamlSettings;
@@ -33,7 +31,6 @@ export interface TrtllmYaml {
   readonly unimplemented: readonly string[];
 }
 
-type Mapping = Record<string, unknown>;
 
 const TOP_LEVEL = new Set([
   "hostname",
@@ -43,17 +40,17 @@ const TOP_LEVEL = new Set([
   "node_id",
   "context_servers",
   "generation_servers",
-  // Ours: settings trtllm-serve does not have, under the names of their flags.
-  "health_check_interval_ms",
-  "health_check_timeout_ms",
-  "health_check_failures",
-  "health_check_successes",
-  "drain_timeout",
+  ...EXTRA_KEYS,
 ]);
 const SECTION = new Set(["num_instances", "urls", "router"]);
-const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing"];
-/** Router types trtllm-serve has and this proxy does not: a clearer error than "unknown". */
-const UNSUPPORTED_ROUTERS = new Set(["kv_cache_aware", "conversation"]);
+const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"];
+/** The `router:` arguments each type takes; others are listed as not implemented. */
+const ROUTER_ARGS: Readonly<Record<RouterType, readonly string[]>> = {
+  round_robin: [],
+  load_balancing: [],
+  conversation: ["match_threshold", "tokens_per_block", "max_sessions", "hash_skip_count", "use_token_ids"],
+  kv_cache_aware: ["max_batch_size", "tokens_per_block"],
+};
 
 export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   const doc = parseDocument(text, fileName);
@@ -64,18 +61,16 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   setIfDefined(settings, "maxRetries", optInt(doc, "max_retries", "max_retries", 0));
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));
   setIfDefined(settings, "schedule", optChoice(doc, "schedule_style", "schedule_style", ["context_first", "generation_first"] as const));
-  setIfDefined(settings, "healthCheckIntervalMs", optInt(doc, "health_check_interval_ms", "health_check_interval_ms", 1));
-  setIfDefined(settings, "healthCheckTimeoutMs", optInt(doc, "health_check_timeout_ms", "health_check_timeout_ms", 1));
-  setIfDefined(settings, "healthCheckFailures", optInt(doc, "health_check_failures", "health_check_failures", 1));
-  setIfDefined(settings, "healthCheckSuccesses", optInt(doc, "health_check_successes", "health_check_successes", 1));
-  const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
-  setIfDefined(settings, "drainTimeoutMs", drain === undefined ? undefined : drain * 1000);
+  Object.assign(settings, readExtras(doc));
   const context = readSection(doc, "context_servers", unimplemented);
   setIfDefined(settings, "contextServers", context.urls);
   setIfDefined(settings, "contextRouter", context.router);
   const generation = readSection(doc, "generation_servers", unimplemented);
   setIfDefined(settings, "generationServers", generation.urls);
   setIfDefined(settings, "generationRouter", generation.router);
+  if (context.routerOptions !== undefined || generation.routerOptions !== undefined) {
+    settings.routerOptions = Object.freeze({ context: context.routerOptions ?? {}, generation: generation.routerOptions ?? {} });
+  }
   return { settings, unimplemented };
 }
 
@@ -95,19 +90,21 @@ function parseDocument(text: string, fileName: string): Mapping {
 interface SectionSettings {
   readonly urls: string[] | undefined;
   readonly router: RouterType | undefined;
+  readonly routerOptions: RouterOptions | undefined;
 }
 
 function readSection(doc: Mapping, key: string, unimplemented: string[]): SectionSettings {
   const section = doc[key];
-  if (section === undefined || section === null) return { urls: undefined, router: undefined };
+  if (section === undefined || section === null) return { urls: undefined, router: undefined, routerOptions: undefined };
   if (!isMapping(section)) throw invalidConfig(key, "a mapping (num_instances, urls, router)");
-  for (const name of Object.keys(section)) if (!SECTION.has(name)) unimplemented.push(`${key}.${name}`);
   const urls = readUrls(section, key);
   const instances = optInt(section, "num_instances", `${key}.num_instances`, 0);
   if (urls !== undefined && instances !== undefined && urls.length !== instances) {
     throw invalidConfig(`${key}.num_instances`, `the number of ${key}.urls (${urls.length}), not ${instances}`);
   }
-  return { urls: urls === undefined ? undefined : [...new Set(urls)], router: readRouter(section, key, unimplemented) };
+  const router = readRouter(section, key);
+  const routerOptions = readRouterOptions(router, section, key, unimplemented);
+  return { urls: urls === undefined ? undefined : [...new Set(urls)], router: router?.type, routerOptions };
 }
 
 /** All listed URLs, normalised, duplicates kept: num_instances counts what the file lists. */
@@ -124,47 +121,51 @@ function readUrls(section: Mapping, key: string): string[] | undefined {
   });
 }
 
-function readRouter(section: Mapping, key: string, unimplemented: string[]): RouterType | undefined {
+interface RouterBlock {
+  readonly type: RouterType | undefined;
+  /** The `router:` mapping; empty without one. */
+  readonly block: Mapping;
+}
+
+function readRouter(section: Mapping, key: string): RouterBlock {
   const router = section["router"];
-  if (router === undefined || router === null) return undefined;
+  if (router === undefined || router === null) return { type: undefined, block: {} };
   if (!isMapping(router)) throw invalidConfig(`${key}.router`, "a mapping with a type");
-  for (const name of Object.keys(router)) if (name !== "type") unimplemented.push(`${key}.router.${name}`);
-  const type = router["type"];
-  if (typeof type === "string" && UNSUPPORTED_ROUTERS.has(type)) {
-    throw new ConfigError(`Invalid config: ${key}.router.type ${type} is not implemented by this proxy; use ${ROUTERS.join(" or ")}`);
+  return { type: optChoice(router, "type", `${key}.router.type`, ROUTERS), block: router };
+}
+
+/**
+ * The router's arguments; section and router keys it does not read are listed as unimplemented.
+ * As trtllm-serve does, a section's `max_batch_size` and `kv_cache_config.tokens_per_block`
+ * stand in for arguments the `router:` block leaves out, for routers that take them.
+ */
+function readRouterOptions(router: RouterBlock, section: Mapping, key: string, unimplemented: string[]): RouterOptions | undefined {
+  const args = ROUTER_ARGS[router.type ?? "round_robin"];
+  // tokens_per_block "auto" (adopt the worker's) is not implemented: the router's default stays.
+  const reads = (name: string): boolean => args.includes(name) && router.block[name] !== "auto";
+  const given = (name: string): Mapping => (reads(name) ? router.block : {});
+  const path = (name: string): string => `${key}.router.${name}`;
+  const cache = isMapping(section["kv_cache_config"]) ? section["kv_cache_config"] : {};
+  const sectionBlockSize = args.includes("tokens_per_block") ? optInt(cache, "tokens_per_block", `${key}.kv_cache_config.tokens_per_block`, 1) : undefined;
+  const sectionBatch = args.includes("max_batch_size") ? optInt(section, "max_batch_size", `${key}.max_batch_size`, 1) : undefined;
+  for (const name of Object.keys(section)) {
+    if (SECTION.has(name) || (name === "max_batch_size" && sectionBatch !== undefined)) continue;
+    if (name !== "kv_cache_config" || sectionBlockSize === undefined) unimplemented.push(`${key}.${name}`);
+    else for (const sub of Object.keys(cache)) if (sub !== "tokens_per_block") unimplemented.push(`${key}.${name}.${sub}`);
   }
-  return optChoice(router, "type", `${key}.router.type`, ROUTERS);
-}
-
-function optInt(map: Mapping, key: string, path: string, min: number, max?: number): number | undefined {
-  const value = map[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > (max ?? Number.MAX_SAFE_INTEGER)) {
-    const range = max === undefined ? `>= ${min}` : `from ${min} to ${max}`;
-    throw invalidConfig(path, `an integer ${range}, not ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-function optString(map: Mapping, key: string, path: string): string | undefined {
-  const value = map[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string" || value.trim() === "") throw invalidConfig(path, `a non-empty string, not ${JSON.stringify(value)}`);
-  return value;
-}
-
-function optChoice<T extends string>(map: Mapping, key: string, path: string, choices: readonly T[]): T | undefined {
-  const value = map[key];
-  if (value === undefined || value === null) return undefined;
-  const choice = choices.find((candidate) => candidate === value);
-  if (choice === undefined) throw invalidConfig(path, `one of ${choices.join(", ")}, not ${JSON.stringify(value)}`);
-  return choice;
+  for (const name of Object.keys(router.block)) if (name !== "type" && !reads(name)) unimplemented.push(path(name));
+  const options: RouterOptions = {
+    matchThreshold: optFraction(given("match_threshold"), "match_threshold", path("match_threshold")),
+    tokensPerBlock: optInt(given("tokens_per_block"), "tokens_per_block", path("tokens_per_block"), 1) ?? sectionBlockSize,
+    maxSessions: optInt(given("max_sessions"), "max_sessions", path("max_sessions"), 1),
+    hashSkipCount: optInt(given("hash_skip_count"), "hash_skip_count", path("hash_skip_count"), 0),
+    useTokenIds: optBoolean(given("use_token_ids"), "use_token_ids", path("use_token_ids")),
+    maxBatchSize: optInt(given("max_batch_size"), "max_batch_size", path("max_batch_size"), 1) ?? sectionBatch,
+  };
+  const set = Object.entries(options).filter(([, value]) => value !== undefined);
+  return set.length === 0 ? undefined : Object.freeze(Object.fromEntries(set));
 }
 
 function setIfDefined<K extends YamlKey>(settings: YamlSettings, key: K, value: YamlSettings[K] | undefined): void {
   if (value !== undefined) settings[key] = value;
-}
-
-function isMapping(value: unknown): value is Mapping {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -1,8 +1,26 @@
 /** The one frozen configuration every part of the proxy receives. Built by config/load.ts. */
 
+import type { DiscoveryConfig } from "./discovery-config.ts";
+
 export type ScheduleStyle = "context_first" | "generation_first";
-export type RouterType = "round_robin" | "load_balancing";
+export type RouterType = "round_robin" | "load_balancing" | "conversation" | "kv_cache_aware";
 export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** Arguments of a role's router, from the YAML `router:` block; a missing one takes the router's default. */
+export interface RouterOptions {
+  /** conversation: share of a prompt's blocks a previous prompt must match to continue its conversation (0.75). */
+  readonly matchThreshold?: number | undefined;
+  /** conversation (128) and kv_cache_aware (32): tokens per hashed block. */
+  readonly tokensPerBlock?: number | undefined;
+  /** conversation: conversations remembered, least recently used forgotten first (100000). */
+  readonly maxSessions?: number | undefined;
+  /** conversation: leading tokens (×4 characters of text) left out of the hashes, e.g. a shared system prompt (0). */
+  readonly hashSkipCount?: number | undefined;
+  /** conversation: hash the request's token ids when it carries them, instead of its text (false). */
+  readonly useTokenIds?: boolean | undefined;
+  /** kv_cache_aware: in-flight requests that count as a full worker in the score (64). */
+  readonly maxBatchSize?: number | undefined;
+}
 
 export interface ProxyConfig {
   readonly host: string;
@@ -13,6 +31,7 @@ export interface ProxyConfig {
   readonly schedule: ScheduleStyle;
   readonly contextRouter: RouterType;
   readonly generationRouter: RouterType;
+  readonly routerOptions: { readonly context: RouterOptions; readonly generation: RouterOptions };
   /** Extra attempts per upstream leg; 0 when TRTLLM_DISAGG_NO_RETRY=1. */
   readonly maxRetries: number;
   /** Pause between attempts of one leg. */
@@ -28,6 +47,9 @@ export interface ProxyConfig {
   readonly nodeId: number;
   readonly logLevel: LogLevel;
   readonly maxBodyBytes: number;
+  /** Slowloris floor: a body slower than this on average after the grace period is cut (408). */
+  readonly bodyMinBytesPerSecond: number;
+  readonly bodyGraceMs: number;
   /** Periodic worker /health checks after start-up. */
   readonly healthCheckIntervalMs: number;
   readonly healthCheckTimeoutMs: number;
@@ -50,6 +72,20 @@ export interface ProxyConfig {
   readonly workerCaFile: string | undefined;
   /** Sent to workers as a bearer token (the client's own key never is). */
   readonly workerApiKey: string | undefined;
+  /** Client keys, one per line (re-read on SIGHUP); with DISAGG_PROXY_API_KEYS, auth is on when either is set. */
+  readonly apiKeyFile: string | undefined;
+  /** DISAGG_PROXY_API_KEYS as read at start-up (comma-separated client keys). */
+  readonly apiKeysFromEnv: string | undefined;
+  /** Also require a key on /metrics and /prometheus/metrics. */
+  readonly protectMetrics: boolean;
+  /** Shared HMAC key for x-trtllm-disagg-auth (YAML internal_request_auth_key or --internal-auth-key-file). */
+  readonly internalAuthKey: string | undefined;
+  /** Workers found through etcd instead of (or besides) the static lists. */
+  readonly discovery: DiscoveryConfig | undefined;
+  /** conditional_disagg_config: skip the context phase when the generation worker holds nearly all of the prompt. */
+  readonly conditionalDisagg: { readonly maxLocalPrefillLength: number } | undefined;
+  /** No node id was given and a cluster is configured: claim one in etcd at start-up. */
+  readonly claimNodeId: boolean;
   /** The -c file, kept so a reload can re-read it. */
   readonly configFile: string | undefined;
 }
@@ -60,6 +96,7 @@ export const DEFAULTS = {
   schedule: "context_first",
   contextRouter: "round_robin",
   generationRouter: "round_robin",
+  routerOptions: Object.freeze({ context: Object.freeze({}), generation: Object.freeze({}) }),
   maxRetries: 1,
   retryDelayMs: 1000,
   requestTimeoutMs: 180_000,
@@ -69,6 +106,8 @@ export const DEFAULTS = {
   keepaliveIntervalMs: 15_000,
   logLevel: "info",
   maxBodyBytes: 32 * 1024 * 1024,
+  bodyMinBytesPerSecond: 1024,
+  bodyGraceMs: 10_000,
   healthCheckIntervalMs: 5000,
   healthCheckTimeoutMs: 2000,
   healthCheckFailures: 2,
@@ -81,4 +120,11 @@ export const DEFAULTS = {
   tlsKeyFile: undefined,
   workerCaFile: undefined,
   workerApiKey: undefined,
+  apiKeyFile: undefined,
+  protectMetrics: false,
+  apiKeysFromEnv: undefined,
+  discovery: undefined,
+  conditionalDisagg: undefined,
+  claimNodeId: false,
+  internalAuthKey: undefined,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

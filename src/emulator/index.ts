@@ -2,12 +2,18 @@
  * The emulated trtllm-serve worker: the stand-in every test, the demo and the benchmarks run on.
  *
  * On the wire it behaves as a context, generation or mixed trtllm-serve worker: /health,
- * /server_info, /v1/models, /version, /v1/messages/count_tokens, and the three model routes
- * (/v1/completions, /v1/chat/completions, /v1/responses) in their aggregated, context_only and
- * generation_only forms, with the worker's error envelope `{"object":"error",…}`.
+ * /server_info, /v1/models, /version, /v1/messages/count_tokens, /kv_cache_events, and the three
+ * model routes (/v1/completions, /v1/chat/completions, /v1/responses) in their aggregated,
+ * context_only and generation_only forms, with the worker's error envelope `{"object":"error",…}`.
  *
  * Model: one token per whitespace-separated prompt word (id = 1000 + FNV-1a(word) mod 30000);
  * output token i is the word " tok<i>" (reasoning " think<i>"), 16 by default.
+ *
+ * KV cache (kv-cache.ts): each worker caches the full blocks (tokensPerBlock, default 32) of the
+ * prompts it served, named by TensorRT-LLM's chained `v1_block_key` hashes, LRU-bounded
+ * (kvCacheBlocks). The prefill is charged only for the uncached tokens, usage reports the cached
+ * part as prompt_tokens_details.cached_tokens, and `POST /kv_cache_events` answers the
+ * `created`/`stored`/`removed` events since the last call, as trtllm-serve does.
  *
  * Per-request directives in the prompt text, `[[emu key=value …]]` (see directives.ts):
  * prefill_ms, token_ms, tokens, finish=stop, reject, reject_after_ms, cut, chunk, silence_ms,

@@ -17,6 +17,7 @@ describe("non-model routes", () => {
       disaggregated_params: { ctx_info_endpoint: [worker.url], ctx_dp_rank: 0 },
       role: "generation",
       model: "m1",
+      kv_cache_hash_algo: "v1_block_key",
     });
   });
 

@@ -1,4 +1,4 @@
-/** The worker's non-model routes: health, identity, token counting and the KV hand-off poll. */
+/** The worker's non-model routes: health, identity, token counting, KV cache events and the KV hand-off poll. */
 
 import { jsonInteger, type JsonValue } from "../json.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
@@ -17,7 +17,13 @@ export function serverInfo(worker: WorkerContext): Response {
     disaggregated_params: { ctx_info_endpoint: [worker.url], ctx_dp_rank: 0 },
     role: worker.options.role,
     model: worker.model,
+    kv_cache_hash_algo: "v1_block_key",
   });
+}
+
+/** POST /kv_cache_events: the KV cache events since the last call (block hashes are 64-bit integers). */
+export function kvCacheEvents(worker: WorkerContext): Response {
+  return new Response(JSON.stringify(worker.kvCache.takeEvents()), { headers: { "content-type": "application/json" } });
 }
 
 export function models(worker: WorkerContext, startedAt: number): Response {

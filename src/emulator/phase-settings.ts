@@ -26,17 +26,24 @@ export interface PhaseSettings {
 
 const DEFAULT_OUTPUT_TOKENS = 16;
 
+/**
+ * `cacheHitTokens`: the prompt's leading tokens found in the worker's KV cache. The prefill is
+ * charged only for the other tokens, and usage reports them as cached (a `cached` directive
+ * overrides both); a generation phase reports no cache hit of its own.
+ */
 export function phaseSettings(
   options: EmulatorOptions,
   phase: ModelPhase,
   directives: Directives,
   promptTokens: number,
+  cacheHitTokens = 0,
 ): PhaseSettings {
   const faults = options.faults ?? {};
   const rejectStatus = directives.rejectStatus ?? faults.rejectStatus;
   const silenceMs = directives.silenceMs ?? faults.silenceMs;
+  const cachedTokens = Math.min(directives.cached ?? (phase === "generation" ? 0 : cacheHitTokens), promptTokens);
   return {
-    prefillMs: phase === "generation" ? 0 : prefillMs(options, directives, promptTokens),
+    prefillMs: phase === "generation" ? 0 : prefillMs(options, directives, promptTokens - cachedTokens),
     tokenMs: directives.tokenMs ?? options.tokenMs ?? 0,
     naturalTokens: directives.tokens ?? options.outputTokens ?? DEFAULT_OUTPUT_TOKENS,
     finishStop: directives.finishStop ?? false,
@@ -53,12 +60,12 @@ export function phaseSettings(
     errorEventAfterTokens: directives.errorEventAfterTokens ?? faults.errorEventAfterTokens,
     tools: directives.tools ?? 0,
     reasoning: directives.reasoning ?? 0,
-    cachedTokens: Math.min(directives.cached ?? 0, promptTokens),
+    cachedTokens,
   };
 }
 
 /** A `prefill_ms` directive replaces the whole prefill latency, per-token part included. */
-function prefillMs(options: EmulatorOptions, directives: Directives, promptTokens: number): number {
+function prefillMs(options: EmulatorOptions, directives: Directives, uncachedTokens: number): number {
   if (directives.prefillMs !== undefined) return directives.prefillMs;
-  return (options.prefillMs ?? 0) + (options.prefillMsPerToken ?? 0) * promptTokens;
+  return (options.prefillMs ?? 0) + (options.prefillMsPerToken ?? 0) * uncachedTokens;
 }

@@ -1,7 +1,7 @@
 /**
  * Everything a model request needs decided before the engine runs: its directives, prompt
- * tokens, phase settings and output plan, and the renderers of its API. A reject fault
- * strikes here, after its delay.
+ * tokens, KV cache hit, phase settings and output plan, and the renderers of its API. A reject
+ * fault strikes here, after its delay.
  */
 
 import { chatRenderers } from "./chat-render.ts";
@@ -42,11 +42,15 @@ export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHER
   const directives = readDirectives(`${inputs.inheritedDirectives ?? ""} ${request.promptText}`);
   const promptTokenIds = request.givenTokenIds ?? tokenize(request.promptText);
   const phaseDirectives = request.phase === "context" ? directives.context : directives.generation;
-  const settings = phaseSettings(worker.options, request.phase, phaseDirectives, promptTokenIds.length);
+  const cache = worker.kvCache.lookup(promptTokenIds);
+  const settings = phaseSettings(worker.options, request.phase, phaseDirectives, promptTokenIds.length, cache.cachedTokens);
   if (settings.reject !== undefined) {
     await sleep(settings.reject.afterMs, job.signal);
     throw new WorkerError(settings.reject.status, `Emulated rejection with status ${settings.reject.status}`);
   }
+  // Every admitted phase leaves the prompt's KV in this worker's cache (a generation worker's
+  // arrived by transfer).
+  worker.kvCache.store(cache);
   const plan = planOutput(settings, {
     maxTokens: request.maxTokens,
     chatExtras: request.api === "chat",

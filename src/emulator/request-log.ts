@@ -1,4 +1,7 @@
-/** Every request a worker saw, in arrival order, with its status kept current for waitFor. */
+/**
+ * Every request a worker saw, in arrival order, with its status kept current for waitFor.
+ * With maxRecords, only the newest records are kept (a long benchmark run must not grow).
+ */
 
 import type { JsonValue } from "../json.ts";
 import type { RecordedRequest, RequestPhase } from "./types.ts";
@@ -24,11 +27,19 @@ const DEFAULT_WAIT_MS = 5000;
 export class RequestLog {
   readonly records: RecordedRequest[] = [];
   readonly #waiters = new Set<Waiter>();
+  readonly #maxRecords: number;
   #runningModelRequests = 0;
+  #nextSeq = 0;
+
+  constructor(maxRecords = Number.POSITIVE_INFINITY) {
+    this.#maxRecords = maxRecords;
+  }
 
   add(init: RecordInit): RecordedRequest {
-    const record: RecordedRequest = { seq: this.records.length, ...init, status: "running", sent: [] };
+    const record: RecordedRequest = { seq: this.#nextSeq++, ...init, status: "running", sent: [] };
     this.records.push(record);
+    // Dropped in batches (once twice the cap is reached), so the trimming is O(1) per record.
+    if (this.records.length > Math.max(1, 2 * this.#maxRecords)) this.records.splice(0, this.records.length - this.#maxRecords);
     if (record.phase !== "other") this.#runningModelRequests++;
     this.#offer(record);
     return record;

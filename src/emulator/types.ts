@@ -1,6 +1,7 @@
 /** Public types of the emulated trtllm-serve worker. Everything else in src/emulator is private. */
 
 import type { JsonValue } from "../json.ts";
+import type { Logger } from "../observability/logger.ts";
 
 /** `mixed` serves both phases (a URL listed as a context and as a generation server). */
 export type WorkerRole = "context" | "generation" | "mixed";
@@ -31,12 +32,18 @@ export interface EmulatorOptions {
   model?: string;
   /** Fixed prefill latency in ms (default 0). */
   prefillMs?: number;
-  /** Extra prefill latency per prompt token in ms (default 0). */
+  /** Extra prefill latency per prompt token not already in the KV cache, in ms (default 0). */
   prefillMsPerToken?: number;
   /** Latency per output token after the first, in ms (default 0). */
   tokenMs?: number;
   /** Output tokens when neither the request nor a directive limits them (default 16). */
   outputTokens?: number;
+  /** KV cache block size in prompt tokens (default 32, TensorRT-LLM's). */
+  tokensPerBlock?: number;
+  /** KV cache capacity in blocks, least recently used evicted first (default 8192; 0: no prefix cache). */
+  kvCacheBlocks?: number;
+  /** KV cache events kept for POST /kv_cache_events between two calls (default 4096). */
+  kvEventBuffer?: number;
   /** The worker's own response.in_progress repeat on a silent Responses stream (default 15000). */
   responsesKeepaliveMs?: number;
   /** How long a generation-first request waits for its KV hand-off (default 60000). */
@@ -44,6 +51,22 @@ export interface EmulatorOptions {
   faults?: EmulatorFaults;
   /** Keep each reply body's bytes on its record (`sent`), for byte-exact relay tests (default false). */
   recordReplies?: boolean;
+  /** Keep only the newest N request records, so a long run (the soak benchmark) stays bounded (default: all). */
+  maxRecords?: number;
+  /** Register in etcd as TensorRT-LLM's disagg_cluster workers do, from start until stop (a mixed worker registers once per role). */
+  register?: EmulatorRegistration;
+}
+
+export interface EmulatorRegistration {
+  /** etcd's client URL, `http://host:port`. */
+  endpoint: string;
+  clusterName: string;
+  /** heartbeat_interval_sec, in ms. */
+  heartbeatMs: number;
+  /** inactive_timeout_sec, in ms: the lease TTL. */
+  ttlMs: number;
+  /** Registration log lines; default: warnings and errors on stderr. */
+  logger?: Logger;
 }
 
 export type RequestPhase = "context" | "generation" | "aggregated" | "other";

@@ -1,5 +1,6 @@
 /** What every request handler of one emulated worker shares, and one model request's handle. */
 
+import type { KvBlockCache } from "./kv-cache.ts";
 import type { KvHandoffTable } from "./kv-handoff.ts";
 import type { ModelRequest } from "./model-request.ts";
 import type { RequestLog } from "./request-log.ts";
@@ -12,6 +13,8 @@ export interface WorkerContext {
   readonly model: string;
   readonly log: RequestLog;
   readonly handoffs: KvHandoffTable;
+  /** Prompt prefixes in the KV cache, and their events for /kv_cache_events. */
+  readonly kvCache: KvBlockCache;
   /** A request id below 2^40, the range real workers keep for their local ids. */
   nextLocalId(): bigint;
 }

@@ -1,9 +1,12 @@
 /** The emulated trtllm-serve worker: one Bun server, its routes, and everything it remembers. */
 
 import type { Server } from "bun";
+import { registerWorker, type Role, type WorkerRegistration } from "../discovery/index.ts";
 import type { JsonValue } from "../json.ts";
-import { health, countTokens, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
+import { createLogger } from "../observability/logger.ts";
+import { health, countTokens, kvCacheEvents, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
+import { KvBlockCache } from "./kv-cache.ts";
 import { KvHandoffTable } from "./kv-handoff.ts";
 import type { ApiKind } from "./model-request.ts";
 import { RequestLog } from "./request-log.ts";
@@ -20,6 +23,7 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
 
 const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version"]);
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
+const KV_EVENTS_PATH = "/kv_cache_events";
 const DEFAULT_KV_WAIT_MS = 60_000;
 /** Bounded for idle keep-alive connections; model routes and the KV poll lift it per request. */
 const IDLE_TIMEOUT_S = 30;
@@ -33,18 +37,26 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly url: string;
   readonly port: number;
   readonly model: string;
-  readonly log = new RequestLog();
+  readonly log: RequestLog;
   readonly handoffs: KvHandoffTable;
+  readonly kvCache: KvBlockCache;
   readonly #server: Server<undefined>;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
+  readonly #registrations: readonly WorkerRegistration[];
   #lastLocalId = 0n;
   #stopped: Promise<void> | undefined;
 
   constructor(options: EmulatorOptions) {
     this.options = options;
+    this.log = new RequestLog(options.maxRecords);
     this.model = options.model ?? "emulated-model";
     this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
+    this.kvCache = new KvBlockCache({
+      tokensPerBlock: options.tokensPerBlock ?? 32,
+      capacityBlocks: options.kvCacheBlocks ?? 8192,
+      maxEvents: options.kvEventBuffer ?? 4096,
+    });
     const hostname = options.host ?? "127.0.0.1";
     this.#server = Bun.serve({
       hostname,
@@ -56,6 +68,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     });
     this.port = this.#server.port ?? 0;
     this.url = `http://${reachableHost(hostname)}:${this.port}`;
+    this.#registrations = register(options, new URL(this.url).hostname.replace(/^\[(.*)\]$/, "$1"), this.port);
   }
 
   get role(): WorkerRole {
@@ -80,8 +93,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   }
 
   stop(): Promise<void> {
-    // In-flight requests end first (they are marked aborted), then the listener and sockets.
+    // Deregistered first (the proxy stops routing here), then in-flight requests end (marked
+    // aborted), then the listener and sockets.
     this.#stopped ??= (async () => {
+      await Promise.all(this.#registrations.map((registration) => registration.stop()));
       this.#stopping.abort();
       this.handoffs.close();
       this.log.close();
@@ -133,6 +148,9 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
       server.timeout(req, 0);
       return req.method === "GET" ? kvHandoff(this, req, path) : detailResponse(405, "Method Not Allowed");
     }
+    if (path === KV_EVENTS_PATH) {
+      return req.method === "POST" ? kvCacheEvents(this) : detailResponse(405, "Method Not Allowed");
+    }
     if (path === COUNT_TOKENS_PATH) {
       return req.method === "POST" ? countTokens(body) : detailResponse(405, "Method Not Allowed");
     }
@@ -143,6 +161,26 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/v1/models") return models(this, this.#startedAt);
     return version();
   }
+}
+
+/** Registers the worker once per role it serves when options.register asks for it. */
+function register(options: EmulatorOptions, host: string, port: number): WorkerRegistration[] {
+  const settings = options.register;
+  if (settings === undefined) return [];
+  const roles: Role[] = options.role === "mixed" ? ["context", "generation"] : [options.role];
+  const logger = settings.logger ?? createLogger("warn", (line) => process.stderr.write(line));
+  return roles.map((role) =>
+    registerWorker({
+      endpoint: settings.endpoint,
+      clusterName: settings.clusterName,
+      heartbeatMs: settings.heartbeatMs,
+      ttlMs: settings.ttlMs,
+      role,
+      host,
+      port,
+      logger,
+    }),
+  );
 }
 
 /** The host other processes can reach: a wildcard listen address is reported as loopback. */

@@ -1,10 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { Placement } from "./placement.ts";
+import type { RoutingRequest } from "./routing-request.ts";
 
 function placement(router: "round_robin" | "load_balancing", ctx: string[], gen: string[]): Placement {
   const p = new Placement({ contextServers: ctx, generationServers: gen, contextRouter: router, generationRouter: router });
   for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
   return p;
+}
+
+function turn(n: number): RoutingRequest {
+  return { conversationId: "conv", promptText: `turn ${n}`, promptTokenIds: undefined };
 }
 
 describe("Placement", () => {
@@ -53,6 +58,51 @@ describe("Placement", () => {
     placed.reservation.release();
     expect(p.table.load("context", "http://a:1")).toBe(1);
     expect(p.table.active()).toBe(1);
+  });
+
+  test("round_robin and load_balancing choose as before when given routing information, and know no cached tokens", () => {
+    const routing = { conversationId: "c", promptText: "a prompt of some length", promptTokenIds: undefined };
+    for (const router of ["round_robin", "load_balancing"] as const) {
+      const p = placement(router, ["http://a:1", "http://b:1"], ["http://g:1"]);
+      const picks = [1n, 2n, 3n].map((key) => {
+        const placed = p.place({ role: "context", requestKey: key, exclude: undefined, avoid: [], routing });
+        expect(placed).toMatchObject({ matchedTokens: 0, totalTokens: 6 });
+        return placed.worker.origin;
+      });
+      expect(picks).toEqual(["http://a:1", "http://b:1", "http://a:1"]);
+    }
+  });
+
+  test("a reservation carries the request's content weight until it is released", () => {
+    const p = placement("round_robin", ["http://a:1"], ["http://g:1"]);
+    const routing = { conversationId: undefined, promptText: "", promptTokenIds: [1, 2, 3, 4, 5, 6, 7] };
+    const placed = p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [], routing });
+    expect(p.table.weight("context", "http://a:1")).toBe(7);
+    placed.reservation.release();
+    placed.reservation.release();
+    expect(p.table.weight("context", "http://a:1")).toBe(0);
+  });
+
+  test("the conversation router keeps a conversation on its worker through Placement", () => {
+    const p = new Placement({
+      contextServers: ["http://a:1", "http://b:1"],
+      generationServers: ["http://g:1"],
+      contextRouter: "conversation",
+      generationRouter: "round_robin",
+      routerOptions: { context: { maxSessions: 10 }, generation: {} },
+      nodeId: 1,
+    });
+    for (const w of p.pool.all("context")) w.ready = true;
+    const first = p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [], routing: turn(1) });
+    for (let n = 2; n < 5; n++) {
+      expect(p.place({ role: "context", requestKey: BigInt(n), exclude: undefined, avoid: [], routing: turn(n) }).worker.origin).toBe(first.worker.origin);
+    }
+  });
+
+  test("finished on a worker the pool no longer lists settles without effect", async () => {
+    const p = placement("round_robin", ["http://a:1"], ["http://g:1"]);
+    await p.finished("context", "http://gone:1", undefined, true);
+    await p.finished("generation", "http://g:1", undefined, false);
   });
 
   test("no ready worker is a 503", () => {

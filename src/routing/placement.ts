@@ -1,7 +1,9 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
+import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-events.ts";
 import { ReservationTable, type Reservation } from "./reservations.ts";
 import { createRouter, type Router } from "./routers.ts";
+import { contentWeight, NO_ROUTING, type RoutingRequest } from "./routing-request.ts";
 import { WorkerPool, type Role, type WorkerEntry } from "./worker-pool.ts";
 
 export interface PlacementRequest {
@@ -11,6 +13,8 @@ export interface PlacementRequest {
   readonly exclude: string | undefined;
   /** Workers this leg already failed on: used only when no other worker is ready. */
   readonly avoid: readonly string[];
+  /** What the routers may know of the request; without it they route as if the prompt were empty. */
+  readonly routing?: RoutingRequest;
 }
 
 export interface Placed {
@@ -18,43 +22,77 @@ export interface Placed {
   readonly reservation: Reservation;
 }
 
+/** A placement the routers made: what they know of the prompt's cache on the chosen worker. */
+export interface RoutedPlacement extends Placed {
+  /** Estimated prompt tokens already cached on the worker (0 when the router does not know). */
+  readonly matchedTokens: number;
+  /** The prompt's tokens (estimated from text when the ids are unknown). */
+  readonly totalTokens: number;
+}
+
+export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery">>;
+
+export interface PlacementDeps {
+  /** How calls to workers are made (worker CA, API key): kv_cache_aware reads /kv_cache_events with it. */
+  readonly fetch?: EventsFetch;
+  /** A router could not learn from a worker (its KV events failed); reported once per worker until it recovers. */
+  readonly onWarning?: RoutingWarning;
+}
+
 /** Picks and reserves workers: the routers, the pool and the reservation table together. */
 export class Placement {
   readonly pool: WorkerPool;
   readonly table = new ReservationTable();
   readonly #routers: Record<Role, Router>;
-
   readonly #perWorkerLimit: number;
 
-  constructor(
-    config: Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-      Partial<Pick<ProxyConfig, "maxInflightPerWorker">>,
-  ) {
+  constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
-    this.pool = new WorkerPool(config.contextServers, config.generationServers);
+    const cluster = config.discovery?.kind === "cluster" ? config.discovery : undefined;
+    const minimal = { context: cluster?.minimalContext ?? 1, generation: cluster?.minimalGeneration ?? 1 };
+    this.pool = new WorkerPool(config.contextServers, config.generationServers, minimal);
+    const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
+    const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
     this.#routers = {
-      context: createRouter(config.contextRouter, "context", this.table),
-      generation: createRouter(config.generationRouter, "generation", this.table),
+      context: createRouter(config.contextRouter, { ...common, role: "context", options: config.routerOptions?.context ?? {} }),
+      generation: createRouter(config.generationRouter, { ...common, role: "generation", options: config.routerOptions?.generation ?? {} }),
     };
   }
 
-  /** Reserves a ready worker of the role, preferring one this leg has not failed on. */
-  place(request: PlacementRequest): Placed {
+  /**
+   * Reserves a ready worker of the role, preferring one this leg has not failed on. The
+   * reservation carries the request's content weight (the conversation router's load).
+   */
+  place(request: PlacementRequest): RoutedPlacement {
     const candidates = this.pool.ready(request.role).filter((worker) => worker.origin !== request.exclude);
     const ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
     if (ready.length === 0 && candidates.length > 0) {
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
     }
     const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
-    const worker = this.#routers[request.role].pick(preferred.length > 0 ? preferred : ready);
-    if (!worker) {
+    const pick = this.#routers[request.role].pick(preferred.length > 0 ? preferred : ready, request.routing);
+    if (!pick) {
       throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker is available`);
     }
-    return { worker, reservation: this.table.reserve(request.requestKey, request.role, worker.origin) };
+    const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
+    const reservation = this.table.reserve(request.requestKey, request.role, pick.worker.origin, weight);
+    return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
+  }
+
+  /**
+   * A leg placed on `origin` ended (`success`: the worker answered in full). Routers that learn
+   * from placements record it; kv_cache_aware reads the worker's KV events in the background.
+   * The promise settles when that learning is done and never rejects: callers need not await it.
+   */
+  finished(role: Role, origin: string, routing: RoutingRequest | undefined, success: boolean): Promise<void> {
+    const router = this.#routers[role];
+    const worker = this.pool.all(role).find((entry) => entry.origin === origin);
+    if (router.finished === undefined || worker === undefined) return Promise.resolve();
+    return Promise.resolve(router.finished(worker, routing ?? NO_ROUTING, success));
   }
 
   #full(role: Role, origin: string): boolean {
     return this.#perWorkerLimit > 0 && this.table.load(role, origin) >= this.#perWorkerLimit;
   }
-
 }

@@ -1,44 +1,20 @@
 import type { RouterType } from "../config/types.ts";
-import type { ReservationTable } from "./reservations.ts";
-import type { Role, WorkerEntry } from "./worker-pool.ts";
+import { ConversationRouter } from "./conversation-router.ts";
+import { KvCacheAwareRouter } from "./kv-cache-aware-router.ts";
+import type { Router, RouterContext } from "./router-contract.ts";
+import { leastLoaded, roundRobin } from "./simple-routers.ts";
 
-/** Chooses a worker among candidates; `undefined` when none is left. */
-export interface Router {
-  pick(candidates: readonly WorkerEntry[]): WorkerEntry | undefined;
-}
+export type { Router, RouterContext, RouterPick } from "./router-contract.ts";
+export type { RoutingRequest } from "./routing-request.ts";
 
-export function createRouter(type: RouterType, role: Role, table: ReservationTable): Router {
-  return type === "load_balancing" ? leastLoaded(role, table) : roundRobin();
-}
+const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> = {
+  round_robin: () => roundRobin(),
+  load_balancing: (context) => leastLoaded((worker) => context.table.load(context.role, worker.origin)),
+  conversation: (context) => new ConversationRouter(context),
+  kv_cache_aware: (context) => new KvCacheAwareRouter(context),
+};
 
-/** Cycles through the candidates; the cursor advances on every pick. */
-function roundRobin(): Router {
-  let cursor = 0;
-  return {
-    pick(candidates) {
-      if (candidates.length === 0) return undefined;
-      const worker = candidates[cursor % candidates.length];
-      cursor = (cursor + 1) % 1_000_000_007;
-      return worker;
-    },
-  };
-}
-
-/** Least in-flight reservations; ties are broken round-robin so equal workers share load. */
-function leastLoaded(role: Role, table: ReservationTable): Router {
-  const tieBreak = roundRobin();
-  return {
-    pick(candidates) {
-      let best = Number.POSITIVE_INFINITY;
-      let tied: WorkerEntry[] = [];
-      for (const worker of candidates) {
-        const load = table.load(role, worker.origin);
-        if (load < best) {
-          best = load;
-          tied = [worker];
-        } else if (load === best) tied.push(worker);
-      }
-      return tieBreak.pick(tied);
-    },
-  };
+/** The router of a role, by the type its config names (trtllm-serve's `router.type`). */
+export function createRouter(type: RouterType, context: RouterContext): Router {
+  return ROUTERS[type](context);
 }

@@ -18,9 +18,16 @@ function entries(origins: readonly string[], role: Role): WorkerEntry[] {
 /** The worker lists of both roles and their readiness. */
 export class WorkerPool {
   readonly #byRole: Record<Role, WorkerEntry[]>;
+  readonly #minimal: Readonly<Record<Role, number>>;
 
-  constructor(contextOrigins: readonly string[], generationOrigins: readonly string[]) {
+  /** `minimal`: ready workers each role needs before the pool is ready (disagg_cluster minimal_instances). */
+  constructor(contextOrigins: readonly string[], generationOrigins: readonly string[], minimal: Readonly<Record<Role, number>> = { context: 1, generation: 1 }) {
     this.#byRole = { context: entries(contextOrigins, "context"), generation: entries(generationOrigins, "generation") };
+    this.#minimal = minimal;
+  }
+
+  get minimal(): Readonly<Record<Role, number>> {
+    return this.#minimal;
   }
 
   all(role: Role): readonly WorkerEntry[] {
@@ -46,6 +53,20 @@ export class WorkerPool {
     return { added, removed };
   }
 
+  /** Adds a discovered worker (not ready until its first healthy check); false when already listed. */
+  add(role: Role, origin: string): boolean {
+    if (this.#byRole[role].some((worker) => worker.origin === origin)) return false;
+    this.#byRole[role] = [...this.#byRole[role], { origin, role, ready: false, serverInfo: undefined }];
+    return true;
+  }
+
+  /** Removes a worker from rotation; what it is serving runs to its end. */
+  remove(role: Role, origin: string): boolean {
+    const before = this.#byRole[role].length;
+    this.#byRole[role] = this.#byRole[role].filter((worker) => worker.origin !== origin);
+    return this.#byRole[role].length < before;
+  }
+
   /** Every distinct origin of either role (a URL in both lists once). */
   origins(): string[] {
     return [...new Set([...this.#byRole.context, ...this.#byRole.generation].map((worker) => worker.origin))];
@@ -56,8 +77,9 @@ export class WorkerPool {
     return [...this.#byRole.context, ...this.#byRole.generation].filter((worker) => worker.origin === origin);
   }
 
-  /** Ready when at least one worker of each role is. */
+  /** Ready when each role has its minimal number of ready workers (at least one). */
   isReady(): boolean {
-    return this.ready("context").length > 0 && this.ready("generation").length > 0;
+    const enough = (role: Role): boolean => this.ready(role).length >= Math.max(1, this.#minimal[role]);
+    return enough("context") && enough("generation");
   }
 }

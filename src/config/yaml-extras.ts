@@ -1,0 +1,55 @@
+/**
+ * The YAML keys beyond the worker lists and routers: upstream's internal_request_auth_key,
+ * disagg_cluster and conditional_disagg_config, and our own settings under the names of
+ * their flags.
+ */
+
+import { clusterDiscovery } from "./discovery-config.ts";
+import { invalidConfig } from "./errors.ts";
+import type { ProxyConfig } from "./types.ts";
+import { isMapping, optInt, optString, type Mapping } from "./yaml-values.ts";
+
+export type ExtraSettings = Partial<
+  Pick<
+    ProxyConfig,
+    | "healthCheckIntervalMs"
+    | "healthCheckTimeoutMs"
+    | "healthCheckFailures"
+    | "healthCheckSuccesses"
+    | "drainTimeoutMs"
+    | "internalAuthKey"
+    | "discovery"
+    | "conditionalDisagg"
+  >
+>;
+
+export const EXTRA_KEYS: readonly string[] = [
+  "health_check_interval_ms",
+  "health_check_timeout_ms",
+  "health_check_failures",
+  "health_check_successes",
+  "drain_timeout",
+  "internal_request_auth_key",
+  "disagg_cluster",
+  "conditional_disagg_config",
+];
+
+export function readExtras(doc: Mapping): ExtraSettings {
+  const settings: Record<string, unknown> = {
+    healthCheckIntervalMs: optInt(doc, "health_check_interval_ms", "health_check_interval_ms", 1),
+    healthCheckTimeoutMs: optInt(doc, "health_check_timeout_ms", "health_check_timeout_ms", 1),
+    healthCheckFailures: optInt(doc, "health_check_failures", "health_check_failures", 1),
+    healthCheckSuccesses: optInt(doc, "health_check_successes", "health_check_successes", 1),
+    internalAuthKey: optString(doc, "internal_request_auth_key", "internal_request_auth_key"),
+  };
+  const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
+  if (drain !== undefined) settings["drainTimeoutMs"] = drain * 1000;
+  if (doc["disagg_cluster"] !== undefined && doc["disagg_cluster"] !== null) settings["discovery"] = clusterDiscovery(doc["disagg_cluster"]);
+  const conditional = doc["conditional_disagg_config"];
+  if (conditional !== undefined && conditional !== null) {
+    if (!isMapping(conditional)) throw invalidConfig("conditional_disagg_config", "a mapping (max_local_prefill_length)");
+    const max = optInt(conditional, "max_local_prefill_length", "conditional_disagg_config.max_local_prefill_length", 0) ?? 0;
+    settings["conditionalDisagg"] = { maxLocalPrefillLength: max };
+  }
+  return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as ExtraSettings;
+}

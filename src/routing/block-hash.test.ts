@@ -1,0 +1,57 @@
+import { describe, expect, test } from "bun:test";
+import { parseJson } from "../json.ts";
+import { blockHashes, matchedDepth, readBlockHash } from "./block-hash.ts";
+
+/** Computed with TensorRT-LLM's tensorrt_llm/runtime/kv_cache_hash.py (hash_v1_block_key), blocks as its router cuts them. */
+const REFERENCE: readonly (readonly [readonly number[] | string, number, readonly string[]])[] = [
+  [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 4, ["924206229973855", "2728178455351807326", "5840390857880430736"]],
+  [
+    Array.from({ length: 100 }, (_, i) => 1000 + i),
+    32,
+    ["10007796145622571252", "12240282022063672032", "13951450858377288959", "1934432471346600697"],
+  ],
+  ["hello world, this is a prompt", 8, ["10246977412189700753", "11705281214794049575", "10595543350263762221", "14846053030441675223"]],
+  [[4294967295, 0, 123456789, 7], 2, ["209844182609", "12516000985120204551"]],
+];
+
+describe("blockHashes", () => {
+  test.each(REFERENCE)("matches TensorRT-LLM's v1_block_key hashes for %p in blocks of %p", (input, size, expected) => {
+    expect(blockHashes(input, size).map(String)).toEqual([...expected]);
+  });
+
+  test("leaves the last element out of every block and keeps a partial final block", () => {
+    expect(blockHashes([1, 2, 3, 4, 5], 2)).toHaveLength(2);
+    expect(blockHashes([1, 2, 3, 4, 5, 6], 2)).toHaveLength(3);
+    expect(blockHashes([1], 2)).toEqual([]);
+  });
+
+  test("a block's hash names its whole prefix: the same block after a different prefix hashes differently", () => {
+    const [, second] = blockHashes([1, 2, 3, 4, 0], 2);
+    const [, other] = blockHashes([9, 2, 3, 4, 0], 2);
+    expect(second).not.toBe(other);
+  });
+
+  test("a longer prompt starts with the hashes of the shorter prompt's full blocks", () => {
+    const short = blockHashes("abcdefghij", 4);
+    const long = blockHashes("abcdefghijklmnop", 4);
+    expect(long.slice(0, 2)).toEqual(short.slice(0, 2));
+    expect(long[2]).not.toBe(short[2]);
+  });
+
+  test("skipping leading elements hashes the rest as a prompt of its own", () => {
+    expect(blockHashes("xxxxabcdefgh", 4, 4)).toEqual(blockHashes("abcdefgh", 4));
+  });
+});
+
+describe("matchedDepth and readBlockHash", () => {
+  test("the matched depth stops at the first block the worker lacks", () => {
+    const cached = new Set([1n, 2n, 4n]);
+    expect(matchedDepth([1n, 2n, 3n, 4n], (hash) => cached.has(hash))).toBe(2);
+    expect(matchedDepth([], () => true)).toBe(0);
+  });
+
+  test("block hashes above 2^53 are read exactly from losslessly parsed JSON", () => {
+    const parsed = parseJson("[12516000985120204551, 209844182609, -1, \"7\", 1.5]");
+    expect(Array.isArray(parsed) ? parsed.map(readBlockHash) : []).toEqual([12516000985120204551n, 209844182609n, 2n ** 64n - 1n, undefined, undefined]);
+  });
+});

@@ -1,0 +1,57 @@
+import { describe, expect, test } from "bun:test";
+import { promptTextOf, promptTokenIdsOf, routingRequestOf } from "./prompt-text.ts";
+
+describe("promptTextOf", () => {
+  test("renders chat messages as role and content, one per line, tool calls included", () => {
+    const body = {
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: [{ type: "text", text: "Look:" }, { type: "image_url", image_url: { url: "data:..." } }] },
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get", arguments: '{"q":1}' } }] },
+        { role: "tool", tool_call_id: "c1", content: "42" },
+      ],
+    };
+    expect(promptTextOf("chat", body)).toBe('system:Be brief.\nuser:Look:\n[image_url]\nassistant:[tool_call get({"q":1})]\ntool:42');
+  });
+
+  test("a later chat turn starts with the text of the turn before, so prefixes match across turns", () => {
+    const first = [{ role: "system", content: "S" }, { role: "user", content: "hi" }];
+    const second = [...first, { role: "assistant", content: "hello" }, { role: "user", content: "more" }];
+    expect(promptTextOf("chat", { messages: second }).startsWith(promptTextOf("chat", { messages: first }))).toBe(true);
+  });
+
+  test("a completions prompt is its own text; a list of strings is joined; token ids give no text", () => {
+    expect(promptTextOf("completions", { prompt: "once upon" })).toBe("once upon");
+    expect(promptTextOf("completions", { prompt: ["a", "b"] })).toBe("a\nb");
+    expect(promptTextOf("completions", { prompt: [1, 2, 3] })).toBe("");
+  });
+
+  test("a responses request renders its instructions, then its input items", () => {
+    expect(promptTextOf("responses", { instructions: "Be kind.", input: "hello" })).toBe("system:Be kind.\nuser:hello");
+    const input = [
+      { role: "user", content: [{ type: "input_text", text: "weather?" }] },
+      { type: "function_call", name: "weather", arguments: "{}", call_id: "c" },
+      { type: "function_call_output", call_id: "c", output: "sunny" },
+      { type: "reasoning", summary: [] },
+    ];
+    expect(promptTextOf("responses", { input })).toBe("user:weather?\nassistant:[tool_call weather({})]\ntool:sunny");
+  });
+});
+
+describe("promptTokenIdsOf", () => {
+  test("reads a completions prompt of token ids, alone or as a one-element list", () => {
+    expect(promptTokenIdsOf("completions", { prompt: [5, 6, 7] })).toEqual([5, 6, 7]);
+    expect(promptTokenIdsOf("completions", { prompt: [[5, 6]] })).toEqual([5, 6]);
+    expect(promptTokenIdsOf("completions", { prompt: "text" })).toBeUndefined();
+    expect(promptTokenIdsOf("completions", { prompt: [1, -2] })).toBeUndefined();
+  });
+
+  test("reads prompt_token_ids of chat and responses requests", () => {
+    expect(promptTokenIdsOf("chat", { messages: [], prompt_token_ids: [1, 2] })).toEqual([1, 2]);
+    expect(promptTokenIdsOf("responses", { input: "x" })).toBeUndefined();
+  });
+
+  test("routingRequestOf puts text, ids and the caller's conversation id together", () => {
+    expect(routingRequestOf("completions", { prompt: [1, 2] }, "conv")).toEqual({ conversationId: "conv", promptText: "", promptTokenIds: [1, 2] });
+  });
+});

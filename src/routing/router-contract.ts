@@ -1,0 +1,36 @@
+/** The contract every router keeps, and what a router is built from. */
+
+import type { RouterOptions } from "../config/types.ts";
+import type { KvEventPoller } from "./kv-events.ts";
+import type { ReservationTable } from "./reservations.ts";
+import type { RoutingRequest } from "./routing-request.ts";
+import type { Role, WorkerEntry } from "./worker-pool.ts";
+
+/** A router's choice and what it knows of the prompt's cache on that worker. */
+export interface RouterPick {
+  readonly worker: WorkerEntry;
+  /** Estimated prompt tokens already cached on the worker (0 when the router does not know). */
+  readonly matchedTokens: number;
+  /** The prompt's tokens (estimated from text when the ids are unknown). */
+  readonly totalTokens: number;
+}
+
+/** Chooses a worker among candidates; `undefined` when none is left. */
+export interface Router {
+  pick(candidates: readonly WorkerEntry[], request: RoutingRequest | undefined): RouterPick | undefined;
+  /**
+   * The request finished on that worker: routers that learn from placements record it. The
+   * promise (if any) settles once the learning is done and never rejects; callers need not wait.
+   */
+  finished?(worker: WorkerEntry, request: RoutingRequest, success: boolean): void | Promise<void>;
+}
+
+export interface RouterContext {
+  readonly role: Role;
+  readonly table: ReservationTable;
+  readonly options: RouterOptions;
+  /** Part of implicit conversation ids (`conv_id:<node>_<n>`). */
+  readonly nodeId: number;
+  /** Fetches workers' KV cache events (kv_cache_aware). */
+  readonly events: KvEventPoller;
+}

@@ -1,0 +1,80 @@
+/**
+ * What a router may know of a request: its conversation, its prompt as text, and its prompt's
+ * token ids when they are known. Without a tokenizer the proxy estimates tokens from text at
+ * CHARS_PER_TOKEN characters a token, and hashes text in blocks of tokens_per_block ×
+ * CHARS_PER_TOKEN characters, so one text block stands for about one block of tokens.
+ */
+
+import { blockHashes } from "./block-hash.ts";
+
+export interface RoutingRequest {
+  /** conversation_params.conversation_id or a session header (the pipeline extracts it). */
+  readonly conversationId: string | undefined;
+  /** The prompt as text the router can hash without a tokenizer (see promptTextOf). */
+  readonly promptText: string;
+  /** Token ids when known (completions prompt given as ids, or from an earlier context answer). */
+  readonly promptTokenIds: readonly number[] | undefined;
+}
+
+export const NO_ROUTING: RoutingRequest = Object.freeze({ conversationId: undefined, promptText: "", promptTokenIds: undefined });
+
+export const CHARS_PER_TOKEN = 4;
+/** Upstream's content weight: "approximately 4 characters per token + 1 space". */
+const WEIGHT_CHARS_PER_TOKEN = 5;
+
+/** Prompt tokens: the ids when known, else the text's length at CHARS_PER_TOKEN a token. */
+export function estimatedPromptTokens(request: RoutingRequest | undefined): number {
+  if (request === undefined) return 0;
+  return request.promptTokenIds?.length ?? Math.ceil(request.promptText.length / CHARS_PER_TOKEN);
+}
+
+/** The load a request adds to its worker until it ends: tokens when known, else chars/5; at least 1. */
+export function contentWeight(request: RoutingRequest | undefined): number {
+  if (request === undefined) return 1;
+  const tokens = request.promptTokenIds?.length ?? Math.floor(request.promptText.length / WEIGHT_CHARS_PER_TOKEN);
+  return Math.max(tokens, 1);
+}
+
+/** A prompt's chained block hashes and what they stand for. */
+export interface PromptBlocks {
+  readonly hashes: readonly bigint[];
+  /** Hashed over token ids (comparable with a worker's KV events) or over text code units. */
+  readonly kind: "tokens" | "text";
+  /** Tokens one block stands for (estimated for text). */
+  readonly blockTokens: number;
+  /** The prompt's tokens (estimated for text). */
+  readonly totalTokens: number;
+}
+
+export interface BlockOptions {
+  readonly tokensPerBlock: number;
+  /** Hash the token ids when the request carries them; text otherwise. */
+  readonly preferTokenIds: boolean;
+  /** Leading tokens left out (× CHARS_PER_TOKEN characters of text). */
+  readonly skipTokens: number;
+}
+
+/** O(prompt length). */
+export function promptBlocks(request: RoutingRequest, options: BlockOptions): PromptBlocks {
+  const ids = options.preferTokenIds ? request.promptTokenIds : undefined;
+  if (ids !== undefined) {
+    return {
+      hashes: blockHashes(ids, options.tokensPerBlock, options.skipTokens),
+      kind: "tokens",
+      blockTokens: options.tokensPerBlock,
+      totalTokens: ids.length,
+    };
+  }
+  const text = request.promptText;
+  return {
+    hashes: blockHashes(text, options.tokensPerBlock * CHARS_PER_TOKEN, options.skipTokens * CHARS_PER_TOKEN),
+    kind: "text",
+    blockTokens: options.tokensPerBlock,
+    totalTokens: estimatedPromptTokens(request),
+  };
+}
+
+/** Tokens of a prefix `depth` blocks deep, never more than the prompt has. */
+export function matchedTokensOf(blocks: PromptBlocks, depth: number): number {
+  return Math.min(depth * blocks.blockTokens, blocks.totalTokens);
+}

@@ -1,0 +1,49 @@
+/** Routers that know nothing of prompts: round_robin, and least loaded by a measure of load. */
+
+import type { Router, RouterPick } from "./router-contract.ts";
+import { estimatedPromptTokens, type RoutingRequest } from "./routing-request.ts";
+import type { WorkerEntry } from "./worker-pool.ts";
+
+/** A pick that knows nothing of the prompt's cache. */
+export function plainPick(worker: WorkerEntry | undefined, request: RoutingRequest | undefined): RouterPick | undefined {
+  return worker === undefined ? undefined : { worker, matchedTokens: 0, totalTokens: estimatedPromptTokens(request) };
+}
+
+/** A round-robin cursor over any list; it advances on every call. */
+export type Cursor = <T>(items: readonly T[]) => T | undefined;
+
+export function roundRobinCursor(): Cursor {
+  let cursor = 0;
+  return <T>(items: readonly T[]): T | undefined => {
+    if (items.length === 0) return undefined;
+    const item = items[cursor % items.length];
+    cursor = (cursor + 1) % 1_000_000_007;
+    return item;
+  };
+}
+
+/** Cycles through the candidates. */
+export function roundRobin(): Router {
+  const next = roundRobinCursor();
+  return { pick: (candidates, request) => plainPick(next(candidates), request) };
+}
+
+/** The candidates of least load (as `loadOf` measures it), one of them taken round-robin. */
+export function leastLoadedOf(candidates: readonly WorkerEntry[], loadOf: (worker: WorkerEntry) => number, next: Cursor): WorkerEntry | undefined {
+  let best = Number.POSITIVE_INFINITY;
+  let tied: WorkerEntry[] = [];
+  for (const worker of candidates) {
+    const load = loadOf(worker);
+    if (load < best) {
+      best = load;
+      tied = [worker];
+    } else if (load === best) tied.push(worker);
+  }
+  return next(tied);
+}
+
+/** Least load; ties are broken round-robin so equal workers share load. */
+export function leastLoaded(loadOf: (worker: WorkerEntry) => number): Router {
+  const next = roundRobinCursor();
+  return { pick: (candidates, request) => plainPick(leastLoadedOf(candidates, loadOf, next), request) };
+}
