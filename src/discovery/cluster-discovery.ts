@@ -1,0 +1,97 @@
+/**
+ * TensorRT-LLM's `disagg_cluster` layout: each worker keeps a key
+ * `/trtllm-disagg/<cluster_name>/workers/<worker_id>` alive with a lease; its value is JSON
+ * `{"worker_id", "host", "port", "role": 0 context | 1 generation}`.
+ */
+
+import type { Logger } from "../observability/logger.ts";
+import { Background } from "./background.ts";
+import { EtcdClient } from "./etcd-client.ts";
+import { isObject } from "./etcd-wire.ts";
+import { originOf } from "./origin.ts";
+import { PrefixMirror } from "./prefix-mirror.ts";
+import type { Discovery, ReconnectOptions, Role } from "./types.ts";
+import { WorkerSet, type WorkerEntry } from "./worker-set.ts";
+
+/** Upstream's ServerRole numbers; other roles (2 = multimodal encoder, …) are not ours to route. */
+export const ROLE_NUMBERS: Readonly<Record<Role, number>> = { context: 0, generation: 1 };
+
+/** The prefix every worker key of a cluster starts with (upstream's key prefix plus the `/`). */
+export function workersPrefix(clusterName: string): string {
+  return `/trtllm-disagg/${clusterName}/workers/`;
+}
+
+export interface ClusterDiscoveryOptions {
+  /** `http://host:port` of etcd's client port (a comma list for several members). */
+  endpoint: string;
+  clusterName: string;
+  logger: Logger;
+  reconnect?: ReconnectOptions;
+  livenessIntervalMs?: number;
+}
+
+export function etcdClusterDiscovery(options: ClusterDiscoveryOptions): Discovery {
+  const { logger } = options;
+  const prefix = workersPrefix(options.clusterName);
+  const mirror = new PrefixMirror({
+    client: new EtcdClient(options.endpoint),
+    prefix,
+    logger,
+    ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
+    ...(options.livenessIntervalMs === undefined ? {} : { livenessIntervalMs: options.livenessIntervalMs }),
+  });
+  const background = new Background("etcd cluster discovery", logger);
+  return {
+    start(onEvent) {
+      const workers = new WorkerSet(background.deliverTo(onEvent));
+      return background.start((signal, ready) =>
+        mirror.run(
+          {
+            reset: (kvs) => workers.replaceAll(new Map(kvs.flatMap((kv) => entryPair(kv.key, parseWorker(kv.key, kv.value, logger))))),
+            put: (key, value) => workers.set(key, parseWorker(key, value, logger)),
+            delete: (key) => workers.set(key, undefined),
+          },
+          signal,
+          ready,
+        ),
+      );
+    },
+    status: () => mirror.status(),
+    stop: () => background.stop(),
+  };
+}
+
+function entryPair(key: string, entry: WorkerEntry | undefined): [string, WorkerEntry][] {
+  return entry === undefined ? [] : [[key, entry]];
+}
+
+/** A worker key's value → its role and origin; undefined (with a warning) when it names no context or generation worker. */
+export function parseWorker(key: string, value: string, logger: Logger): WorkerEntry | undefined {
+  let info: unknown;
+  try {
+    info = JSON.parse(value);
+  } catch {
+    info = undefined;
+  }
+  if (!isObject(info)) {
+    logger.warn("Ignoring a worker key whose value is not a JSON object", { key });
+    return undefined;
+  }
+  const { host, port, role } = info;
+  const roleName = role === ROLE_NUMBERS.context ? "context" : role === ROLE_NUMBERS.generation ? "generation" : undefined;
+  if (roleName === undefined) {
+    logger.debug("Ignoring a worker that is neither context nor generation", { key, role });
+    return undefined;
+  }
+  const origin = typeof host === "string" && typeof port === "number" ? originOf(`http://${bracketed(host)}:${port}`) : undefined;
+  if (origin === undefined) {
+    logger.warn("Ignoring a worker key without a usable host and port", { key, host, port });
+    return undefined;
+  }
+  return { role: roleName, origin };
+}
+
+/** An IPv6 literal needs brackets inside a URL. */
+export function bracketed(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}

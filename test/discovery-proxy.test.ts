@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { claimNodeId } from "../src/discovery/index.ts";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
+import { silentLogger } from "../src/observability/logger.ts";
+import { DisaggIdAllocator } from "../src/request/disagg-id.ts";
+import { eventually, startCluster } from "./support/cluster.ts";
+import { startEtcd, type EtcdServer } from "./support/etcd.ts";
+
+let etcd: EtcdServer;
+let clusters = 0;
+
+beforeAll(async () => {
+  etcd = await startEtcd();
+});
+
+afterAll(async () => {
+  await etcd[Symbol.asyncDispose]();
+});
+
+const register = (clusterName: string) => ({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
+const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
+
+describe("the proxy with etcd discovery", () => {
+  test("starts with no worker (/health 503), serves once workers register, and drops one that leaves", async () => {
+    const clusterName = `proxy-${++clusters}`;
+    await using cluster = await startCluster({
+      contexts: [],
+      generations: [],
+      config: {
+        discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        serverStartTimeoutMs: 50,
+        healthCheckIntervalMs: 50,
+      },
+    });
+    expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
+    await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
+    const generations = [0, 1].map(() => startEmulatedWorker({ role: "generation", register: register(clusterName) }));
+    await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 2, 5000);
+    expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { discovery: { connected: boolean } };
+    expect(info.discovery.connected).toBe(true);
+    await generations[0]!.stop();
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
+    for (let i = 0; i < 4; i++) expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    expect(generations[0]!.requests.filter((r) => r.phase === "generation").length).toBeLessThanOrEqual(1);
+    await generations[1]!.stop();
+    expect(context.url.length).toBeGreaterThan(0);
+  }, 20_000);
+
+  test("two replicas claim distinct node ids, and their ids never collide over 100,000 each", async () => {
+    const clusterName = `ids-${++clusters}`;
+    const [a, b] = await Promise.all([0, 1].map(() => claimNodeId({ endpoint: etcd.endpoint, clusterName, ttlMs: 2000, logger: silentLogger })));
+    expect(a!.nodeId).not.toBe(b!.nodeId);
+    // Both replicas allocate at the same instants, at the id layout's full rate (1,024 ids per ms).
+    let calls = 0;
+    const now = (): number => 1_700_000_000_000 + Math.floor(calls++ / 2048);
+    const first = new DisaggIdAllocator(a!.nodeId, { now });
+    const second = new DisaggIdAllocator(b!.nodeId, { now });
+    const seen = new Set<bigint>();
+    for (let i = 0; i < 100_000; i++) {
+      seen.add(first.next());
+      seen.add(second.next());
+    }
+    expect(seen.size).toBe(200_000);
+    await Promise.all([a!.release(), b!.release()]);
+  });
+});
