@@ -6,6 +6,7 @@
 export type ErrorCode =
   | "BAD_REQUEST"
   | "BODY_TOO_LARGE"
+  | "BODY_TOO_SLOW"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "NOT_READY"
@@ -18,6 +19,7 @@ export type ErrorCode =
   | "CLIENT_GONE"
   | "DRAINING"
   | "OVERLOADED"
+  | "UNAUTHORIZED"
   | "INTERNAL";
 
 /** How a request ended, as the request log and metrics name it. */
@@ -32,11 +34,13 @@ export type Outcome =
 const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   BAD_REQUEST: "rejected",
   BODY_TOO_LARGE: "rejected",
+  BODY_TOO_SLOW: "rejected",
   NOT_FOUND: "rejected",
   METHOD_NOT_ALLOWED: "rejected",
   NOT_READY: "rejected",
   DRAINING: "rejected",
   OVERLOADED: "rejected",
+  UNAUTHORIZED: "rejected",
   NO_WORKER: "internal_error",
   WORKER_HTTP_ERROR: "worker_error",
   WORKER_UNREACHABLE: "worker_error",

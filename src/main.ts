@@ -1,5 +1,7 @@
 import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
+import type { ProxyConfig } from "./config/types.ts";
+import { claimNodeId } from "./discovery/index.ts";
 import { demoBanner, startDemo } from "./demo.ts";
 import { startEmulatedWorker } from "./emulator/index.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
@@ -36,24 +38,41 @@ async function main(argv: readonly string[]): Promise<void> {
 async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[]): Promise<void> {
   const logger = createLogger(command.config.logLevel);
   keepServingOnStrayRejections(logger);
-  const proxy = startProxy(command.config, logger, VERSION);
-  announce(proxy.url, command.config.port);
+  const claim = await claimedNodeId(command.config, logger);
+  const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
+  const proxy = startProxy(config, logger, VERSION);
+  announce(proxy.url, config.port);
   for (const warning of command.warnings) logger.warn(warning);
-  logger.info("listening", { url: proxy.url.origin, schedule: command.config.schedule, max_retries: command.config.maxRetries });
+  logger.info("listening", { url: proxy.url.origin, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
   const drain = (): void => {
-    proxy.drain(command.config.drainTimeoutMs).then(
-      () => exit(0),
-      () => exit(1),
-    );
+    proxy
+      .drain(config.drainTimeoutMs)
+      .then(() => claim?.release())
+      .then(
+        () => exit(0),
+        () => exit(1),
+      );
   };
   process.once("SIGTERM", drain);
   process.once("SIGINT", drain);
   process.on("SIGHUP", () => reload(proxy, argv, logger));
-  if (!(await proxy.waitForWorkers())) {
-    logger.error("Timeout waiting for context and generation servers to be ready");
-    await proxy.stop();
-    exit(1);
+  const ready = await proxy.waitForWorkers();
+  if (ready) return;
+  if (config.discovery !== undefined) {
+    // Discovered workers may still register: keep serving, /health says 503 meanwhile.
+    logger.warn("not enough workers ready yet; waiting for more to register");
+    return;
   }
+  logger.error("Timeout waiting for context and generation servers to be ready");
+  await proxy.stop();
+  exit(1);
+}
+
+/** Replicas sharing a cluster each claim a distinct node id in etcd, so their ids never collide. */
+async function claimedNodeId(config: ProxyConfig, logger: Logger): Promise<{ nodeId: number; release(): Promise<void> } | undefined> {
+  if (!config.claimNodeId || config.discovery?.kind !== "cluster") return undefined;
+  const { endpoint, clusterName, leaseTtlMs } = config.discovery;
+  return claimNodeId({ endpoint, clusterName, ttlMs: leaseTtlMs, logger });
 }
 
 /** SIGHUP: the config file and flags are read again; only the worker lists take effect. */
@@ -63,6 +82,7 @@ function reload(proxy: RunningProxy, argv: readonly string[], logger: Logger): v
     if (next.kind !== "serve") return;
     proxy.replaceWorkers(next.config.contextServers, next.config.generationServers);
     proxy.reloadTls();
+    proxy.app.reloadClientKeys();
   } catch (error) {
     logger.error("reload failed: keeping the current workers", { error });
   }

@@ -1,11 +1,14 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson } from "../json.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
+import { dataHead, headStartsWith, isExactly } from "../sse/frame.ts";
 import { SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
 
 const KEEPALIVE = encodeComment("keepalive");
 const FRAME_END = new TextEncoder().encode("\n\n");
+const DONE = new TextEncoder().encode("[DONE]");
+const ERROR_PREFIX = new TextEncoder().encode('{"error"');
 
 /**
  * Chat and completions: the worker's bytes go out untouched; the relay only watches frames
@@ -19,10 +22,12 @@ export const openAiDialect: StreamDialect = {
     return {
       opening: () => undefined,
       push(chunk) {
+        // Frames are matched on their bytes: decoding every token's frame cost more than the relay itself.
         for (const frame of scanner.push(chunk)) {
-          const data = frame.data;
-          if (data === "[DONE]") done = true;
-          else if (data !== undefined && data.startsWith('{"error"')) workerError ??= inBandErrorMessage(data);
+          const head = dataHead(frame);
+          if (head === undefined) continue;
+          if (isExactly(head, DONE)) done = true;
+          else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(frame.data ?? "");
         }
         return chunk;
       },
@@ -49,8 +54,10 @@ export function openAiErrorObject(error: ProxyError): { message: string; type: s
 
 export function errorType(status: number): string {
   if (status === 400) return "BadRequestError";
+  if (status === 401) return "AuthenticationError";
   if (status === 404) return "NotFoundError";
   if (status === 405) return "MethodNotAllowed";
+  if (status === 408) return "RequestTimeout";
   if (status === 413) return "RequestTooLarge";
   if (status === 499) return "ClientClosedRequest";
   if (status === 503) return "ServiceUnavailableError";

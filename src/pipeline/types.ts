@@ -3,6 +3,7 @@ import type { JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
+import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
 /** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
@@ -19,6 +20,8 @@ export interface PipelineInput {
   readonly api: ApiKind;
   readonly body: JsonObject;
   readonly stream: boolean;
+  /** What the routers may know of the request (prompt text, token ids, conversation). */
+  readonly routing: RoutingRequest;
 }
 
 /**

@@ -64,6 +64,8 @@ export class RequestContext {
   readonly disaggRequestId: bigint;
   /** The id the generation leg ran under (a context retry re-issues the id). */
   engineRequestId: bigint;
+  /** The worker's own engine request id, when it served the request alone (no disaggregated id was sent). */
+  engineRequestName: string | undefined;
   readonly route: string;
   readonly stream: boolean;
   /** The client's trace (or one started for it); each leg attempt is a span under it. */
@@ -82,6 +84,7 @@ export class RequestContext {
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
   #streamedGenerationStartMs: number | undefined;
+  readonly #atEnd: ((error: ProxyError | undefined) => void)[] = [];
   #ended = false;
 
   constructor(options: RequestContextOptions) {
@@ -133,6 +136,11 @@ export class RequestContext {
     this.#streamedGenerationStartMs = this.#now() - this.#startedAt;
   }
 
+  /** Runs once the request ends, with its error (undefined on success). */
+  atEnd(callback: (error: ProxyError | undefined) => void): void {
+    this.#atEnd.push(callback);
+  }
+
   /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
   abortLegs(reason: ProxyError): void {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
@@ -146,6 +154,7 @@ export class RequestContext {
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.clear();
     this.#reportStreamedGeneration(error);
+    for (const callback of this.#atEnd) callback(error);
     this.#onEnd(this.#summary(status, error));
   }
 

@@ -3,11 +3,19 @@ import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 
 const decoder = new TextDecoder();
 
-/** Reads the client's JSON object body, bounded by `maxBytes` (413 beyond it). */
-export async function readClientBody(request: Request, maxBytes: number): Promise<JsonObject> {
+export interface BodyLimits {
+  /** Larger bodies get 413. */
+  readonly maxBytes: number;
+  /** A body arriving slower than this on average, once the grace period is over, is cut (408). */
+  readonly minBytesPerSecond: number;
+  readonly graceMs: number;
+}
+
+/** Reads the client's JSON object body: bounded in size (413) and in slowness (408). */
+export async function readClientBody(request: Request, limits: BodyLimits): Promise<JsonObject> {
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  const bytes = await readAtMost(request, maxBytes);
+  if (declared > limits.maxBytes) throw tooLarge(limits.maxBytes);
+  const bytes = await readAtMost(request, limits);
   let body: unknown;
   try {
     body = parseJson(decoder.decode(bytes));
@@ -18,15 +26,39 @@ export async function readClientBody(request: Request, maxBytes: number): Promis
   return body;
 }
 
-async function readAtMost(request: Request, maxBytes: number): Promise<Uint8Array> {
+async function readAtMost(request: Request, limits: BodyLimits): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const started = performance.now();
   const parts: Uint8Array[] = [];
   let size = 0;
-  for await (const part of request.body) {
-    size += part.byteLength;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    parts.push(part);
+  try {
+    for (;;) {
+      // The wait for the next piece ends when the average rate would fall below the floor.
+      const due = Math.max(limits.graceMs, (size / limits.minBytesPerSecond) * 1000) - (performance.now() - started);
+      const read = await withDeadline(reader.read(), due);
+      if (read === "late") throw tooSlow(limits.minBytesPerSecond);
+      if (read.done) break;
+      size += read.value.byteLength;
+      if (size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      parts.push(read.value);
+    }
+  } catch (error) {
+    reader.cancel().catch(() => {});
+    throw error;
   }
+  return join(parts, size);
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "late"> {
+  let timer: Timer | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), Math.max(0, ms));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+function join(parts: readonly Uint8Array[], size: number): Uint8Array {
   const out = new Uint8Array(size);
   let offset = 0;
   for (const part of parts) {
@@ -38,4 +70,8 @@ async function readAtMost(request: Request, maxBytes: number): Promise<Uint8Arra
 
 function tooLarge(maxBytes: number): ProxyError {
   return new ProxyError("BODY_TOO_LARGE", 413, `Request body is larger than ${maxBytes} bytes`);
+}
+
+function tooSlow(minBytesPerSecond: number): ProxyError {
+  return new ProxyError("BODY_TOO_SLOW", 408, `Request body arrived slower than ${minBytesPerSecond} bytes per second`);
 }

@@ -6,6 +6,8 @@ import { RETRY_AFTER_S } from "../server/app.ts";
 export function errorHeaders(error: ProxyError, headers?: Headers): Headers {
   const out = new Headers(headers);
   if (error.code === "DRAINING" || error.code === "OVERLOADED") out.set("retry-after", String(RETRY_AFTER_S));
+  // A client that trickles its body does not get to keep the connection.
+  if (error.code === "BODY_TOO_SLOW") out.set("connection", "close");
   return out;
 }
 

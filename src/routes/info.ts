@@ -33,6 +33,8 @@ export function clusterInfo(app: App): Response {
     is_ready: pool.isReady(),
     server_lists: { context: pool.all("context").map((w) => w.origin), generation: pool.all("generation").map((w) => w.origin) },
     workers: { context: describe("context"), generation: describe("generation") },
+    minimal_instances: { context_servers: pool.minimal.context, generation_servers: pool.minimal.generation },
+    ...(app.discoveryStatus === undefined ? {} : { discovery: app.discoveryStatus() }),
   });
 }
 

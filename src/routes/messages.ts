@@ -23,8 +23,8 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * converted back (or reframed into Anthropic events). The query string (Claude Code sends
  * `?beta=true`) plays no part in routing.
  */
-export async function messages(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.config.maxBodyBytes);
+export async function messages(app: App, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, app.bodyLimits);
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
   const dialect: RouteDialect = {
@@ -35,12 +35,12 @@ export async function messages(app: App, request: Request): Promise<Response> {
     errorResponse: anthropicErrorResponse,
     renderJson: (answer) => toAnthropicMessage(answer, randomAnthropicIds),
   };
-  return proxyThroughPipeline({ app, request, route: "/v1/messages", api: "chat", body: chat, dialect });
+  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, dialect });
 }
 
 /** POST /v1/messages/count_tokens: converted, then answered by one ready context worker. */
 export async function countTokens(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.config.maxBodyBytes);
+  const body = await readClientBody(request, app.bodyLimits);
   const converted = toCountTokensRequest(body, randomAnthropicIds.newToolUseId);
   const worker = app.placement.pool.ready("context")[0];
   if (!worker) throw new ProxyError("NOT_READY", 503, "No context worker is ready");

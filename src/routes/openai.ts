@@ -12,17 +12,17 @@ const dialect: RouteDialect = {
 };
 
 /** POST /v1/completions */
-export async function completions(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.config.maxBodyBytes);
+export async function completions(app: App, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, app.bodyLimits);
   check(completionsRequest, body);
-  return proxyThroughPipeline({ app, request, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect });
+  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect });
 }
 
 /** POST /v1/chat/completions */
-export async function chatCompletions(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.config.maxBodyBytes);
+export async function chatCompletions(app: App, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, app.bodyLimits);
   check(chatRequest, body);
-  return proxyThroughPipeline({ app, request, route: "/v1/chat/completions", api: "chat", body, dialect });
+  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, dialect });
 }
 
 /** A one-element prompt list is its element, as trtllm-serve treats it. */

@@ -6,7 +6,8 @@ import type { RequestContext } from "../request/context.ts";
 import type { App } from "../server/app.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
-import { withConversationId } from "./conversation.ts";
+import { routingRequestOf } from "../routing/prompt-text.ts";
+import { conversationIdOf, withConversationId } from "./conversation.ts";
 
 export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
 
@@ -26,6 +27,8 @@ export interface RouteDialect {
 export interface ProxiedCall {
   readonly app: App;
   readonly request: Request;
+  /** Lifts the server's idle timeout: the body is in, and the workers may be silent for long. */
+  readonly keepOpen: () => void;
   readonly route: string;
   readonly api: ApiKind;
   readonly body: JsonObject;
@@ -41,13 +44,15 @@ export interface ProxiedCall {
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { app, request, dialect } = call;
   const body = withConversationId(call.body, request.headers);
+  call.keepOpen();
   const stream = body["stream"] === true;
   const ctx = await app.startRequest(call.route, stream, request);
   const clientGone = (): void => ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
   if (request.signal.aborted) clientGone();
   else request.signal.addEventListener("abort", clientGone, { once: true });
   call.prepare?.(ctx, body);
-  const outcome = runPipeline(app, ctx, { api: call.api, body, stream });
+  const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
+  const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing });
   const headers = (): Headers => engineHeaders(ctx);
   if (stream) {
     const opened = dialect.openStream(body);
@@ -79,7 +84,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
 }
 
 function engineHeaders(ctx: RequestContext): Headers {
-  return new Headers({ [ENGINE_REQUEST_ID_HEADER]: ctx.engineRequestId.toString() });
+  return new Headers({ [ENGINE_REQUEST_ID_HEADER]: ctx.engineRequestName ?? ctx.engineRequestId.toString() });
 }
 
 function streamHeaders(headers: Headers): Headers {

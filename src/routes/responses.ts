@@ -27,8 +27,8 @@ const dialect: RouteDialect = {
  * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
  * is forced off and a request that continues a stored response is refused.
  */
-export async function responses(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.config.maxBodyBytes);
+export async function responses(app: App, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, app.bodyLimits);
   check(responsesRequest, body);
   const previous = body["previous_response_id"];
   if (previous !== undefined && previous !== null) {
@@ -38,6 +38,7 @@ export async function responses(app: App, request: Request): Promise<Response> {
   return proxyThroughPipeline({
     app,
     request,
+    keepOpen,
     route: "/v1/responses",
     api: "responses",
     body,

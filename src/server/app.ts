@@ -8,7 +8,10 @@ import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
+import type { DiscoveryStatus } from "../discovery/index.ts";
 import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
+import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
+import type { BodyLimits } from "../routes/client-body.ts";
 import { Admission } from "./admission.ts";
 import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
 import { logRequest } from "./request-log.ts";
@@ -28,6 +31,13 @@ export interface App extends PipelineDeps {
   readonly active: ReadonlySet<RequestContext>;
   readonly draining: boolean;
   readonly metrics: ProxyMetrics;
+  readonly bodyLimits: BodyLimits;
+  /** Client keys; undefined when client authentication is off. */
+  readonly clientKeys: ClientKeys | undefined;
+  /** etcd discovery's connection state, when workers are discovered (shown by /cluster_info). */
+  discoveryStatus: (() => DiscoveryStatus) | undefined;
+  /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
+  reloadClientKeys(): void;
   /**
    * Admits a client request that passed validation and starts its one context: refused
    * while draining (503) or over the in-flight limit (429).
@@ -38,13 +48,15 @@ export interface App extends PipelineDeps {
 }
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
-  const placement = new Placement(config);
   const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
+  const placement = new Placement(config, { fetch: workerFetch, onWarning: (message, fields) => logger.warn(message, fields) });
   const ids = new DisaggIdAllocator(config.nodeId);
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement) });
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
   let draining = false;
+  const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
+  let clientKeys = readKeys();
   return {
     config,
     placement,
@@ -54,8 +66,20 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     version,
     active,
     metrics,
+    bodyLimits: { maxBytes: config.maxBodyBytes, minBytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyGraceMs },
     get draining() {
       return draining;
+    },
+    discoveryStatus: undefined,
+    get clientKeys() {
+      return clientKeys;
+    },
+    reloadClientKeys() {
+      try {
+        clientKeys = readKeys();
+      } catch (error) {
+        logger.error("client key reload failed: keeping the current keys", { error });
+      }
     },
     timings: {
       startWaitMs: config.streamStartWaitMs,

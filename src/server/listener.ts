@@ -23,9 +23,7 @@ export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, lo
     idleTimeout: options.idleTimeoutS ?? IDLE_TIMEOUT_S,
     maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
     fetch(request, server) {
-      // Before the first await: a prefill may keep this request silent for minutes.
-      if (dispatch.waits(request)) server.timeout(request, 0);
-      return dispatch.handle(request);
+      return dispatch.handle(request, () => server.timeout(request, 0));
     },
     error(error) {
       logger.error("unhandled server error", { error });

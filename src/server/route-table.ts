@@ -11,13 +11,10 @@ export const ROUTES: RouteTable = {
   "/v1/messages": { methods: { POST: messages }, renderError: anthropicErrorResponse },
   "/v1/messages/count_tokens": { methods: { POST: countTokens }, renderError: anthropicErrorResponse },
   "/v1/models": { methods: { GET: models } },
-  "/health": { methods: { GET: health } },
-  "/livez": { methods: { GET: livez } },
-  "/version": { methods: { GET: version } },
+  "/health": { methods: { GET: health }, access: "open" },
+  "/livez": { methods: { GET: livez }, access: "open" },
+  "/version": { methods: { GET: version }, access: "open" },
   "/cluster_info": { methods: { GET: clusterInfo } },
-  "/prometheus/metrics": { methods: { GET: metrics } },
-  "/metrics": { methods: { GET: metrics } },
+  "/prometheus/metrics": { methods: { GET: metrics }, access: "metrics" },
+  "/metrics": { methods: { GET: metrics }, access: "metrics" },
 };
-
-/** Routes that may wait on a worker for minutes: exempt from the server's idle timeout. */
-export const SLOW_PATHS: ReadonlySet<string> = new Set(["/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages"]);

@@ -5,9 +5,10 @@ import { pause } from "../pipeline/retry.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createApp, type App } from "./app.ts";
+import { startDiscovery } from "./discovery.ts";
 import { createDispatch } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
-import { ROUTES, SLOW_PATHS } from "./route-table.ts";
+import { ROUTES } from "./route-table.ts";
 
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
 const ABORT_GRACE_MS = 1000;
@@ -32,20 +33,23 @@ export interface RunningProxy {
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
-  const dispatch = createDispatch(app, ROUTES, SLOW_PATHS, logger);
+  const dispatch = createDispatch(app, ROUTES, logger);
   const servers = [listen(config, config.port, dispatch, logger, options)];
   const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
   const stopping = new AbortController();
   const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch);
+  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.placement.pool, () => void monitor.checkAll(stopping.signal), logger);
+  app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
   const stop = async (): Promise<void> => {
     stopping.abort();
-    await Promise.all(servers.map((server) => server.stop(true)));
+    await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
   };
   return {
     url: current().url,
     app,
     async waitForWorkers() {
-      const ready = await waitForWorkers(app.placement.pool, monitor, config, logger, stopping.signal);
+      const settings = { ...config, discovered: config.discovery !== undefined };
+      const ready = await waitForWorkers(app.placement.pool, monitor, settings, logger, stopping.signal);
       void monitorWorkers(monitor, config.healthCheckIntervalMs, stopping.signal);
       return ready;
     },

@@ -14,18 +14,20 @@ export interface SseFrameScannerOptions {
 }
 
 const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
-const INITIAL_CAPACITY = 4096;
+const MIN_CAPACITY = 256;
 const SHRINK_ABOVE = 64 * 1024;
 const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const BOM = [0xef, 0xbb, 0xbf] as const;
+const EMPTY = new Uint8Array(0);
 
 export class SseFrameScanner {
   readonly #maxFrameBytes: number;
-  // One growable buffer reused for the whole stream: bytes of the unfinished frame live at its
-  // start, so a frame arriving one byte at a time costs amortised O(1) per byte.
-  #buf = new Uint8Array(INITIAL_CAPACITY);
+  // Only an unfinished frame is kept, at the start of this buffer (allocated on first need);
+  // the rest of a chunk is scanned where it lies. Relayed chunks are up to 16 KiB and split
+  // frames anywhere: copying them whole cost more than the scan itself.
+  #buf: Uint8Array = EMPTY;
   #len = 0;
   #scanned = 0; // bytes before this index were already examined; never scanned twice
   #lineStart = 0;
@@ -54,28 +56,54 @@ export class SseFrameScanner {
 
   /** Complete frames found in the stream so far, in order. */
   push(chunk: Uint8Array): SseFrame[] {
-    this.#append(chunk);
-    if (!this.#bomResolved && !this.#resolveBom()) return [];
     const frames: SseFrame[] = [];
-    this.#scan(frames);
-    this.#compact();
+    let pos = 0;
+    if (!this.#bomResolved) {
+      this.#append(chunk);
+      if (!this.#resolveBom()) return frames;
+      pos = chunk.length;
+      this.#scanBuffered(frames);
+    }
+    // An unfinished frame is completed line by line, so only its own bytes are copied.
+    while (this.#len > 0 && pos < chunk.length) {
+      const cut = afterFirstLine(chunk, pos);
+      this.#append(chunk.subarray(pos, cut));
+      this.#scanBuffered(frames);
+      pos = cut;
+    }
+    if (pos < chunk.length) {
+      // Nothing kept from before: the scan goes on in the chunk itself, from pos.
+      this.#scanned = pos;
+      this.#lineStart = pos;
+      this.#frameStart = pos;
+      this.#scan(chunk, true, frames);
+      this.#keepTail(chunk);
+    }
     if (this.#len - this.#frameStart > this.#maxFrameBytes) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Upstream sent an event larger than the frame limit");
     }
     return frames;
   }
 
+  #scanBuffered(frames: SseFrame[]): void {
+    // A view ends the native searches at len: the capacity beyond may be large and stale.
+    this.#scan(this.#buf.subarray(0, this.#len), false, frames);
+    this.#compact();
+  }
+
   #append(chunk: Uint8Array): void {
     const needed = this.#len + chunk.length;
-    if (needed > this.#buf.length) {
-      let capacity = this.#buf.length * 2;
-      while (capacity < needed) capacity *= 2;
-      const grown = new Uint8Array(capacity);
-      grown.set(this.#buf.subarray(0, this.#len));
-      this.#buf = grown;
-    }
+    if (needed > this.#buf.length) this.#resize(needed);
     this.#buf.set(chunk, this.#len);
     this.#len = needed;
+  }
+
+  #resize(needed: number): void {
+    let capacity = Math.max(MIN_CAPACITY, this.#buf.length * 2);
+    while (capacity < needed) capacity *= 2;
+    const grown = new Uint8Array(capacity);
+    grown.set(this.#buf.subarray(0, this.#len));
+    this.#buf = grown;
   }
 
   /** Strips a leading BOM, which may itself arrive split. Returns false while undecided. */
@@ -94,42 +122,74 @@ export class SseFrameScanner {
     return true;
   }
 
-  #scan(frames: SseFrame[]): void {
-    const buf = this.#buf;
-    for (let i = this.#scanned; i < this.#len; i++) {
-      const byte = buf[i];
-      if (this.#crAt !== -1) {
-        const crAt = this.#crAt;
-        this.#crAt = -1;
-        if (byte === LF) {
-          this.#endLine(crAt, i + 1, frames);
-          continue;
-        }
-        this.#endLine(crAt, crAt + 1, frames);
-      }
-      if (byte === LF) this.#endLine(i, i + 1, frames);
-      else if (byte === CR) this.#crAt = i;
+  /**
+   * Finds line ends in bytes not yet examined. Line ends are searched with indexOf (native),
+   * not byte by byte; a CR is rarer than an LF in practice, so its position is kept until passed.
+   */
+  #scan(src: Uint8Array, inPlace: boolean, frames: SseFrame[]): void {
+    const len = src.length;
+    let i = this.#scanned;
+    if (this.#crAt !== -1 && i < len) {
+      const crAt = this.#crAt;
+      this.#crAt = -1;
+      const crlf = src[i] === LF;
+      this.#endLine(src, inPlace, crAt, crlf ? i + 1 : crAt + 1, frames);
+      if (crlf) i++;
     }
-    this.#scanned = this.#len;
+    let cr = src.indexOf(CR, i);
+    while (i < len) {
+      if (cr !== -1 && cr < i) cr = src.indexOf(CR, i);
+      const lf = src.indexOf(LF, i);
+      if (cr === -1 || (lf !== -1 && lf < cr)) {
+        if (lf === -1) break;
+        this.#endLine(src, inPlace, lf, lf + 1, frames);
+        i = lf + 1;
+      } else if (cr + 1 === len) {
+        this.#crAt = cr; // decided by the next chunk's first byte
+        break;
+      } else {
+        const end = src[cr + 1] === LF ? cr + 2 : cr + 1;
+        this.#endLine(src, inPlace, cr, end, frames);
+        i = end;
+      }
+    }
+    this.#scanned = len;
   }
 
   /** A line [lineStart, contentEnd) ended with a terminator ending at terminatorEnd. */
-  #endLine(contentEnd: number, terminatorEnd: number, frames: SseFrame[]): void {
+  #endLine(src: Uint8Array, inPlace: boolean, contentEnd: number, terminatorEnd: number, frames: SseFrame[]): void {
     const lineStart = this.#lineStart;
     this.#lineStart = terminatorEnd;
     if (contentEnd > lineStart) {
       this.#frameHasContent = true;
-      if (this.#buf[lineStart] !== COLON) this.#frameHasField = true;
+      if (src[lineStart] !== COLON) this.#frameHasField = true;
       return;
     }
     // A blank line before any content is kept in the next frame's raw bytes, so the frames'
     // raw bytes concatenated are the stream itself.
     if (!this.#frameHasContent) return;
-    const raw = this.#buf.slice(this.#frameStart, terminatorEnd);
-    frames.push(new ScannedFrame(raw, !this.#frameHasField));
+    // The caller's chunk is never written to, so the frame may point into it; the buffer is reused.
+    if (inPlace) {
+      frames.push(new ScannedFrame(src, this.#frameStart, terminatorEnd, !this.#frameHasField));
+    } else {
+      const raw = src.slice(this.#frameStart, terminatorEnd);
+      frames.push(new ScannedFrame(raw, 0, raw.length, !this.#frameHasField));
+    }
     this.#frameStart = terminatorEnd;
     this.#frameHasContent = false;
     this.#frameHasField = false;
+  }
+
+  /** After an in-place scan: the unfinished frame's bytes move into the buffer. */
+  #keepTail(chunk: Uint8Array): void {
+    const shift = this.#frameStart;
+    const tail = chunk.length - shift;
+    if (tail > 0) {
+      if (tail > this.#buf.length) this.#resize(tail);
+      this.#buf.set(chunk.subarray(shift), 0);
+    }
+    this.#len = tail;
+    this.#shiftIndexes(shift);
   }
 
   /** Moves the unfinished frame to the buffer's start; it holds only bytes of recent pushes. */
@@ -138,18 +198,30 @@ export class SseFrameScanner {
     if (shift === 0) return;
     this.#buf.copyWithin(0, shift, this.#len);
     this.#len -= shift;
+    this.#shiftIndexes(shift);
+    this.#shrink();
+  }
+
+  #shiftIndexes(shift: number): void {
     this.#scanned -= shift;
     this.#lineStart -= shift;
     if (this.#crAt !== -1) this.#crAt -= shift;
     this.#frameStart = 0;
-    this.#shrinkAfterLargeFrame();
   }
 
   // One huge event must not pin its buffer for the rest of a long stream.
-  #shrinkAfterLargeFrame(): void {
+  #shrink(): void {
     if (this.#buf.length <= SHRINK_ABOVE || this.#len * 4 > this.#buf.length) return;
-    const smaller = new Uint8Array(Math.max(INITIAL_CAPACITY, this.#len * 2));
+    const smaller = new Uint8Array(Math.max(MIN_CAPACITY, this.#len * 2));
     smaller.set(this.#buf.subarray(0, this.#len));
     this.#buf = smaller;
   }
+}
+
+/** Index just past the first line terminator (LF, CRLF or CR) at or after `from`, or the length. */
+function afterFirstLine(bytes: Uint8Array, from: number): number {
+  const lf = bytes.indexOf(LF, from);
+  const cr = bytes.indexOf(CR, from);
+  if (cr === -1 || (lf !== -1 && lf < cr)) return lf === -1 ? bytes.length : lf + 1;
+  return bytes[cr + 1] === LF ? cr + 2 : cr + 1;
 }

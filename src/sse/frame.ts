@@ -35,14 +35,29 @@ function parseFields(raw: Uint8Array): FrameFields {
   return { event, data: data.length === 0 ? undefined : data.join("\n") };
 }
 
+/**
+ * A frame found by the scanner: bytes [start, end) of `bytes`. A frame scanned in place in
+ * the caller's chunk makes no copy nor view until `raw` is read (the relay of chat streams
+ * never reads it); one completed in the scanner's reused buffer is copied out at once.
+ */
 export class ScannedFrame implements SseFrame {
-  readonly raw: Uint8Array;
+  readonly bytes: Uint8Array;
+  readonly start: number;
+  readonly end: number;
   readonly isComment: boolean;
+  #raw: Uint8Array | undefined;
   #fields: FrameFields | undefined;
 
-  constructor(raw: Uint8Array, isComment: boolean) {
-    this.raw = raw;
+  constructor(bytes: Uint8Array, start: number, end: number, isComment: boolean) {
+    this.bytes = bytes;
+    this.start = start;
+    this.end = end;
     this.isComment = isComment;
+  }
+
+  get raw(): Uint8Array {
+    this.#raw ??= this.start === 0 && this.end === this.bytes.length ? this.bytes : this.bytes.subarray(this.start, this.end);
+    return this.#raw;
   }
 
   get event(): string | undefined {
@@ -59,3 +74,80 @@ export class ScannedFrame implements SseFrame {
   }
 }
 
+const D = 0x64;
+const A = 0x61;
+const T = 0x74;
+const COLON = 0x3a;
+const SPACE = 0x20;
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Where a frame's first `data` line value lies in `bytes`, and how many data lines the frame has. */
+export interface DataHead {
+  readonly bytes: Uint8Array;
+  readonly start: number;
+  readonly end: number;
+  readonly lines: number;
+}
+
+/**
+ * Found without decoding or copying, line ends by indexOf: a relay that only looks for a few
+ * exact payloads ([DONE], an error object) answers from the bytes. Undefined without a data line.
+ */
+export function dataHead(frame: SseFrame): DataHead | undefined {
+  const scanned = frame instanceof ScannedFrame;
+  const bytes = scanned ? frame.bytes : frame.raw;
+  const to = scanned ? frame.end : bytes.length;
+  let valueStart = -1;
+  let valueEnd = -1;
+  let lines = 0;
+  let cr = bound(bytes.indexOf(CR, scanned ? frame.start : 0), to);
+  for (let start = scanned ? frame.start : 0; start < to; ) {
+    if (cr !== -1 && cr < start) cr = bound(bytes.indexOf(CR, start), to);
+    const lf = bound(bytes.indexOf(LF, start), to);
+    const end = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf === -1 ? to : lf;
+    if (isDataLine(bytes, start, end)) {
+      lines++;
+      if (valueStart === -1) {
+        valueStart = Math.min(end, start + 5);
+        if (valueStart < end && bytes[valueStart] === SPACE) valueStart++;
+        valueEnd = end;
+      }
+    }
+    start = end === cr && bytes[end + 1] === LF ? end + 2 : end + 1;
+  }
+  return valueStart === -1 ? undefined : { bytes, start: valueStart, end: valueEnd, lines };
+}
+
+function bound(index: number, to: number): number {
+  return index >= to ? -1 : index;
+}
+
+/** `data` alone or `data:…` (a field named exactly "data"). */
+function isDataLine(bytes: Uint8Array, start: number, end: number): boolean {
+  if (end - start < 4 || bytes[start] !== D || bytes[start + 1] !== A || bytes[start + 2] !== T || bytes[start + 3] !== A) return false;
+  return end - start === 4 || bytes[start + 4] === COLON;
+}
+
+/** The first data line's value begins with these bytes. */
+export function headStartsWith(head: DataHead, prefix: Uint8Array): boolean {
+  if (head.end - head.start < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (head.bytes[head.start + i] !== prefix[i]) return false;
+  return true;
+}
+
+/** The frame's data (its data lines joined by "\n") begins with these bytes, which hold no line break. */
+export function dataStartsWith(frame: SseFrame, prefix: Uint8Array): boolean {
+  const head = dataHead(frame);
+  return head !== undefined && headStartsWith(head, prefix);
+}
+
+/** The frame's data is exactly these bytes, which hold no line break. */
+export function dataIs(frame: SseFrame, value: Uint8Array): boolean {
+  const head = dataHead(frame);
+  return head !== undefined && isExactly(head, value);
+}
+
+export function isExactly(head: DataHead, value: Uint8Array): boolean {
+  return head.lines === 1 && head.end - head.start === value.length && headStartsWith(head, value);
+}

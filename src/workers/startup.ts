@@ -6,18 +6,19 @@ import type { HealthMonitor } from "./health-monitor.ts";
 
 /**
  * Start-up readiness as trtllm-serve does it: check every worker's /health each poll
- * interval until all are ready or the start timeout passes. Returns whether the pool is
- * ready (at least one worker of each role).
+ * interval until all are ready (static lists) or the pool is ready (discovered workers,
+ * which come and go), or the start timeout passes. Returns whether the pool is ready.
  */
 export async function waitForWorkers(
   pool: WorkerPool,
   monitor: HealthMonitor,
-  config: Pick<ProxyConfig, "serverStartTimeoutMs" | "serverStartPollMs">,
+  config: Pick<ProxyConfig, "serverStartTimeoutMs" | "serverStartPollMs"> & { readonly discovered: boolean },
   logger: Logger,
   signal: AbortSignal,
 ): Promise<boolean> {
   const deadline = performance.now() + config.serverStartTimeoutMs;
-  const everyone = (): boolean => [...pool.all("context"), ...pool.all("generation")].every((w) => w.ready);
+  const everyone = (): boolean =>
+    config.discovered ? pool.isReady() : [...pool.all("context"), ...pool.all("generation")].every((w) => w.ready);
   logger.info("waiting for workers", {
     context: pool.all("context").map((w) => w.origin),
     generation: pool.all("generation").map((w) => w.origin),

@@ -1,0 +1,79 @@
+import { isJsonObject, type JsonObject } from "../json.ts";
+import type { RequestContext } from "../request/context.ts";
+import type { RoutedPlacement } from "../routing/placement.ts";
+import type { RoutingRequest } from "../routing/routing-request.ts";
+import { contextBody, generationBody, needsGeneration, verifyContextAnswer, withoutHandOff } from "./bodies.ts";
+import { answerAsStream } from "./early-finish.ts";
+import { runContextLeg, runGenerationLeg } from "./legs.ts";
+import { outcomeOf } from "./outcome.ts";
+import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
+
+/**
+ * Context first (reference §2.5): the context worker prefills, then the generation worker
+ * continues from its hand-off. With conditional disaggregation (§1.5) a generation worker is
+ * reserved first, and a prompt it already holds nearly all of skips the context phase.
+ */
+export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
+  const reserved = reserveGenerationWorker(deps, ctx, input);
+  if (reserved !== undefined && !contextNeeded(deps, reserved)) return generationAlone(deps, ctx, input, reserved);
+  try {
+    const leg = await runContextLeg(deps, ctx, input, {
+      ...(reserved === undefined ? {} : { exclude: reserved.worker.origin }),
+      body: (id) => contextBody(input, id, "context_first"),
+    });
+    const continueId = verifyContextAnswer(input.api, leg.answer, leg.sentId);
+    if (!needsGeneration(input.api, leg.answer)) {
+      releaseUnused(deps, input, reserved);
+      return finishedByContext(ctx, input, leg.answer);
+    }
+    ctx.engineRequestId = continueId;
+    const body = generationBody(input, leg.answer, continueId, "context_first");
+    const routing = withContextTokens(input.routing, leg.answer);
+    const options = { exclude: leg.origin, body, routing, ...(reserved === undefined ? {} : { first: reserved }) };
+    return outcomeOf(await runGenerationLeg(deps, ctx, input, options));
+  } catch (error) {
+    releaseUnused(deps, input, reserved);
+    throw error;
+  }
+}
+
+function reserveGenerationWorker(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): RoutedPlacement | undefined {
+  if (deps.config.conditionalDisagg === undefined) return undefined;
+  const placed = deps.placement.place({ role: "generation", requestKey: ctx.disaggRequestId, exclude: undefined, avoid: [], routing: input.routing });
+  ctx.hold(placed.reservation);
+  return placed;
+}
+
+function contextNeeded(deps: PipelineDeps, reserved: RoutedPlacement): boolean {
+  const limit = deps.config.conditionalDisagg?.maxLocalPrefillLength ?? 0;
+  return reserved.matchedTokens === 0 || reserved.totalTokens - reserved.matchedTokens > limit;
+}
+
+/** The generation worker holds nearly all of the prompt: it serves the request alone, as an ordinary one. */
+async function generationAlone(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, reserved: RoutedPlacement): Promise<PipelineOutcome> {
+  const { disaggregated_params: _clientParams, ...body } = input.body;
+  deps.logger.debug("context phase skipped", { disagg_request_id: ctx.disaggRequestId, matched: reserved.matchedTokens, total: reserved.totalTokens });
+  return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body, first: reserved }), ctx);
+}
+
+/** A generation worker reserved for a request that will not reach it: released now, exactly once. */
+function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: RoutedPlacement | undefined): void {
+  if (reserved === undefined) return;
+  reserved.reservation.release();
+  void deps.placement.finished("generation", reserved.worker.origin, input.routing, false);
+}
+
+function withContextTokens(routing: RoutingRequest, answer: JsonObject): RoutingRequest {
+  const tokens = answer["prompt_token_ids"];
+  if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === "number")) return routing;
+  return { ...routing, promptTokenIds: tokens.filter((t) => typeof t === "number") };
+}
+
+function finishedByContext(ctx: RequestContext, input: PipelineInput, answer: JsonObject): PipelineOutcome {
+  ctx.markFirstToken();
+  const final = withoutHandOff(input.api, answer);
+  if (!input.stream) return { kind: "json", body: final };
+  const options = input.body["stream_options"];
+  const includeUsage = isJsonObject(options) && options["include_usage"] === true;
+  return { kind: "stream", body: answerAsStream(input.api, final, includeUsage) };
+}

@@ -1,0 +1,107 @@
+import { asProxyError, type ProxyError } from "../errors.ts";
+import { legTraceHeaders } from "../observability/trace-context.ts";
+import type { RequestContext } from "../request/context.ts";
+import type { Placed } from "../routing/placement.ts";
+import { contentWeight, type RoutingRequest } from "../routing/routing-request.ts";
+import type { Role } from "../routing/worker-pool.ts";
+import type { WorkerPost } from "../workers/client.ts";
+import { pause } from "./retry.ts";
+import type { PipelineDeps } from "./types.ts";
+
+/** One upstream leg: which worker, which body per attempt, what may be retried. */
+export interface LegPlan {
+  readonly role: Role;
+  readonly path: string;
+  /** The paired leg's worker, never used for this leg. */
+  readonly exclude: string | undefined;
+  /** A worker already chosen for the first attempt (generation-first picks the context worker early). */
+  readonly first: Placed | undefined;
+  /** Retries stay on the first worker (a generation-first hand-off names it). */
+  readonly pinned: boolean;
+  /** What the routers know of the request; learning routers hear how each attempt ended. */
+  readonly routing: RoutingRequest;
+  readonly signal: AbortSignal;
+  readonly retryable: (error: ProxyError) => boolean;
+  /** Headers every attempt carries besides the trace (the internal HMAC). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Body of attempt n (a context retry gets a fresh disagg_request_id). */
+  readonly body: (attempt: number) => string;
+}
+
+/** Runs a leg's attempts: placement, the call, retries, and what each attempt reports. */
+export async function runLeg<T>(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  plan: LegPlan,
+  call: (post: WorkerPost) => Promise<T>,
+  releaseOnAnswer: boolean,
+): Promise<{ origin: string; result: T }> {
+  const failedOn: string[] = [];
+  for (let attempt = 0; ; attempt++) {
+    const placed = placeAttempt(deps, ctx, plan, attempt, failedOn);
+    const reservation = ctx.hold(placed.reservation);
+    const startedAt = performance.now();
+    ctx.hooks.legAttempt(plan.role);
+    if (!releaseOnAnswer) ctx.markStreamedGenerationStart();
+    const finished = (success: boolean): void => void deps.placement.finished(plan.role, placed.worker.origin, plan.routing, success);
+    try {
+      const result = await call(postOf(deps, ctx, plan, placed, attempt));
+      if (releaseOnAnswer) {
+        reservation.release();
+        finished(true);
+        const seconds = (performance.now() - startedAt) / 1000;
+        ctx.hooks.legCompleted(plan.role, seconds, seconds);
+      } else {
+        ctx.atEnd((error) => finished(error === undefined));
+      }
+      return { origin: placed.worker.origin, result };
+    } catch (thrown) {
+      reservation.release();
+      finished(false);
+      const error = asProxyError(thrown);
+      const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
+      reportFailure(deps, ctx, plan, placed, error, last ? undefined : attempt + 1);
+      if (last) throw error;
+      failedOn.push(placed.worker.origin);
+      ctx.retries++;
+      await pause(deps.config.retryDelayMs, plan.signal);
+    }
+  }
+}
+
+function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number): WorkerPost {
+  return {
+    role: plan.role,
+    origin: placed.worker.origin,
+    path: plan.path,
+    body: plan.body(attempt),
+    signal: plan.signal,
+    timeoutMs: deps.config.requestTimeoutMs,
+    fetch: deps.workerFetch,
+    headers: { ...plan.headers, ...legTraceHeaders(ctx.trace) },
+  };
+}
+
+
+/** Logs a failed attempt and counts it; `retry` is the number of the retry that follows, if any. */
+function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, error: ProxyError, retry: number | undefined): void {
+  if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role);
+  if (retry !== undefined) ctx.hooks.legRetry(plan.role);
+  deps.logger.warn(`${plan.role} leg failed`, {
+    disagg_request_id: ctx.disaggRequestId,
+    worker: placed.worker.origin,
+    code: error.code,
+    status: error.status,
+    error: error.message,
+    retry: retry === undefined ? undefined : `${retry} of ${deps.config.maxRetries}`,
+  });
+}
+
+function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {
+  if (plan.first && (attempt === 0 || plan.pinned)) {
+    if (attempt === 0) return plan.first;
+    const reservation = deps.placement.table.reserve(ctx.disaggRequestId, plan.role, plan.first.worker.origin, contentWeight(plan.routing));
+    return { worker: plan.first.worker, reservation };
+  }
+  return deps.placement.place({ role: plan.role, requestKey: ctx.disaggRequestId, exclude: plan.exclude, avoid: failedOn, routing: plan.routing });
+}

@@ -1,0 +1,94 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { isJsonObject } from "../src/json.ts";
+import { disaggAuthHeader, DISAGG_AUTH_HEADER } from "../src/security/disagg-auth.ts";
+import { startCluster } from "./support/cluster.ts";
+
+function keyFile(keys: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "disagg-keys-")), "keys");
+  writeFileSync(file, keys);
+  return file;
+}
+
+const CALLS: [string, string, object | undefined][] = [
+  ["POST", "/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 2 }],
+  ["POST", "/v1/completions", { model: "m", prompt: "x", max_tokens: 2 }],
+  ["POST", "/v1/responses", { model: "m", input: "x", max_output_tokens: 2 }],
+  ["POST", "/v1/messages", { model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }],
+  ["POST", "/v1/messages/count_tokens", { model: "m", messages: [{ role: "user", content: "x" }] }],
+  ["GET", "/v1/models", undefined],
+  ["GET", "/cluster_info", undefined],
+];
+
+describe("client authentication", () => {
+  test("every API route refuses absent and wrong keys with 401 in its dialect and serves a valid one", async () => {
+    await using cluster = await startCluster({ config: { apiKeyFile: keyFile("# team keys\nkey-one\n\nkey-two\n") } });
+    for (const [method, path, body] of CALLS) {
+      const call = (headers: Record<string, string>): Promise<Response> =>
+        fetch(cluster.url + path, { method, headers: { "content-type": "application/json", ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      for (const wrong of [{}, { authorization: "Bearer nope" }, { "x-api-key": "key-on" }, { authorization: "key-one" }]) {
+        const refused = await call(wrong);
+        expect(refused.status).toBe(401);
+        const envelope = (await refused.json()) as { type?: string; error?: { type: string; message: string }; message?: string };
+        if (path.startsWith("/v1/messages")) expect(envelope.error?.type).toBe("authentication_error");
+        else expect(envelope.message).toBe("Invalid or missing API key");
+      }
+      expect((await call({ authorization: "Bearer key-two" })).status).toBe(200);
+      expect((await call({ "x-api-key": "key-one" })).status).toBe(200);
+    }
+    expect(cluster.contexts[0]!.requests.filter((r) => r.method === "POST" && r.phase !== "other").length).toBe(8);
+  });
+
+  test("health, liveness and version stay open; metrics too unless protected", async () => {
+    await using open = await startCluster({ config: { apiKeysFromEnv: "env-key" } });
+    for (const path of ["/health", "/livez", "/version", "/metrics"]) expect((await fetch(open.url + path)).status).toBe(200);
+    await using guarded = await startCluster({ config: { apiKeysFromEnv: "env-key", protectMetrics: true } });
+    expect((await fetch(`${guarded.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${guarded.url}/metrics`, { headers: { authorization: "Bearer env-key" } })).status).toBe(200);
+  });
+
+  test("a reload reads the key file again", async () => {
+    const file = keyFile("old-key\n");
+    await using cluster = await startCluster({ config: { apiKeyFile: file } });
+    const models = (key: string): Promise<Response> => fetch(`${cluster.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await models("old-key")).status).toBe(200);
+    writeFileSync(file, "new-key\n");
+    cluster.proxy.app.reloadClientKeys();
+    expect((await models("old-key")).status).toBe(401);
+    expect((await models("new-key")).status).toBe(200);
+  });
+
+  test("keys never appear in the logs", async () => {
+    await using cluster = await startCluster({ config: { apiKeysFromEnv: "secret-key-123" } });
+    await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }] }, { headers: { authorization: "Bearer secret-key-123" } });
+    await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }] }, { headers: { authorization: "Bearer secret-key-999" } });
+    expect(JSON.stringify(cluster.logs)).not.toContain("secret-key");
+  });
+});
+
+describe.each(["context_first", "generation_first"] as const)("%s: internal HMAC", (schedule) => {
+  test("generation requests carrying protected fields are signed; context requests are not", async () => {
+    await using cluster = await startCluster({ config: { schedule, internalAuthKey: "shared-secret" } });
+    for (const stream of [false, true]) {
+      const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3, stream });
+      await response.text();
+    }
+    for (const gen of cluster.generations[0]!.requests.filter((r) => r.phase === "generation")) {
+      const params = isJsonObject(gen.body) ? gen.body["disaggregated_params"] : undefined;
+      expect(isJsonObject(params)).toBe(true);
+      const expected = disaggAuthHeader("shared-secret", params as Parameters<typeof disaggAuthHeader>[1]);
+      expect(expected).toMatch(/^sha256=[0-9a-f]{64}$/);
+      expect(gen.headers[DISAGG_AUTH_HEADER]).toBe(expected as string);
+    }
+    for (const ctx of cluster.contexts[0]!.requests.filter((r) => r.phase === "context")) expect(ctx.headers[DISAGG_AUTH_HEADER]).toBeUndefined();
+  });
+
+  test("without a key nothing is signed", async () => {
+    await using cluster = await startCluster({ config: { schedule } });
+    await (await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3 })).text();
+    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
+    expect(gen.headers[DISAGG_AUTH_HEADER]).toBeUndefined();
+  });
+});
