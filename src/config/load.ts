@@ -10,7 +10,7 @@ import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
-import { DEFAULTS, type ProxyConfig } from "./types.ts";
+import { DEFAULTS, type ProxyConfig, type RouterOptions } from "./types.ts";
 
 export interface LoadDeps {
   /** Synchronous, because the config is read once, before anything else starts. */
@@ -53,6 +53,9 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     apiKeyFile: flags.apiKeyFile,
     protectMetrics: flags.protectMetrics ?? false,
     apiKeysFromEnv: deps.env["DISAGG_PROXY_API_KEYS"],
+    benchmarkGenerationOnly: deps.env["TRTLLM_DISAGG_BENCHMARK_GEN_ONLY"] === "1",
+    processId: envInteger(deps.env, "TRTLLM_DISAGG_WORKER_PROCESS_ID", 0, 63) ?? 0,
+    routerOptions: withEnvBlockSize(flags, file, deps),
     discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
     claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
@@ -73,6 +76,28 @@ function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
     throw new ConfigError(`Invalid config: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return parseTrtllmYaml(text, path);
+}
+
+/** An integer environment variable in [min, max]; anything else stops start-up naming it. */
+function envInteger(env: LoadDeps["env"], name: string, min: number, max: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`Invalid config: ${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  return value;
+}
+
+/** TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: a kv_cache_aware router's block size unless its router block sets one. */
+function withEnvBlockSize(flags: ServeFlags, file: TrtllmYaml | undefined, deps: LoadDeps): ProxyConfig["routerOptions"] {
+  const options: ProxyConfig["routerOptions"] = file?.settings.routerOptions ?? DEFAULTS.routerOptions;
+  const size = envInteger(deps.env, "TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK", 1, 1 << 20);
+  if (size === undefined) return options;
+  const apply = (role: "context" | "generation", type: string | undefined): RouterOptions =>
+    type === "kv_cache_aware" && options[role].tokensPerBlock === undefined ? { ...options[role], tokensPerBlock: size } : options[role];
+  return {
+    context: apply("context", flags.contextRouter ?? file?.settings.contextRouter),
+    generation: apply("generation", flags.generationRouter ?? file?.settings.generationRouter),
+  };
 }
 
 function discoveryOf(metadataFile: string | undefined, fromYaml: DiscoveryConfig | undefined, deps: LoadDeps): DiscoveryConfig | undefined {
@@ -109,7 +134,7 @@ function checkConditionalDisagg(config: ProxyConfig): void {
 function requireWorkers(config: ProxyConfig): void {
   // Discovered workers may register after start-up.
   if (config.discovery !== undefined) return;
-  if (config.contextServers.length === 0) {
+  if (config.contextServers.length === 0 && !config.benchmarkGenerationOnly) {
     throw new ConfigError("Invalid config: at least one context server is required (--context URL or context_servers.urls)");
   }
   if (config.generationServers.length === 0) {

@@ -45,6 +45,8 @@ export interface ProxyConfig {
   readonly keepaliveIntervalMs: number;
   /** 0..255, part of every disagg_request_id. */
   readonly nodeId: number;
+  /** TRTLLM_DISAGG_WORKER_PROCESS_ID (0..63), also part of every disagg_request_id. */
+  readonly processId: number;
   readonly logLevel: LogLevel;
   readonly maxBodyBytes: number;
   /** Slowloris floor: a body slower than this on average after the grace period is cut (408). */
@@ -84,6 +86,16 @@ export interface ProxyConfig {
   readonly discovery: DiscoveryConfig | undefined;
   /** conditional_disagg_config: skip the context phase when the generation worker holds nearly all of the prompt. */
   readonly conditionalDisagg: { readonly maxLocalPrefillLength: number } | undefined;
+  /** allow_request_chat_template: a request carrying chat_template is refused (400) unless this is set. */
+  readonly allowRequestChatTemplate: boolean;
+  /** gen_strip_message_history: generation requests carry only the last chat message. */
+  readonly genStripMessageHistory: boolean;
+  /** gen_tokids_ctxbytes: context workers return prompt_token_ids_b64, relayed as is. */
+  readonly genTokidsCtxbytes: boolean;
+  /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: every request goes to a generation worker with fixed hand-off parameters. */
+  readonly benchmarkGenerationOnly: boolean;
+  /** server_keep_alive_timeout: seconds an idle client connection is kept (30 when unset). */
+  readonly serverKeepAliveTimeoutS: number | undefined;
   /** No node id was given and a cluster is configured: claim one in etcd at start-up. */
   readonly claimNodeId: boolean;
   /** The -c file, kept so a reload can re-read it. */
@@ -125,6 +137,12 @@ export const DEFAULTS = {
   apiKeysFromEnv: undefined,
   discovery: undefined,
   conditionalDisagg: undefined,
+  processId: 0,
+  allowRequestChatTemplate: false,
+  genStripMessageHistory: false,
+  genTokidsCtxbytes: false,
+  benchmarkGenerationOnly: false,
+  serverKeepAliveTimeoutS: undefined,
   claimNodeId: false,
   internalAuthKey: undefined,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -7,7 +7,8 @@
 import { clusterDiscovery } from "./discovery-config.ts";
 import { invalidConfig } from "./errors.ts";
 import type { ProxyConfig } from "./types.ts";
-import { isMapping, optInt, optString, type Mapping } from "./yaml-values.ts";
+import { ConfigError } from "./errors.ts";
+import { isMapping, optBoolean, optInt, optString, type Mapping } from "./yaml-values.ts";
 
 export type ExtraSettings = Partial<
   Pick<
@@ -20,6 +21,10 @@ export type ExtraSettings = Partial<
     | "internalAuthKey"
     | "discovery"
     | "conditionalDisagg"
+    | "allowRequestChatTemplate"
+    | "genStripMessageHistory"
+    | "genTokidsCtxbytes"
+    | "serverKeepAliveTimeoutS"
   >
 >;
 
@@ -32,6 +37,11 @@ export const EXTRA_KEYS: readonly string[] = [
   "internal_request_auth_key",
   "disagg_cluster",
   "conditional_disagg_config",
+  "allow_request_chat_template",
+  "gen_strip_message_history",
+  "gen_tokids_ctxbytes",
+  "server_keep_alive_timeout",
+  "disagg_coordinator_url",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -41,7 +51,12 @@ export function readExtras(doc: Mapping): ExtraSettings {
     healthCheckFailures: optInt(doc, "health_check_failures", "health_check_failures", 1),
     healthCheckSuccesses: optInt(doc, "health_check_successes", "health_check_successes", 1),
     internalAuthKey: optString(doc, "internal_request_auth_key", "internal_request_auth_key"),
+    allowRequestChatTemplate: optBoolean(doc, "allow_request_chat_template", "allow_request_chat_template"),
+    genStripMessageHistory: optBoolean(doc, "gen_strip_message_history", "gen_strip_message_history"),
+    genTokidsCtxbytes: optBoolean(doc, "gen_tokids_ctxbytes", "gen_tokids_ctxbytes"),
+    serverKeepAliveTimeoutS: optInt(doc, "server_keep_alive_timeout", "server_keep_alive_timeout", 1, 255),
   };
+  refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
   if (drain !== undefined) settings["drainTimeoutMs"] = drain * 1000;
   if (doc["disagg_cluster"] !== undefined && doc["disagg_cluster"] !== null) settings["discovery"] = clusterDiscovery(doc["disagg_cluster"]);
@@ -52,4 +67,15 @@ export function readExtras(doc: Mapping): ExtraSettings {
     settings["conditionalDisagg"] = { maxLocalPrefillLength: max };
   }
   return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as ExtraSettings;
+}
+
+/**
+ * An external coordinator changes how ids and placement are shared between processes; this
+ * proxy cannot honour it silently. (num_workers is only warned about: one process serves.)
+ */
+function refuseFleetKeys(doc: Mapping): void {
+  const coordinator = doc["disagg_coordinator_url"];
+  if (coordinator !== undefined && coordinator !== null) {
+    throw new ConfigError("Invalid config: disagg_coordinator_url (fleet mode) is not supported; run replicas with distinct node ids instead");
+  }
 }

@@ -54,7 +54,9 @@ function contextParams(request: ModelRequest, handover: ContextHandover): JsonOb
 
 export type GenerationSource =
   | { readonly style: "context_first"; readonly state: OpaqueState; readonly firstGenTokens: readonly number[] }
-  | { readonly style: "generation_first"; readonly endpoint: string; readonly disaggRequestId: bigint };
+  | { readonly style: "generation_first"; readonly endpoint: string; readonly disaggRequestId: bigint }
+  /** trtllm-serve's generation-only benchmark: fixed first token, no KV, the prompt as sent. */
+  | { readonly style: "benchmark" };
 
 /** Throws WorkerError(400) with the first thing the proxy got wrong. */
 export function checkGenerationRequest(request: ModelRequest): GenerationSource {
@@ -72,6 +74,7 @@ function checkContextFirst(request: ModelRequest, params: JsonObject): Generatio
   }
   if (readInteger(params["ctx_request_id"]) === undefined) throw invalid("ctx_request_id is missing");
   const encoded = params["encoded_opaque_state"];
+  if (encoded === null && request.disaggRequestId === undefined) return { style: "benchmark" };
   if (typeof encoded !== "string") throw invalid("encoded_opaque_state is missing");
   const state = decodeOpaqueState(encoded);
   if (state === undefined) throw invalid("encoded_opaque_state is not the state a context worker returned");

@@ -10,16 +10,22 @@ import type { ApiKind, PipelineInput } from "./types.ts";
 const SCHEDULE_STYLE = { context_first: 0, generation_first: 1 } as const;
 export type Schedule = keyof typeof SCHEDULE_STYLE;
 
-export function contextBody(input: PipelineInput, id: bigint, schedule: Schedule): JsonObject {
-  const body: JsonObject = {
-    ...input.body,
-    stream: false,
-    disaggregated_params: {
-      request_type: "context_only",
-      disagg_request_id: jsonInteger(id),
-      schedule_style: SCHEDULE_STYLE[schedule],
-    },
+/** Deployment switches from disagg_config.yaml that shape the bodies. */
+export interface BodyOptions {
+  /** gen_tokids_ctxbytes: ask the context worker for prompt_token_ids_b64. */
+  readonly tokenIdsAsBytes: boolean;
+  /** gen_strip_message_history: the generation worker gets only the last chat message. */
+  readonly stripMessageHistory: boolean;
+}
+
+export function contextBody(input: PipelineInput, id: bigint, schedule: Schedule, options?: BodyOptions): JsonObject {
+  const params: JsonObject = {
+    request_type: "context_only",
+    disagg_request_id: jsonInteger(id),
+    schedule_style: SCHEDULE_STYLE[schedule],
   };
+  if (options?.tokenIdsAsBytes === true) params["return_prompt_token_ids_b64"] = true;
+  const body: JsonObject = { ...input.body, stream: false, disaggregated_params: params };
   // Responses requests have no stream_options field; workers reject unknown fields.
   if (input.api !== "responses") body["stream_options"] = null;
   return body;
@@ -59,7 +65,7 @@ export function verifyContextAnswer(api: ApiKind, answer: JsonObject, sentId: bi
 }
 
 /** Context-first generation request: the context's hand-off carried verbatim, prompt as token ids. */
-export function generationBody(input: PipelineInput, answer: JsonObject, id: bigint, schedule: Schedule): JsonObject {
+export function generationBody(input: PipelineInput, answer: JsonObject, id: bigint, schedule: Schedule, options?: BodyOptions): JsonObject {
   const params = handOffParams(input.api, answer) ?? {};
   const body: JsonObject = {
     ...input.body,
@@ -70,6 +76,10 @@ export function generationBody(input: PipelineInput, answer: JsonObject, id: big
       schedule_style: SCHEDULE_STYLE[schedule],
     },
   };
+  const messages = body["messages"];
+  if (options?.stripMessageHistory === true && input.api === "chat" && Array.isArray(messages) && messages.length > 1) {
+    body["messages"] = messages.slice(-1);
+  }
   const b64 = answer["prompt_token_ids_b64"];
   if (typeof b64 === "string") {
     body["prompt_token_ids_b64"] = b64;
@@ -101,6 +111,24 @@ export function generationFirstBody(input: PipelineInput, id: bigint, contextSer
       ...merged,
       disagg_request_id: jsonInteger(id),
     },
+  };
+}
+
+/**
+ * TRTLLM_DISAGG_BENCHMARK_GEN_ONLY (reference §1.6): a generation worker is sent the request
+ * with fixed hand-off parameters and no context phase, to measure generation alone.
+ */
+export function benchmarkGenerationBody(input: PipelineInput): JsonObject {
+  return {
+    ...input.body,
+    disaggregated_params: {
+      request_type: "generation_only",
+      first_gen_tokens: [7],
+      ctx_request_id: 1,
+      encoded_opaque_state: null,
+      draft_tokens: null,
+    },
+    ignore_eos: true,
   };
 }
 

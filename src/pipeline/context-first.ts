@@ -2,7 +2,15 @@ import { isJsonObject, type JsonObject } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import { contextBody, generationBody, needsGeneration, verifyContextAnswer, withoutHandOff } from "./bodies.ts";
+import {
+  benchmarkGenerationBody,
+  contextBody,
+  generationBody,
+  needsGeneration,
+  verifyContextAnswer,
+  withoutHandOff,
+  type BodyOptions,
+} from "./bodies.ts";
 import { answerAsStream } from "./early-finish.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
@@ -14,12 +22,16 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
  * reserved first, and a prompt it already holds nearly all of skips the context phase.
  */
 export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
+  if (deps.config.benchmarkGenerationOnly) {
+    return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
+  }
+  const options = bodyOptions(deps);
   const reserved = reserveGenerationWorker(deps, ctx, input);
   if (reserved !== undefined && !contextNeeded(deps, reserved)) return generationAlone(deps, ctx, input, reserved);
   try {
     const leg = await runContextLeg(deps, ctx, input, {
       ...(reserved === undefined ? {} : { exclude: reserved.worker.origin }),
-      body: (id) => contextBody(input, id, "context_first"),
+      body: (id) => contextBody(input, id, "context_first", options),
     });
     const continueId = verifyContextAnswer(input.api, leg.answer, leg.sentId);
     if (!needsGeneration(input.api, leg.answer)) {
@@ -27,14 +39,18 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
       return finishedByContext(ctx, input, leg.answer);
     }
     ctx.engineRequestId = continueId;
-    const body = generationBody(input, leg.answer, continueId, "context_first");
+    const body = generationBody(input, leg.answer, continueId, "context_first", options);
     const routing = withContextTokens(input.routing, leg.answer);
-    const options = { exclude: leg.origin, body, routing, ...(reserved === undefined ? {} : { first: reserved }) };
-    return outcomeOf(await runGenerationLeg(deps, ctx, input, options));
+    const generation = { exclude: leg.origin, body, routing, ...(reserved === undefined ? {} : { first: reserved }) };
+    return outcomeOf(await runGenerationLeg(deps, ctx, input, generation));
   } catch (error) {
     releaseUnused(deps, input, reserved);
     throw error;
   }
+}
+
+export function bodyOptions(deps: PipelineDeps): BodyOptions {
+  return { tokenIdsAsBytes: deps.config.genTokidsCtxbytes, stripMessageHistory: deps.config.genStripMessageHistory };
 }
 
 function reserveGenerationWorker(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): RoutedPlacement | undefined {

@@ -2,6 +2,7 @@ import { asProxyError, type ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
+import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -32,7 +33,7 @@ export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, i
     first: contextPlaced,
     pinned: true,
     signal: AbortSignal.any([ctx.signal, ctxAbort.signal]),
-    body: (id) => contextBody(input, id, "generation_first"),
+    body: (id) => contextBody(input, id, "generation_first", bodyOptions(deps)),
   }).catch((error: unknown) => failed(error, genAbort));
   const [genResult, contextResult] = await Promise.allSettled([gen, context]);
   if (genResult.status === "fulfilled" && genResult.value.kind === "json") return outcomeOf(genResult.value);

@@ -1,4 +1,5 @@
 import { openAiDialect } from "../dialects/openai.ts";
+import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { App } from "../server/app.ts";
 import { readClientBody } from "./client-body.ts";
@@ -22,6 +23,9 @@ export async function completions(app: App, request: Request, keepOpen: () => vo
 export async function chatCompletions(app: App, request: Request, keepOpen: () => void): Promise<Response> {
   const body = await readClientBody(request, app.bodyLimits);
   check(chatRequest, body);
+  if (body["chat_template"] !== undefined && !app.config.allowRequestChatTemplate) {
+    throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
+  }
   return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, dialect });
 }
 

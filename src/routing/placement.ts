@@ -31,7 +31,7 @@ export interface RoutedPlacement extends Placed {
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery">>;
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly">>;
 
 export interface PlacementDeps {
   /** How calls to workers are made (worker CA, API key): kv_cache_aware reads /kv_cache_events with it. */
@@ -50,8 +50,10 @@ export class Placement {
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
     const cluster = config.discovery?.kind === "cluster" ? config.discovery : undefined;
-    const minimal = { context: cluster?.minimalContext ?? 1, generation: cluster?.minimalGeneration ?? 1 };
-    this.pool = new WorkerPool(config.contextServers, config.generationServers, minimal);
+    // Generation-only benchmark mode never calls (or health-checks) a context worker.
+    const benchmark = config.benchmarkGenerationOnly === true;
+    const minimal = { context: benchmark ? 0 : (cluster?.minimalContext ?? 1), generation: cluster?.minimalGeneration ?? 1 };
+    this.pool = new WorkerPool(benchmark ? [] : config.contextServers, config.generationServers, minimal);
     const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
     const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
     this.#routers = {

@@ -77,9 +77,9 @@ export class WorkerPool {
     return [...this.#byRole.context, ...this.#byRole.generation].filter((worker) => worker.origin === origin);
   }
 
-  /** Ready when each role has its minimal number of ready workers (at least one). */
+  /** Ready when each role has its minimal number of ready workers (one by default). */
   isReady(): boolean {
-    const enough = (role: Role): boolean => this.ready(role).length >= Math.max(1, this.#minimal[role]);
+    const enough = (role: Role): boolean => this.ready(role).length >= this.#minimal[role];
     return enough("context") && enough("generation");
   }
 }

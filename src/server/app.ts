@@ -50,7 +50,7 @@ export interface App extends PipelineDeps {
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
   const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
   const placement = new Placement(config, { fetch: workerFetch, onWarning: (message, fields) => logger.warn(message, fields) });
-  const ids = new DisaggIdAllocator(config.nodeId);
+  const ids = new DisaggIdAllocator(config.nodeId, { processId: config.processId });
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement) });
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);

@@ -20,7 +20,7 @@ export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, lo
     reusePort: config.tlsCertFile !== undefined,
     ...tlsOptions(config),
     development: false,
-    idleTimeout: options.idleTimeoutS ?? IDLE_TIMEOUT_S,
+    idleTimeout: options.idleTimeoutS ?? config.serverKeepAliveTimeoutS ?? IDLE_TIMEOUT_S,
     maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
     fetch(request, server) {
       return dispatch.handle(request, () => server.timeout(request, 0));

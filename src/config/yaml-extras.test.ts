@@ -1,0 +1,33 @@
+import { describe, expect, test } from "bun:test";
+import { parseTrtllmYaml } from "./trtllm-yaml.ts";
+
+describe("upstream keys beyond the worker lists", () => {
+  test("boolean switches, the keep-alive timeout and conditional disaggregation are read", () => {
+    const yaml = [
+      "allow_request_chat_template: true",
+      "gen_strip_message_history: true",
+      "gen_tokids_ctxbytes: true",
+      "server_keep_alive_timeout: 12",
+      "internal_request_auth_key: k",
+      "conditional_disagg_config: { max_local_prefill_length: 64 }",
+    ].join("\n");
+    expect(parseTrtllmYaml(yaml, "f").settings).toMatchObject({
+      allowRequestChatTemplate: true,
+      genStripMessageHistory: true,
+      genTokidsCtxbytes: true,
+      serverKeepAliveTimeoutS: 12,
+      internalAuthKey: "k",
+      conditionalDisagg: { maxLocalPrefillLength: 64 },
+    });
+  });
+
+  test("allow_request_chat_template must be a real boolean, as upstream requires", () => {
+    expect(() => parseTrtllmYaml('allow_request_chat_template: "true"', "f")).toThrow("allow_request_chat_template");
+    expect(() => parseTrtllmYaml("allow_request_chat_template: 1", "f")).toThrow("allow_request_chat_template");
+  });
+
+  test("an external coordinator is refused; num_workers is only warned about", () => {
+    expect(() => parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toThrow("disagg_coordinator_url");
+    expect(parseTrtllmYaml("num_workers: 4", "f").unimplemented).toEqual(["num_workers"]);
+  });
+});
