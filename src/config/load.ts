@@ -69,13 +69,16 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
 }
 
 function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
-  let text: string;
+  return parseTrtllmYaml(readNamedFile(path, deps), path);
+}
+
+/** A file the configuration names; one that cannot be read stops start-up naming it. */
+function readNamedFile(path: string, deps: LoadDeps): string {
   try {
-    text = deps.readFile(path);
+    return deps.readFile(path);
   } catch (error) {
     throw new ConfigError(`Invalid config: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return parseTrtllmYaml(text, path);
 }
 
 /** An integer environment variable in [min, max]; anything else stops start-up naming it. */
@@ -103,25 +106,14 @@ function withEnvBlockSize(flags: ServeFlags, file: TrtllmYaml | undefined, deps:
 function discoveryOf(metadataFile: string | undefined, fromYaml: DiscoveryConfig | undefined, deps: LoadDeps): DiscoveryConfig | undefined {
   if (metadataFile === undefined) return fromYaml;
   if (fromYaml !== undefined) throw new ConfigError("Invalid config: disagg_cluster and a metadata server (-m) cannot be combined");
-  let text: string;
-  try {
-    text = deps.readFile(metadataFile);
-  } catch (error) {
-    throw new ConfigError(`Invalid config: cannot read ${metadataFile}: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  return metadataDiscovery(text, metadataFile);
+  return metadataDiscovery(readNamedFile(metadataFile, deps), metadataFile);
 }
 
 function internalAuthKey(keyFile: string | undefined, fromYaml: string | undefined, deps: LoadDeps): string | undefined {
   if (keyFile === undefined) return fromYaml;
-  try {
-    const key = deps.readFile(keyFile).trim();
-    if (key === "") throw new ConfigError(`Invalid config: ${keyFile} holds no internal auth key`);
-    return key;
-  } catch (error) {
-    if (error instanceof ConfigError) throw error;
-    throw new ConfigError(`Invalid config: cannot read ${keyFile}: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const key = readNamedFile(keyFile, deps).trim();
+  if (key === "") throw new ConfigError(`Invalid config: ${keyFile} holds no internal auth key`);
+  return key;
 }
 
 function checkConditionalDisagg(config: ProxyConfig): void {

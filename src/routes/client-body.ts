@@ -1,5 +1,6 @@
 import { badRequest, ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { concatBytes } from "../sse/bytes.ts";
 
 const decoder = new TextDecoder();
 
@@ -47,7 +48,7 @@ async function readAtMost(request: Request, limits: BodyLimits): Promise<Uint8Ar
     reader.cancel().catch(() => {});
     throw error;
   }
-  return join(parts, size);
+  return concatBytes(parts) ?? new Uint8Array();
 }
 
 function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "late"> {
@@ -56,16 +57,6 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "late"> {
     timer = setTimeout(() => resolve("late"), Math.max(0, ms));
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-function join(parts: readonly Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
 }
 
 function tooLarge(maxBytes: number): ProxyError {
