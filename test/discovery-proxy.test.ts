@@ -66,3 +66,47 @@ describe("the proxy with etcd discovery", () => {
     await Promise.all([a!.release(), b!.release()]);
   });
 });
+
+describe("the proxy with etcd discovery, under load", () => {
+  test("workers joining and leaving while requests run lose no request", async () => {
+    const clusterName = `churn-${++clusters}`;
+    await using cluster = await startCluster({
+      contexts: [],
+      generations: [],
+      config: {
+        discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        serverStartTimeoutMs: 50,
+        healthCheckIntervalMs: 50,
+      },
+    });
+    await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
+    await using steady = startEmulatedWorker({ role: "generation", register: register(clusterName), tokenMs: 2 });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    let running = true;
+    const statuses: number[] = [];
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) {
+        const response = await cluster.post("/v1/chat/completions", { ...chat, stream: true });
+        statuses.push(response.status);
+        const text = await response.text();
+        if (!text.includes("[DONE]")) statuses.push(-1);
+      }
+    });
+    const joiner = startEmulatedWorker({ role: "generation", register: register(clusterName), tokenMs: 2 });
+    await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 2, 5000);
+    await eventually(() => joiner.requests.some((r) => r.phase === "generation"), 5000);
+    // A graceful leave: deregister, let the proxy stop routing there, finish what runs, then stop.
+    await joiner.deregister();
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
+    await eventually(() => joiner.running() === 0, 5000);
+    await joiner.stop();
+    const afterLeave = statuses.length;
+    await eventually(() => statuses.length > afterLeave + 20, 5000);
+    running = false;
+    await Promise.all(load);
+    expect(statuses.length).toBeGreaterThan(20);
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    expect(steady.requests.filter((r) => r.phase === "generation").length).toBeGreaterThan(0);
+    expect(context.requests.filter((r) => r.phase === "context").length).toBe(statuses.length);
+  }, 20_000);
+});

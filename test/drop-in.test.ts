@@ -31,7 +31,7 @@ describe("upstream YAML keys and variables", () => {
     await using cluster = await startCluster({ config: { genStripMessageHistory: true } });
     expect((await cluster.post("/v1/chat/completions", chat())).status).toBe(200);
     expect(bodyOf(cluster.contexts[0]!.requests.find((r) => r.phase === "context"))["messages"]).toEqual(conversation);
-    expect(bodyOf(cluster.generations[0]!.requests.find((r) => r.phase === "generation"))["messages"]).toEqual([conversation[3]]);
+    expect(bodyOf(cluster.generations[0]!.requests.find((r) => r.phase === "generation"))["messages"]).toEqual([conversation[3]!]);
   });
 
   test("gen_tokids_ctxbytes asks for prompt_token_ids_b64 and relays it instead of the id list", async () => {

@@ -99,6 +99,8 @@ export interface EmulatedWorker {
   /** Number of model requests still running (for leak checks). */
   running(): number;
   /** Closes the listener and open connections. */
+  /** Leaves the etcd cluster but keeps serving, as a worker draining before shutdown does. */
+  deregister(): Promise<void>;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

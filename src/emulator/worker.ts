@@ -92,6 +92,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     return this.log.running();
   }
 
+  deregister(): Promise<void> {
+    return Promise.all(this.#registrations.map((registration) => registration.stop())).then(() => undefined);
+  }
+
   stop(): Promise<void> {
     // Deregistered first (the proxy stops routing here), then in-flight requests end (marked
     // aborted), then the listener and sockets.
