@@ -82,10 +82,10 @@ describe("the proxy with etcd discovery, under load", () => {
     await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
     await using steady = startEmulatedWorker({ role: "generation", register: register(clusterName), tokenMs: 2 });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
-    let running = true;
+    const loadState = { running: true };
     const statuses: number[] = [];
     const load = Array.from({ length: 4 }, async () => {
-      while (running) {
+      while (loadState.running) {
         const response = await cluster.post("/v1/chat/completions", { ...chat, stream: true });
         statuses.push(response.status);
         const text = await response.text();
@@ -102,7 +102,7 @@ describe("the proxy with etcd discovery, under load", () => {
     await joiner.stop();
     const afterLeave = statuses.length;
     await eventually(() => statuses.length > afterLeave + 20, 5000);
-    running = false;
+    loadState.running = false;
     await Promise.all(load);
     expect(statuses.length).toBeGreaterThan(20);
     expect(statuses.every((status) => status === 200)).toBe(true);
