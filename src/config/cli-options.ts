@@ -72,6 +72,7 @@ export const OPTIONS = [
   { section: "serve", name: "body-min-rate", key: "bodyMinBytesPerSecond", kind: "int", arg: "BYTES", min: 1, default: String(DEFAULTS.bodyMinBytesPerSecond), description: "Bytes per second a request body must average once --body-grace-ms is over (slower: 408)" },
   { section: "serve", name: "body-grace-ms", key: "bodyGraceMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.bodyGraceMs), description: "How long a request body may take before its rate is judged" },
   { section: "serve", name: "metadata-config", short: "m", key: "metadataConfigFile", kind: "string", arg: "FILE", description: "TensorRT-LLM metadata_config.yaml: discover workers under etcd's trtllm/ keys" },
+  { section: "serve", name: "worker-msgpack", key: "workerMsgpack", kind: "flag", description: "Send bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy does" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },

@@ -106,4 +106,12 @@ describe("loadConfig", () => {
   test("a wrong type in the file surfaces as the reader's ConfigError", () => {
     expect(() => loadConfig({ ...WORKERS, configFile: "d.yaml" }, deps({ "d.yaml": "port: abc" }))).toThrow(ConfigError);
   });
+
+  test("--worker-msgpack turns msgpack bodies on; perf and OTLP keys come from the YAML", () => {
+    const yaml = "return_perf_metrics: true\nperf_metrics_max_requests: 8\notlp_config: { otlp_traces_endpoint: 'http://c:4318' }";
+    const { config, warnings } = loadConfig({ ...WORKERS, configFile: "d.yaml", workerMsgpack: true }, deps({ "d.yaml": yaml }));
+    expect(config).toMatchObject({ workerMsgpack: true, returnPerfMetrics: true, perfMetricsMaxRequests: 8, perfMetricsOutputDir: undefined, otlpTracesEndpoint: "http://c:4318" });
+    expect(warnings).toEqual([]);
+    expect(loadConfig(WORKERS, deps()).config.workerMsgpack).toBe(false);
+  });
 });

@@ -77,8 +77,6 @@ generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX } 
     expect(parseTrtllmYaml(yaml, "f").unimplemented).toEqual([
       "backend",
       "model",
-      "perf_metrics_max_requests",
-      "otlp_config",
       "context_servers.tensor_parallel_size",
       "context_servers.kv_cache_config",
       "context_servers.router.use_tokens",

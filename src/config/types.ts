@@ -100,6 +100,16 @@ export interface ProxyConfig {
   readonly claimNodeId: boolean;
   /** The -c file, kept so a reload can re-read it. */
   readonly configFile: string | undefined;
+  /** return_perf_metrics: a client sending X-TRTLLM-return-metrics: 1 gets the merged per-request metrics. */
+  readonly returnPerfMetrics: boolean;
+  /** perf_metrics_output_dir: one JSONL record per finished request is written here (workers are asked for metrics). */
+  readonly perfMetricsOutputDir: string | undefined;
+  /** perf_metrics_max_requests: > 0 turns on GET /perf_metrics (workers' records joined, at most this many kept). */
+  readonly perfMetricsMaxRequests: number;
+  /** otlp_config.otlp_traces_endpoint: OTLP/HTTP (JSON) URL spans are exported to. */
+  readonly otlpTracesEndpoint: string | undefined;
+  /** --worker-msgpack: bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy sends them. */
+  readonly workerMsgpack: boolean;
 }
 
 export const DEFAULTS = {
@@ -145,4 +155,9 @@ export const DEFAULTS = {
   serverKeepAliveTimeoutS: undefined,
   claimNodeId: false,
   internalAuthKey: undefined,
+  returnPerfMetrics: false,
+  perfMetricsOutputDir: undefined,
+  perfMetricsMaxRequests: 0,
+  otlpTracesEndpoint: undefined,
+  workerMsgpack: false,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

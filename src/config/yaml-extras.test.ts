@@ -30,4 +30,23 @@ describe("upstream keys beyond the worker lists", () => {
     expect(() => parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toThrow("disagg_coordinator_url");
     expect(parseTrtllmYaml("num_workers: 4", "f").unimplemented).toEqual(["num_workers"]);
   });
+
+  test("per-request perf metrics and OTLP keys are read: return_perf_metrics, perf_metrics_output_dir, perf_metrics_max_requests, otlp_config", () => {
+    const yaml = [
+      "return_perf_metrics: true",
+      "perf_metrics_output_dir: /var/lib/perf",
+      "perf_metrics_max_requests: 500",
+      "otlp_config: { otlp_traces_endpoint: 'http://collector:4318/v1/traces' }",
+    ].join("\n");
+    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    expect(settings).toMatchObject({ returnPerfMetrics: true, perfMetricsOutputDir: "/var/lib/perf", perfMetricsMaxRequests: 500, otlpTracesEndpoint: "http://collector:4318/v1/traces" });
+    expect(unimplemented).toEqual([]);
+  });
+
+  test("wrongly typed perf and OTLP keys stop start-up naming the key", () => {
+    expect(() => parseTrtllmYaml("return_perf_metrics: yes please", "f")).toThrow("return_perf_metrics");
+    expect(() => parseTrtllmYaml("perf_metrics_max_requests: -1", "f")).toThrow("perf_metrics_max_requests");
+    expect(() => parseTrtllmYaml("otlp_config: http://c:4318", "f")).toThrow("otlp_config");
+    expect(() => parseTrtllmYaml("otlp_config: { otlp_traces_endpoint: 'collector:4317' }", "f")).toThrow("otlp_config.otlp_traces_endpoint");
+  });
 });

@@ -25,6 +25,10 @@ export type ExtraSettings = Partial<
     | "genStripMessageHistory"
     | "genTokidsCtxbytes"
     | "serverKeepAliveTimeoutS"
+    | "returnPerfMetrics"
+    | "perfMetricsOutputDir"
+    | "perfMetricsMaxRequests"
+    | "otlpTracesEndpoint"
   >
 >;
 
@@ -42,6 +46,10 @@ export const EXTRA_KEYS: readonly string[] = [
   "gen_tokids_ctxbytes",
   "server_keep_alive_timeout",
   "disagg_coordinator_url",
+  "return_perf_metrics",
+  "perf_metrics_output_dir",
+  "perf_metrics_max_requests",
+  "otlp_config",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -55,6 +63,10 @@ export function readExtras(doc: Mapping): ExtraSettings {
     genStripMessageHistory: optBoolean(doc, "gen_strip_message_history", "gen_strip_message_history"),
     genTokidsCtxbytes: optBoolean(doc, "gen_tokids_ctxbytes", "gen_tokids_ctxbytes"),
     serverKeepAliveTimeoutS: optInt(doc, "server_keep_alive_timeout", "server_keep_alive_timeout", 1, 255),
+    returnPerfMetrics: optBoolean(doc, "return_perf_metrics", "return_perf_metrics"),
+    perfMetricsOutputDir: optString(doc, "perf_metrics_output_dir", "perf_metrics_output_dir"),
+    perfMetricsMaxRequests: optInt(doc, "perf_metrics_max_requests", "perf_metrics_max_requests", 0),
+    otlpTracesEndpoint: otlpEndpoint(doc["otlp_config"]),
   };
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
@@ -67,6 +79,18 @@ export function readExtras(doc: Mapping): ExtraSettings {
     settings["conditionalDisagg"] = { maxLocalPrefillLength: max };
   }
   return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as ExtraSettings;
+}
+
+/** otlp_config: { otlp_traces_endpoint: URL } (other keys of the block configure nothing here). */
+function otlpEndpoint(block: unknown): string | undefined {
+  if (block === undefined || block === null) return undefined;
+  if (!isMapping(block)) throw invalidConfig("otlp_config", "a mapping (otlp_traces_endpoint)");
+  const endpoint = optString(block, "otlp_traces_endpoint", "otlp_config.otlp_traces_endpoint");
+  if (endpoint === undefined) return undefined;
+  if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
+    throw invalidConfig("otlp_config.otlp_traces_endpoint", `an http(s):// URL, not ${JSON.stringify(endpoint)}`);
+  }
+  return endpoint;
 }
 
 /**

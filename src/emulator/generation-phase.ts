@@ -20,6 +20,9 @@ export async function serveAggregated(job: Job): Promise<Response> {
 
 export async function serveGenerationPhase(job: Job): Promise<Response> {
   const source = checkGenerationRequest(job.request);
+  // The KV cache comes over from the context worker: directly (context first) or once the
+  // context phase finished (generation first).
+  job.perf.kvTransferStarted();
   const prepared = await prepareJob(job, {
     inheritedDirectives: source.style === "context_first" ? source.state.directives : undefined,
     contextUsage: contextUsage(job.request),
@@ -28,6 +31,7 @@ export async function serveGenerationPhase(job: Job): Promise<Response> {
     const timeoutMs = job.worker.options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS;
     await fetchKvHandoff(source.endpoint, source.disaggRequestId, timeoutMs, job.signal);
   }
+  job.perf.kvTransferEnded();
   return answer(prepared);
 }
 

@@ -1,6 +1,6 @@
 /** Running the engine for a prepared request and turning its output into an HTTP reply. */
 
-import type { JsonObject } from "../json.ts";
+import { readInteger, type JsonObject } from "../json.ts";
 import { bodyStream, wholeBody } from "./body-stream.ts";
 import { ConnectionCut, runEngine, type EngineEvent, type EngineRun } from "./engine.ts";
 import type { OutputToken } from "./output-plan.ts";
@@ -12,7 +12,8 @@ const SSE_TYPE = "text/event-stream; charset=utf-8";
 const encoder = new TextEncoder();
 
 export function engineRun(prepared: PreparedJob, tokens: readonly OutputToken[], keepaliveMs?: number): EngineRun {
-  const { settings } = prepared;
+  const { settings, job } = prepared;
+  job.perf.setKvFacts({ promptTokens: prepared.promptTokenIds.length, cachedTokens: settings.cachedTokens, tokensPerBlock: job.worker.options.tokensPerBlock ?? 32 });
   return {
     prefillMs: settings.prefillMs,
     tokenMs: settings.tokenMs,
@@ -35,9 +36,14 @@ export interface CollectedOutput {
 /** Runs the engine to the end for a non-streamed answer. */
 export async function collectOutput(prepared: PreparedJob, run: EngineRun): Promise<CollectedOutput> {
   const tokens: OutputToken[] = [];
+  const { perf } = prepared.job;
+  perf.markScheduled();
   try {
     for await (const event of runEngine(run, prepared.job.signal)) {
-      if (event.kind === "token") tokens.push(event.token);
+      if (event.kind === "token") {
+        perf.markToken();
+        tokens.push(event.token);
+      }
       if (event.kind === "error") return { tokens, errorMessage: event.message, cut: undefined };
     }
   } catch (error) {
@@ -49,19 +55,31 @@ export async function collectOutput(prepared: PreparedJob, run: EngineRun): Prom
 
 /** A non-streamed JSON answer (cut halfway when the cut fault struck). */
 export function jsonReply(prepared: PreparedJob, answer: JsonObject, cut: ConnectionCut | undefined): Response {
-  return reply(prepared, wholeBody(encoder.encode(JSON.stringify(answer)), cut), JSON_TYPE);
+  const { perf, request } = prepared.job;
+  perf.markServerFirstToken();
+  const response = reply(prepared, wholeBody(encoder.encode(JSON.stringify(answer)), cut), JSON_TYPE);
+  if (cut !== undefined) return response;
+  keepRecord(prepared);
+  if (perf.requested) for (const [name, value] of Object.entries(perf.responseHeaders(request.phase))) response.headers.set(name, value);
+  return response;
 }
 
 /** A streamed answer: the response starts now, the engine runs as the reader pulls. */
 export function streamReply(prepared: PreparedJob, renderer: StreamRenderer, run: EngineRun): Response {
   const events = runEngine(run, prepared.job.signal);
-  return reply(prepared, sseBytes(renderer, events), SSE_TYPE);
+  return reply(prepared, sseBytes(prepared, renderer, events), SSE_TYPE);
 }
 
-async function* sseBytes(renderer: StreamRenderer, events: AsyncIterable<EngineEvent>): AsyncGenerator<Uint8Array, void> {
+async function* sseBytes(prepared: PreparedJob, renderer: StreamRenderer, events: AsyncIterable<EngineEvent>): AsyncGenerator<Uint8Array, void> {
+  const { perf, request } = prepared.job;
   yield* renderer.opening();
+  perf.markScheduled();
   for await (const event of events) {
-    if (event.kind === "token") yield* renderer.token(event.token, event.index);
+    if (event.kind === "token") {
+      perf.markToken();
+      yield* renderer.token(event.token, event.index);
+      perf.markServerFirstToken();
+    }
     if (event.kind === "keepalive") yield* renderer.keepalive();
     if (event.kind === "error") {
       yield* renderer.error(event.message);
@@ -69,6 +87,18 @@ async function* sseBytes(renderer: StreamRenderer, events: AsyncIterable<EngineE
     }
   }
   yield* renderer.done();
+  keepRecord(prepared);
+  // trtllm-serve appends its metrics to a stream that asked for them, after [DONE].
+  const event = perf.requested ? perf.streamEvent(request.phase) : undefined;
+  if (event !== undefined) yield event;
+}
+
+/** The finished request's /perf_metrics record (kept only when the worker keeps records). */
+function keepRecord(prepared: PreparedJob): void {
+  const { job } = prepared;
+  const { request } = job;
+  const ctxRequestId = request.phase === "context" ? job.engineRequestId : readInteger(request.disagg?.["ctx_request_id"]);
+  job.worker.perf.keep(job.perf.record(request.phase, job.engineRequestId, ctxRequestId));
 }
 
 function reply(prepared: PreparedJob, source: AsyncIterator<Uint8Array, void>, contentType: string): Response {

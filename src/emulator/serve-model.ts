@@ -4,9 +4,12 @@
  * turn a refusal into the worker's error envelope.
  */
 
-import { parseJson, type JsonValue } from "../json.ts";
+import type { JsonValue } from "../json.ts";
+import { metricsRequested } from "../observability/perf-format.ts";
+import { readRequestBody } from "./body-decode.ts";
 import { serveContextPhase } from "./context-phase.ts";
 import { serveAggregated, serveGenerationPhase } from "./generation-phase.ts";
+import { JobTimeline } from "./perf-timeline.ts";
 import { disaggRequestIdOf, phaseOf, readModelRequest, type ApiKind, type ModelPhase } from "./model-request.ts";
 import type { RecordedRequest, WorkerRole } from "./types.ts";
 import type { Job, WorkerContext } from "./worker-context.ts";
@@ -21,6 +24,7 @@ export async function serveModelRequest(
   api: ApiKind,
   stopping: AbortSignal,
 ): Promise<Response> {
+  const timeline = new JobTimeline(worker.perf, metricsRequested(req.headers));
   const body = await readJsonBody(req);
   const record = worker.log.add({
     method: req.method,
@@ -39,6 +43,7 @@ export async function serveModelRequest(
     if (body === undefined) throw new WorkerError(400, "Cannot parse the request body as JSON");
     const request = readModelRequest(api, body);
     checkRole(worker.options.role, request.phase);
+    timeline.markArrival();
     const job: Job = {
       worker,
       request,
@@ -47,6 +52,7 @@ export async function serveModelRequest(
       finish,
       cancel: () => lifetime.abort(),
       engineRequestId: request.disaggRequestId ?? worker.nextLocalId(),
+      perf: timeline,
     };
     return await servePhase(job);
   } catch (error) {
@@ -58,13 +64,9 @@ export async function serveModelRequest(
   }
 }
 
-/** The body parsed losslessly, or undefined when it is not JSON. */
-export async function readJsonBody(req: Request): Promise<JsonValue | undefined> {
-  try {
-    return parseJson(await req.text());
-  } catch {
-    return undefined;
-  }
+/** The body parsed losslessly (JSON, or msgpack under X-TRTLLM-Msgpack: 1), or undefined when unreadable. */
+export function readJsonBody(req: Request): Promise<JsonValue | undefined> {
+  return readRequestBody(req);
 }
 
 /**

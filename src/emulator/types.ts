@@ -55,6 +55,12 @@ export interface EmulatorOptions {
   maxRecords?: number;
   /** Register in etcd as TensorRT-LLM's disagg_cluster workers do, from start until stop (a mixed worker registers once per role). */
   register?: EmulatorRegistration;
+  /** Finished requests' records GET /perf_metrics keeps (default 0: none, as trtllm-serve's default). */
+  perfMetricsMaxRequests?: number;
+  /** Seconds added to this worker's steady clock, as if it ran on another host (default 0). */
+  clockSkewS?: number;
+  /** Pause between the receive and transmit stamps of GET /steady_clock_offset (default 200, as trtllm-serve). */
+  clockProbeDelayMs?: number;
 }
 
 export interface EmulatorRegistration {

@@ -3,6 +3,8 @@
 import type { KvBlockCache } from "./kv-cache.ts";
 import type { KvHandoffTable } from "./kv-handoff.ts";
 import type { ModelRequest } from "./model-request.ts";
+import type { WorkerPerfState } from "./perf-state.ts";
+import type { JobTimeline } from "./perf-timeline.ts";
 import type { RequestLog } from "./request-log.ts";
 import type { EmulatorOptions, RecordedRequest } from "./types.ts";
 
@@ -15,6 +17,8 @@ export interface WorkerContext {
   readonly handoffs: KvHandoffTable;
   /** Prompt prefixes in the KV cache, and their events for /kv_cache_events. */
   readonly kvCache: KvBlockCache;
+  /** Steady clock, its offset from the proxy, iteration counter and /perf_metrics records. */
+  readonly perf: WorkerPerfState;
   /** A request id below 2^40, the range real workers keep for their local ids. */
   nextLocalId(): bigint;
 }
@@ -31,4 +35,6 @@ export interface Job {
   readonly cancel: () => void;
   /** disagg_request_id when the proxy sent one, else the local id. */
   readonly engineRequestId: bigint;
+  /** What the engine measured of this request (per-request perf metrics). */
+  readonly perf: JobTimeline;
 }

@@ -8,6 +8,8 @@ import { health, countTokens, kvCacheEvents, kvHandoff, models, serverInfo, vers
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
 import { KvHandoffTable } from "./kv-handoff.ts";
+import { WorkerPerfState } from "./perf-state.ts";
+import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf-routes.ts";
 import type { ApiKind } from "./model-request.ts";
 import { RequestLog } from "./request-log.ts";
 import { readJsonBody, serveModelRequest } from "./serve-model.ts";
@@ -21,7 +23,8 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
   "/v1/responses": "responses",
 };
 
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version"]);
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics"]);
+const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
 const DEFAULT_KV_WAIT_MS = 60_000;
@@ -40,6 +43,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly log: RequestLog;
   readonly handoffs: KvHandoffTable;
   readonly kvCache: KvBlockCache;
+  readonly perf: WorkerPerfState;
   readonly #server: Server<undefined>;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
@@ -52,6 +56,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.log = new RequestLog(options.maxRecords);
     this.model = options.model ?? "emulated-model";
     this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
+    this.perf = new WorkerPerfState(options);
     this.kvCache = new KvBlockCache({
       tokensPerBlock: options.tokensPerBlock ?? 32,
       capacityBlocks: options.kvCacheBlocks ?? 8192,
@@ -155,6 +160,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === KV_EVENTS_PATH) {
       return req.method === "POST" ? kvCacheEvents(this) : detailResponse(405, "Method Not Allowed");
     }
+    if (path === CLOCK_PATH) {
+      if (req.method === "GET") return steadyClockProbe(this, req.signal);
+      return req.method === "POST" ? setSteadyClockOffset(this, body) : detailResponse(405, "Method Not Allowed");
+    }
     if (path === COUNT_TOKENS_PATH) {
       return req.method === "POST" ? countTokens(body) : detailResponse(405, "Method Not Allowed");
     }
@@ -163,6 +172,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/health") return health();
     if (path === "/server_info") return serverInfo(this);
     if (path === "/v1/models") return models(this, this.#startedAt);
+    if (path === "/perf_metrics") return perfMetrics(this);
     return version();
   }
 }

@@ -1,31 +1,38 @@
 import { describe, expect, test } from "bun:test";
-import { legTraceHeaders, traceFrom } from "./trace-context.ts";
+import { legTraceHeaders, randomHexBytes, sampled, traceFrom } from "./trace-context.ts";
 
 const CLIENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 describe("trace context", () => {
-  test("a client's traceparent keeps its trace id and flags; its tracestate is carried", () => {
+  test("a client's traceparent keeps its trace id and flags; its tracestate is carried; the proxy's span is new", () => {
     const trace = traceFrom(new Headers({ traceparent: CLIENT, tracestate: "vendor=x" }));
-    expect(trace).toEqual({ traceId: "0af7651916cd43dd8448eb211c80319c", parentSpanId: "b7ad6b7169203331", flags: "01", tracestate: "vendor=x" });
+    expect(trace).toMatchObject({ traceId: "0af7651916cd43dd8448eb211c80319c", clientSpanId: "b7ad6b7169203331", flags: "01", tracestate: "vendor=x" });
+    expect(trace.serverSpanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(trace.serverSpanId).not.toBe("b7ad6b7169203331");
   });
 
-  test("each leg attempt gets a new span id under the same trace", () => {
+  test("each leg attempt's traceparent carries the trace id and the span id it was given", () => {
     const trace = traceFrom(new Headers({ traceparent: CLIENT }));
-    const a = legTraceHeaders(trace)["traceparent"]!;
-    const b = legTraceHeaders(trace)["traceparent"]!;
-    expect(a.split("-")[1]).toBe(trace.traceId);
-    expect(b.split("-")[1]).toBe(trace.traceId);
-    expect(a.split("-")[2]).not.toBe(b.split("-")[2]);
-    expect(a.split("-")[2]).not.toBe(trace.parentSpanId);
+    const a = randomHexBytes(8);
+    const b = randomHexBytes(8);
+    expect(legTraceHeaders(trace, a)["traceparent"]).toBe(`00-${trace.traceId}-${a}-01`);
+    expect(legTraceHeaders(trace, b)["traceparent"]).toBe(`00-${trace.traceId}-${b}-01`);
+    expect(a).not.toBe(b);
   });
 
   test.each(["garbage", "00-00000000000000000000000000000000-b7ad6b7169203331-01", "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"])(
-    "an invalid traceparent %p starts a new trace",
+    "an invalid traceparent %p starts a new, sampled trace",
     (value) => {
       const trace = traceFrom(new Headers({ traceparent: value }));
       expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
       expect(trace.traceId).not.toBe("0af7651916cd43dd8448eb211c80319c");
+      expect(trace.clientSpanId).toBeUndefined();
       expect(trace.tracestate).toBeUndefined();
+      expect(sampled(trace)).toBe(true);
     },
   );
+
+  test("a client's unsampled trace stays unsampled", () => {
+    expect(sampled(traceFrom(new Headers({ traceparent: CLIENT.replace(/-01$/, "-00") })))).toBe(false);
+  });
 });

@@ -1,37 +1,65 @@
 /**
  * W3C Trace Context (traceparent / tracestate): a request keeps the client's trace id, or
- * starts a trace; every upstream leg attempt is a new span under it.
+ * starts a trace. The proxy's own span for the request (exported as `disaggregated_request`)
+ * is the client's span's child; every upstream leg attempt is a new span under it.
  */
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const ZERO_TRACE = "0".repeat(32);
 const ZERO_SPAN = "0".repeat(16);
 
+export type RandomHex = (bytes: number) => string;
+
 export interface TraceContext {
   readonly traceId: string;
-  /** The client's span (or ours when we started the trace). */
-  readonly parentSpanId: string;
+  /** The client's span, when the client sent a valid traceparent; undefined when we started the trace. */
+  readonly clientSpanId: string | undefined;
+  /** The proxy's span for the request: the parent of every leg attempt's span. */
+  readonly serverSpanId: string;
   readonly flags: string;
   readonly tracestate: string | undefined;
 }
 
-export function traceFrom(headers: Headers, randomHex: (bytes: number) => string = randomHexBytes): TraceContext {
+export function traceFrom(headers: Headers, randomHex: RandomHex = randomHexBytes): TraceContext {
   const match = TRACEPARENT.exec(headers.get("traceparent")?.trim().toLowerCase() ?? "");
   const [, version, traceId, spanId, flags] = match ?? [];
   const valid = version !== undefined && version !== "ff" && traceId !== ZERO_TRACE && spanId !== ZERO_SPAN;
   if (valid && traceId !== undefined && spanId !== undefined && flags !== undefined) {
-    return { traceId, parentSpanId: spanId, flags, tracestate: headers.get("tracestate") ?? undefined };
+    return { traceId, clientSpanId: spanId, serverSpanId: randomHex(8), flags, tracestate: headers.get("tracestate") ?? undefined };
   }
-  return { traceId: randomHex(16), parentSpanId: randomHex(8), flags: "01", tracestate: undefined };
+  return { traceId: randomHex(16), clientSpanId: undefined, serverSpanId: randomHex(8), flags: "01", tracestate: undefined };
 }
 
-/** Headers for one leg attempt: the same trace, a fresh span id. */
-export function legTraceHeaders(trace: TraceContext, randomHex: (bytes: number) => string = randomHexBytes): Record<string, string> {
-  const headers: Record<string, string> = { traceparent: `00-${trace.traceId}-${randomHex(8)}-${trace.flags}` };
+/** The trace is sampled (flags bit 0): only then are its spans recorded and exported. */
+export function sampled(trace: TraceContext): boolean {
+  return (Number.parseInt(trace.flags, 16) & 1) === 1;
+}
+
+/** Headers for one leg attempt: the same trace, the attempt's own span id. */
+export function legTraceHeaders(trace: TraceContext, spanId: string): Record<string, string> {
+  const headers: Record<string, string> = { traceparent: `00-${trace.traceId}-${spanId}-${trace.flags}` };
   if (trace.tracestate !== undefined) headers["tracestate"] = trace.tracestate;
   return headers;
 }
 
-function randomHexBytes(bytes: number): string {
+export function randomHexBytes(bytes: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
+}
+
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
+/** Random ids drawn from a pool refilled 4 KiB at a time: one system call per ~256 span ids. */
+export class RandomIds {
+  readonly #pool = new Uint8Array(4096);
+  #next = this.#pool.length;
+
+  readonly hex: RandomHex = (bytes) => {
+    if (this.#next + bytes > this.#pool.length) {
+      crypto.getRandomValues(this.#pool);
+      this.#next = 0;
+    }
+    let out = "";
+    for (let i = 0; i < bytes; i++) out += HEX[this.#pool[this.#next++] ?? 0];
+    return out;
+  };
 }

@@ -1,9 +1,12 @@
 import { asProxyError, type ProxyError } from "../errors.ts";
+import { RETURN_METRICS_HEADER } from "../observability/perf-format.ts";
+import type { LegSpan } from "../observability/request-spans.ts";
 import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { contentWeight, type RoutingRequest } from "../routing/routing-request.ts";
 import type { Role } from "../routing/worker-pool.ts";
+import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/client.ts";
 import { pause } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
@@ -22,10 +25,12 @@ export interface LegPlan {
   readonly routing: RoutingRequest;
   readonly signal: AbortSignal;
   readonly retryable: (error: ProxyError) => boolean;
-  /** Headers every attempt carries besides the trace (the internal HMAC). */
+  /** Headers every attempt carries besides the trace (the internal HMAC, the body's encoding). */
   readonly headers: Readonly<Record<string, string>>;
-  /** Body of attempt n (a context retry gets a fresh disagg_request_id). */
-  readonly body: (attempt: number) => string;
+  /** Body of attempt n, encoded (a context retry gets a fresh disagg_request_id). */
+  readonly body: (attempt: number) => WorkerBody;
+  /** The disagg_request_id attempt n sent (read after its body was built). */
+  readonly sentId: (attempt: number) => bigint;
 }
 
 /** Runs a leg's attempts: placement, the call, retries, and what each attempt reports. */
@@ -44,21 +49,29 @@ export async function runLeg<T>(
     ctx.hooks.legAttempt(plan.role);
     if (!releaseOnAnswer) ctx.markStreamedGenerationStart();
     const finished = (success: boolean): void => void deps.placement.finished(plan.role, placed.worker.origin, plan.routing, success);
+    const body = plan.body(attempt);
+    const span = ctx.spans.startLeg({ role: plan.role, origin: placed.worker.origin, path: plan.path, attempt, disaggRequestId: plan.sentId(attempt) });
     try {
-      const result = await call(postOf(deps, ctx, plan, placed, attempt));
+      const result = await call(postOf(deps, ctx, plan, placed, body, span));
       if (releaseOnAnswer) {
         reservation.release();
         finished(true);
+        span.end();
         const seconds = (performance.now() - startedAt) / 1000;
         ctx.hooks.legCompleted(plan.role, seconds, seconds);
       } else {
-        ctx.atEnd((error) => finished(error === undefined));
+        // A streamed leg lasts until the request's end.
+        ctx.atEnd((error) => {
+          finished(error === undefined);
+          span.end(error);
+        });
       }
       return { origin: placed.worker.origin, result };
     } catch (thrown) {
       reservation.release();
       finished(false);
       const error = asProxyError(thrown);
+      span.end(error);
       const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       reportFailure(deps, ctx, plan, placed, error, last ? undefined : attempt + 1);
       if (last) throw error;
@@ -69,19 +82,21 @@ export async function runLeg<T>(
   }
 }
 
-function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number): WorkerPost {
+function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, body: WorkerBody, span: LegSpan): WorkerPost {
+  const headers: Record<string, string> = { ...plan.headers, ...legTraceHeaders(ctx.trace, span.spanId) };
+  // Workers are asked for their metrics only when this request's are collected (§5.3).
+  if (ctx.perf !== undefined) headers[RETURN_METRICS_HEADER] = "1";
   return {
     role: plan.role,
     origin: placed.worker.origin,
     path: plan.path,
-    body: plan.body(attempt),
+    body,
     signal: plan.signal,
     timeoutMs: deps.config.requestTimeoutMs,
     fetch: deps.workerFetch,
-    headers: { ...plan.headers, ...legTraceHeaders(ctx.trace) },
+    headers,
   };
 }
-
 
 /** Logs a failed attempt and counts it; `retry` is the number of the retry that follows, if any. */
 function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, error: ProxyError, retry: number | undefined): void {

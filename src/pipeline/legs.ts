@@ -2,6 +2,7 @@ import { isJsonObject, type JsonObject } from "../json.ts";
 import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
+import { JSON_CODEC } from "../workers/body-codec.ts";
 import { postForJson, postForStream } from "../workers/client.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { runLeg, type LegPlan } from "./leg-runner.ts";
@@ -27,6 +28,8 @@ export async function runContextLeg(
     return ids[attempt];
   };
   let sentId = ctx.disaggRequestId;
+  const codec = deps.bodyCodec ?? JSON_CODEC;
+  ctx.perf?.markContextDispatch();
   const { origin, result } = await runLeg(deps, ctx, {
     role: "context",
     path: WORKER_PATH[input.api],
@@ -36,13 +39,15 @@ export async function runContextLeg(
     routing: input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: contextLegRetryable,
-    headers: {},
+    headers: codec.headers,
     body: (attempt) => {
       sentId = idOf(attempt);
-      return JSON.stringify(options.body(sentId));
+      return codec.encode(options.body(sentId));
     },
+    sentId: idOf,
   }, (post) => postForJson(post), true);
   ctx.contextWorker = origin;
+  ctx.perf?.workerAnswered("ctx", origin, result.headers);
   return { answer: result.body, origin, sentId };
 }
 
@@ -60,7 +65,8 @@ export async function runGenerationLeg(
     routing?: RoutingRequest;
   },
 ): Promise<{ kind: "json"; body: JsonObject; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
-  const text = JSON.stringify(options.body);
+  const codec = deps.bodyCodec ?? JSON_CODEC;
+  const encoded = codec.encode(options.body);
   const plan: LegPlan = {
     role: "generation",
     path: WORKER_PATH[input.api],
@@ -70,16 +76,19 @@ export async function runGenerationLeg(
     routing: options.routing ?? input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: generationLegRetryable,
-    headers: internalAuth(deps, options.body),
-    body: () => text,
+    headers: { ...codec.headers, ...internalAuth(deps, options.body) },
+    body: () => encoded,
+    sentId: () => ctx.engineRequestId,
   };
   if (input.stream) {
     const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForStream(post), false);
     ctx.generationWorker = origin;
+    ctx.perf?.workerAnswered("gen", origin, result.headers);
     return { kind: "stream", response: result, headers: result.headers };
   }
   const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForJson(post), true);
   ctx.generationWorker = origin;
+  ctx.perf?.workerAnswered("gen", origin, result.headers);
   return { kind: "json", body: result.body, headers: result.headers };
 }
 

@@ -4,6 +4,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
+import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
 /** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
@@ -38,4 +39,6 @@ export interface PipelineDeps {
   readonly ids: DisaggIdAllocator;
   readonly logger: Logger;
   readonly workerFetch: WorkerFetch;
+  /** How worker-bound bodies are encoded (default JSON; --worker-msgpack: msgpack). */
+  readonly bodyCodec?: BodyCodec;
 }

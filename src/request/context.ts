@@ -1,4 +1,6 @@
 import { ProxyError, type Outcome } from "../errors.ts";
+import type { RequestPerf } from "../observability/request-perf.ts";
+import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../routing/worker-pool.ts";
@@ -53,6 +55,10 @@ export interface RequestContextOptions {
   readonly trace: TraceContext;
   readonly hooks?: RequestHooks;
   readonly now?: () => number;
+  /** Per-request perf metrics, when they are collected for this request. */
+  readonly perf?: RequestPerf | undefined;
+  /** The request's spans (default: leg span ids only, nothing exported). */
+  readonly spans?: RequestSpans;
 }
 
 /**
@@ -71,6 +77,10 @@ export class RequestContext {
   /** The client's trace (or one started for it); each leg attempt is a span under it. */
   readonly trace: TraceContext;
   readonly hooks: RequestHooks;
+  /** Per-request perf metrics (return_perf_metrics / perf_metrics_output_dir); undefined when not collected. */
+  readonly perf: RequestPerf | undefined;
+  /** Its server span and one client span per leg attempt (otlp_config). */
+  readonly spans: RequestSpans;
   contextWorker: string | undefined;
   generationWorker: string | undefined;
   retries = 0;
@@ -94,6 +104,8 @@ export class RequestContext {
     this.stream = options.stream;
     this.trace = options.trace;
     this.hooks = options.hooks ?? NO_HOOKS;
+    this.perf = options.perf;
+    this.spans = options.spans ?? requestSpans(options.trace, options.route, undefined);
     this.#schedule = options.schedule;
     this.#onEnd = options.onEnd;
     this.#now = options.now ?? performance.now.bind(performance);

@@ -38,6 +38,11 @@ export function clusterInfo(app: App): Response {
   });
 }
 
+/** GET /perf_metrics (reference §5.2): workers' records joined per completed request; [] unless perf_metrics_max_requests > 0. */
+export async function perfMetrics(app: App): Promise<Response> {
+  return new Response(JSON.stringify(await app.telemetry.perfMetrics()), { headers: { "content-type": "application/json" } });
+}
+
 /** GET /v1/models, answered by a ready context worker. */
 export async function models(app: App, request: Request): Promise<Response> {
   const worker = app.placement.pool.ready("context")[0];

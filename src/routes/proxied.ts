@@ -2,6 +2,7 @@ import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { ApiKind } from "../pipeline/types.ts";
+import { withPerfMetricsEvent } from "../dialects/perf-metrics-stage.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { App } from "../server/app.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
@@ -59,7 +60,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     return respondWithStream({
       ctx,
       outcome,
-      dialect: opened.stream,
+      dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf),
       timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
       headers: () => streamHeaders(headers()),
       errorResponse: (error) => dialect.errorResponse(error, headers()),
@@ -72,9 +73,12 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     const text = JSON.stringify(rendered);
     ctx.bytesOut = text.length;
     ctx.markFirstByte();
+    ctx.perf?.markFirstToken();
+    ctx.perf?.markDone();
     ctx.end(200);
     const out = headers();
     out.set("content-type", "application/json");
+    if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) out.set(name, value);
     return new Response(text, { status: 200, headers: out });
   } catch (thrown) {
     const error = asProxyError(thrown);

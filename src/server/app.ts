@@ -1,13 +1,15 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { traceFrom } from "../observability/trace-context.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
 import { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import type { StreamTimings } from "../streaming/early-stream.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
+import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
+import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
+import { Telemetry } from "../observability/telemetry.ts";
 import type { DiscoveryStatus } from "../discovery/index.ts";
 import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
@@ -45,6 +47,8 @@ export interface App extends PipelineDeps {
   startRequest(route: string, stream: boolean, client: Request): Promise<RequestContext>;
   /** From now on new requests are refused with 503 and Retry-After. */
   startDraining(): void;
+  /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
+  readonly telemetry: Telemetry;
 }
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
@@ -57,12 +61,20 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   let draining = false;
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
+  const telemetry = new Telemetry(config, {
+    logger,
+    version,
+    workerOrigins: () => placement.pool.origins(),
+    fetchWorkerPerfMetrics: (origin) => fetchWorkerPerfMetrics(workerFetch, origin, config.healthCheckTimeoutMs),
+  });
   return {
     config,
     placement,
     ids,
     logger,
     workerFetch,
+    bodyCodec: config.workerMsgpack ? msgpackCodec() : JSON_CODEC,
+    telemetry,
     version,
     active,
     metrics,
@@ -97,16 +109,22 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         throw drainingError();
       }
       metrics.requestAccepted(route, stream);
+      const trace = telemetry.traceFor(client.headers);
       const ctx: RequestContext = new RequestContext({
         disaggRequestId: ids.next(),
         route,
         stream,
         schedule: config.schedule,
-        trace: traceFrom(client.headers),
+        trace,
         hooks: metricsHooks(metrics, route),
+        perf: telemetry.perfFor(client.headers),
+        spans: telemetry.spansFor(trace, route),
         onEnd: (summary) => {
           active.delete(ctx);
           release();
+          const { perf, contextWorker, generationWorker } = ctx;
+          telemetry.finished({ ...summary, perf, contextWorker, generationWorker, ok: summary.outcome === "ok" });
+          ctx.spans.end(summary);
           metrics.requestEnded(route, summary.outcome, summary.status);
           if (summary.outcome === "client_disconnected") metrics.clientDisconnected(route);
           logRequest(logger, summary);

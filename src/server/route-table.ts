@@ -1,4 +1,4 @@
-import { clusterInfo, health, livez, metrics, models, version } from "../routes/info.ts";
+import { clusterInfo, health, livez, metrics, models, perfMetrics, version } from "../routes/info.ts";
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
 import { responses } from "../routes/responses.ts";
@@ -15,6 +15,7 @@ export const ROUTES: RouteTable = {
   "/livez": { methods: { GET: livez }, access: "open" },
   "/version": { methods: { GET: version }, access: "open" },
   "/cluster_info": { methods: { GET: clusterInfo } },
+  "/perf_metrics": { methods: { GET: perfMetrics } },
   "/prometheus/metrics": { methods: { GET: metrics }, access: "metrics" },
   "/metrics": { methods: { GET: metrics }, access: "metrics" },
 };

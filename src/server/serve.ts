@@ -43,6 +43,8 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const stop = async (): Promise<void> => {
     stopping.abort();
     await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
+    // Spans still queued and perf records still being written go out before exit.
+    await app.telemetry.flush();
   };
   return {
     url: current().url,

@@ -1,5 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import type { WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 
@@ -10,13 +11,14 @@ export interface WorkerPost {
   readonly role: "context" | "generation";
   readonly origin: string;
   readonly path: string;
-  readonly body: string;
+  /** JSON text, or msgpack bytes (their X-TRTLLM-Msgpack header comes in `headers`). */
+  readonly body: WorkerBody;
   /** Aborts the call: the request's end, or the paired leg's failure. */
   readonly signal: AbortSignal;
   /** Non-streamed: bound on the whole call. Streamed: bound on the wait for headers. */
   readonly timeoutMs: number;
   readonly fetch: WorkerFetch;
-  /** Per-attempt headers (trace context). */
+  /** Per-attempt headers (trace context, internal HMAC, metrics request, body encoding). */
   readonly headers: Readonly<Record<string, string>>;
 }
 

@@ -1,10 +1,13 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
+import { steadySeconds } from "../observability/steady-clock.ts";
 import type { WorkerPool } from "../routing/worker-pool.ts";
+import { syncWorkerClock } from "./clock-sync.ts";
 import type { WorkerFetch } from "./transport.ts";
 
-type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses">;
+type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses"> &
+  Partial<Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests">>;
 
 interface Streak {
   failures: number;
@@ -14,7 +17,8 @@ interface Streak {
 /**
  * Worker health after start-up: each origin's /health is checked; a worker failing
  * `healthCheckFailures` checks in a row leaves rotation, one passing `healthCheckSuccesses`
- * in a row (re)joins it, with its /server_info fetched on the way in.
+ * in a row (re)joins it, with its /server_info fetched on the way in (and, when per-request
+ * perf metrics are on, its steady clock aligned with ours, as trtllm-serve prepares a server).
  */
 export class HealthMonitor {
   readonly #pool: WorkerPool;
@@ -51,6 +55,9 @@ export class HealthMonitor {
       this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
       const info = await serverInfo(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
+      if (perfMetricsOn(this.#settings)) {
+        await syncWorkerClock(origin, { fetch: this.#fetch, clock: steadySeconds, logger: this.#logger, timeoutMs: this.#settings.healthCheckTimeoutMs, signal });
+      }
       for (const entry of this.#pool.entriesOf(origin)) {
         entry.serverInfo = info ?? entry.serverInfo;
         entry.ready = true;
@@ -58,6 +65,10 @@ export class HealthMonitor {
       this.#logger.info("worker ready", { worker: origin, roles: entries.map((entry) => entry.role) });
     }
   }
+}
+
+function perfMetricsOn(settings: HealthSettings): boolean {
+  return settings.returnPerfMetrics === true || settings.perfMetricsOutputDir !== undefined || (settings.perfMetricsMaxRequests ?? 0) > 0;
 }
 
 async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {

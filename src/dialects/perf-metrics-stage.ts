@@ -1,0 +1,64 @@
+/**
+ * The relay stage of a stream whose perf metrics were asked for (reference §5.3): the
+ * generation worker's own trailing `trtllm.perf_metrics` event is withheld (its data kept for
+ * the merge), and the proxy's merged event follows the last byte when the client asked for it.
+ * This is the one place the relay waits for frame boundaries, and only for such requests.
+ */
+
+import { ProxyError } from "../errors.ts";
+import { PERF_EVENT_NAME } from "../observability/perf-format.ts";
+import type { RequestPerf } from "../observability/request-perf.ts";
+import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
+import type { DialectStream } from "../streaming/dialect.ts";
+
+const EVENT_FIELD = new TextEncoder().encode("event:");
+const CR = 0x0d;
+const LF = 0x0a;
+
+export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf): DialectStream {
+  const scanner = new SseFrameScanner();
+  return {
+    opening: () => inner.opening(),
+    push(chunk) {
+      perf.markFirstToken();
+      const kept: Uint8Array[] = [];
+      for (const frame of scanner.push(chunk)) {
+        if (isPerfEvent(frame)) perf.workerEvent("gen", frame.data ?? "");
+        else kept.push(frame.raw);
+      }
+      return kept.length === 0 ? undefined : inner.push(concat(kept));
+    },
+    keepalive: () => inner.keepalive(),
+    end() {
+      perf.markDone();
+      const tail = inner.end();
+      if (tail instanceof ProxyError) return tail;
+      const event = perf.exposed ? perf.clientEvent() : undefined;
+      return event === undefined ? tail : concat(tail === undefined ? [event] : [tail, event]);
+    },
+    fail: (error) => inner.fail(error),
+    get workerError() {
+      return inner.workerError;
+    },
+  };
+}
+
+/** Only frames opening with an `event:` line are decoded; token frames are judged by one byte compare. */
+function isPerfEvent(frame: SseFrame): boolean {
+  const raw = frame.raw;
+  let at = 0;
+  while (at < raw.length && (raw[at] === CR || raw[at] === LF)) at++;
+  for (let i = 0; i < EVENT_FIELD.length; i++) if (raw[at + i] !== EVENT_FIELD[i]) return false;
+  return frame.event === PERF_EVENT_NAME;
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1 && parts[0] !== undefined) return parts[0];
+  const out = new Uint8Array(parts.reduce((size, part) => size + part.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
+}
