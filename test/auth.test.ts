@@ -92,3 +92,30 @@ describe.each(["context_first", "generation_first"] as const)("%s: internal HMAC
     expect(gen.headers[DISAGG_AUTH_HEADER]).toBeUndefined();
   });
 });
+
+describe("sub-agent affinity", () => {
+  const withAffinity = { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3, conversation_params: { conversation_id: "conv-1", subagent_affinity_id: " agent-b " } };
+
+  test("both legs carry the signed affinity headers, and the id never travels in the body", async () => {
+    await using cluster = await startCluster({ contexts: [{ faults: { rejectStatus: 503 } }, {}], config: { internalAuthKey: "shared-secret" } });
+    expect((await cluster.post("/v1/chat/completions", withAffinity)).status).toBe(200);
+    const attempts = [...cluster.contexts[0]!.requests, ...cluster.contexts[1]!.requests].filter((r) => r.phase === "context");
+    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
+    expect(attempts).toHaveLength(2);
+    for (const leg of [...attempts, gen]) {
+      expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBe("agent-b");
+      expect(leg.headers["x-trtllm-subagent-affinity-auth"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+      expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "conv-1" });
+    }
+    // The signature covers each attempt's own disagg_request_id: a context retry is signed anew.
+    expect(attempts[0]!.headers["x-trtllm-subagent-affinity-auth"]).not.toBe(attempts[1]!.headers["x-trtllm-subagent-affinity-auth"]);
+  });
+
+  test("without an internal key a request with a sub-agent affinity id is refused before any worker", async () => {
+    await using cluster = await startCluster();
+    const response = await cluster.post("/v1/chat/completions", withAffinity);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toContain("internal_request_auth_key");
+    expect(cluster.contexts[0]!.requests.filter((r) => r.method === "POST")).toHaveLength(0);
+  });
+});

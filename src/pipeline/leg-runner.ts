@@ -8,6 +8,7 @@ import { contentWeight, type RoutingRequest } from "../routing/routing-request.t
 import type { Role } from "../routing/worker-pool.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/client.ts";
+import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { pause } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
 
@@ -31,6 +32,8 @@ export interface LegPlan {
   readonly body: (attempt: number) => WorkerBody;
   /** The disagg_request_id attempt n sent (read after its body was built). */
   readonly sentId: (attempt: number) => bigint;
+  /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
+  readonly affinity: Affinity | undefined;
 }
 
 /** Runs a leg's attempts: placement, the call, retries, and what each attempt reports. */
@@ -52,7 +55,7 @@ export async function runLeg<T>(
     const body = plan.body(attempt);
     const span = ctx.spans.startLeg({ role: plan.role, origin: placed.worker.origin, path: plan.path, attempt, disaggRequestId: plan.sentId(attempt) });
     try {
-      const result = await call(postOf(deps, ctx, plan, placed, body, span));
+      const result = await call(postOf(deps, ctx, plan, placed, body, span, plan.sentId(attempt)));
       if (releaseOnAnswer) {
         reservation.release();
         finished(true);
@@ -82,8 +85,12 @@ export async function runLeg<T>(
   }
 }
 
-function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, body: WorkerBody, span: LegSpan): WorkerPost {
-  const headers: Record<string, string> = { ...plan.headers, ...legTraceHeaders(ctx.trace, span.spanId) };
+function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, body: WorkerBody, span: LegSpan, id: bigint): WorkerPost {
+  const headers: Record<string, string> = {
+    ...plan.headers,
+    ...affinityHeaders(deps.config.internalAuthKey, plan.affinity, plan.role, id),
+    ...legTraceHeaders(ctx.trace, span.spanId),
+  };
   // Workers are asked for their metrics only when this request's are collected (§5.3).
   if (ctx.perf !== undefined) headers[RETURN_METRICS_HEADER] = "1";
   return {

@@ -45,6 +45,7 @@ export async function runContextLeg(
       return codec.encode(options.body(sentId));
     },
     sentId: idOf,
+    affinity: input.affinity,
   }, (post) => postForJson(post), true);
   ctx.contextWorker = origin;
   ctx.perf?.workerAnswered("ctx", origin, result.headers);
@@ -79,6 +80,7 @@ export async function runGenerationLeg(
     headers: { ...codec.headers, ...internalAuth(deps, options.body) },
     body: () => encoded,
     sentId: () => ctx.engineRequestId,
+    affinity: input.affinity,
   };
   if (input.stream) {
     const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForStream(post), false);

@@ -4,6 +4,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
+import type { Affinity } from "./affinity.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
@@ -23,6 +24,8 @@ export interface PipelineInput {
   readonly stream: boolean;
   /** What the routers may know of the request (prompt text, token ids, conversation). */
   readonly routing: RoutingRequest;
+  /** Sub-agent affinity, sent as signed headers to both legs. */
+  readonly affinity?: Affinity | undefined;
 }
 
 /**

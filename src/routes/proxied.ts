@@ -1,5 +1,6 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
+import { takeAffinity } from "../pipeline/affinity.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { ApiKind } from "../pipeline/types.ts";
 import { withPerfMetricsEvent } from "../dialects/perf-metrics-stage.ts";
@@ -44,7 +45,7 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { app, request, dialect } = call;
-  const body = withConversationId(call.body, request.headers);
+  const { body, affinity } = takeAffinity(withConversationId(call.body, request.headers), app.config.internalAuthKey);
   call.keepOpen();
   const stream = body["stream"] === true;
   const ctx = await app.startRequest(call.route, stream, request);
@@ -53,7 +54,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   else request.signal.addEventListener("abort", clientGone, { once: true });
   call.prepare?.(ctx, body);
   const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
-  const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing });
+  const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing, affinity });
   const headers = (): Headers => engineHeaders(ctx);
   if (stream) {
     const opened = dialect.openStream(body);
