@@ -73,6 +73,8 @@ export const OPTIONS = [
   { section: "serve", name: "body-grace-ms", key: "bodyGraceMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.bodyGraceMs), description: "How long a request body may take before its rate is judged" },
   { section: "serve", name: "metadata-config", short: "m", key: "metadataConfigFile", kind: "string", arg: "FILE", description: "TensorRT-LLM metadata_config.yaml: discover workers under etcd's trtllm/ keys" },
   { section: "serve", name: "worker-msgpack", key: "workerMsgpack", kind: "flag", description: "Send bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy does" },
+  { section: "serve", name: "max-answer-bytes", key: "maxAnswerBytes", kind: "int", arg: "N", min: 1024, default: String(DEFAULTS.maxAnswerBytes), description: "Largest non-streamed worker answer accepted (larger: 502)" },
+  { section: "serve", name: "max-sse-event-bytes", key: "maxSseEventBytes", kind: "int", arg: "N", min: 1024, default: String(DEFAULTS.maxSseEventBytes), description: "Largest single SSE line or event from a worker stream (larger: the stream ends with an error)" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },

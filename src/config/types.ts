@@ -49,6 +49,9 @@ export interface ProxyConfig {
   readonly processId: number;
   readonly logLevel: LogLevel;
   readonly maxBodyBytes: number;
+  /** Hostile-worker bounds: a non-streamed worker answer, and one SSE event of a worker stream. */
+  readonly maxAnswerBytes: number;
+  readonly maxSseEventBytes: number;
   /** Slowloris floor: a body slower than this on average after the grace period is cut (408). */
   readonly bodyMinBytesPerSecond: number;
   readonly bodyGraceMs: number;
@@ -128,6 +131,8 @@ export const DEFAULTS = {
   keepaliveIntervalMs: 15_000,
   logLevel: "info",
   maxBodyBytes: 32 * 1024 * 1024,
+  maxAnswerBytes: 64 * 1024 * 1024,
+  maxSseEventBytes: 1024 * 1024,
   bodyMinBytesPerSecond: 1024,
   bodyGraceMs: 10_000,
   healthCheckIntervalMs: 5000,

@@ -100,6 +100,7 @@ function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: 
     body,
     signal: plan.signal,
     timeoutMs: deps.config.requestTimeoutMs,
+    maxAnswerBytes: deps.config.maxAnswerBytes,
     fetch: deps.workerFetch,
     headers,
   };

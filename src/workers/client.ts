@@ -4,8 +4,6 @@ import type { WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 
-/** A non-streamed answer larger than this is refused (context answers carry token ids). */
-const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 export interface WorkerPost {
   readonly role: "context" | "generation";
@@ -20,6 +18,8 @@ export interface WorkerPost {
   readonly fetch: WorkerFetch;
   /** Per-attempt headers (trace context, internal HMAC, metrics request, body encoding). */
   readonly headers: Readonly<Record<string, string>>;
+  /** A non-streamed answer larger than this is refused (context answers carry token ids). */
+  readonly maxAnswerBytes: number;
 }
 
 export interface JsonAnswer {
@@ -27,18 +27,27 @@ export interface JsonAnswer {
   readonly headers: Headers;
 }
 
-const decoder = new TextDecoder();
+/** Fatal: a worker answer that is not UTF-8 is a broken answer, not text to repair. */
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+function decodeAnswer(bytes: Uint8Array): string {
+  try {
+    return decoder.decode(bytes);
+  } catch (cause) {
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid UTF-8", { cause });
+  }
+}
 
 /** POSTs a non-streamed request and returns the worker's JSON answer, or throws a ProxyError. */
 export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const deadline = new Deadline(post.timeoutMs);
   const response = await send(post, deadline);
   try {
-    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, MAX_ANSWER_BYTES, post.origin));
+    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin));
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
-    const text = decoder.decode(await readBounded(response.body, MAX_ANSWER_BYTES));
+    const text = decodeAnswer(await readBounded(response.body, post.maxAnswerBytes));
     const body = parseAnswer(text);
     return { body, headers: response.headers };
   } catch (error) {
