@@ -1,8 +1,8 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson } from "../json.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
-import { dataHead, headStartsWith, isExactly } from "../sse/frame.ts";
-import { SseFrameScanner } from "../sse/frame-scanner.ts";
+import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
+import { type FrameSink, SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
 
 const KEEPALIVE = encodeComment("keepalive");
@@ -19,16 +19,18 @@ export const openAiDialect: StreamDialect = {
     const scanner = new SseFrameScanner();
     let done = false;
     let workerError: string | undefined;
+    // Frames are matched on their bytes, with no object per frame: decoding every token's
+    // frame cost more CPU than the rest of the relay (measured on the streaming benchmark).
+    const watch: FrameSink = (bytes, start, end, _isComment, _lent, hasCr) => {
+      const head = dataHeadIn(bytes, start, end, hasCr);
+      if (head === undefined) return;
+      if (isExactly(head, DONE)) done = true;
+      else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(dataOf(bytes, start, end));
+    };
     return {
       opening: () => undefined,
       push(chunk) {
-        // Frames are matched on their bytes: decoding every token's frame cost more than the relay itself.
-        for (const frame of scanner.push(chunk)) {
-          const head = dataHead(frame);
-          if (head === undefined) continue;
-          if (isExactly(head, DONE)) done = true;
-          else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(frame.data ?? "");
-        }
+        scanner.scan(chunk, watch);
         return chunk;
       },
       keepalive: () => (scanner.midFrame ? undefined : KEEPALIVE),
@@ -63,6 +65,11 @@ export function errorType(status: number): string {
   if (status === 503) return "ServiceUnavailableError";
   if (status === 504) return "GatewayTimeout";
   return status < 500 ? "BadRequestError" : "InternalServerError";
+}
+
+/** The decoded data of a frame (its bytes are only lent to the caller). */
+function dataOf(bytes: Uint8Array, start: number, end: number): string {
+  return new ScannedFrame(bytes.slice(start, end), 0, end - start, false).data ?? "";
 }
 
 function inBandErrorMessage(data: string): string {

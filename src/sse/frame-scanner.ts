@@ -4,9 +4,16 @@
  * where frames end; a frame's fields are decoded only when read, from its complete bytes.
  */
 import { ProxyError } from "../errors.ts";
-import { ScannedFrame, type SseFrame } from "./frame.ts";
+import { afterFirstLine, ScannedFrame, type SseFrame } from "./frame.ts";
 
 export type { SseFrame } from "./frame.ts";
+
+/**
+ * Receives each complete frame as bytes [start, end). `lent`: the bytes are the scanner's own
+ * buffer, valid only during the call; otherwise they are the caller's chunk. `hasCr`: some
+ * line of the frame ends in CR or CRLF (a CR can be nothing else in SSE).
+ */
+export type FrameSink = (bytes: Uint8Array, start: number, end: number, isComment: boolean, lent: boolean, hasCr: boolean) => void;
 
 export interface SseFrameScannerOptions {
   /** Largest unfinished frame kept in memory; more throws WORKER_BAD_ANSWER. Default 16 MiB. */
@@ -34,6 +41,7 @@ export class SseFrameScanner {
   #frameStart = 0;
   #frameHasContent = false; // a non-blank line was seen in the current frame
   #frameHasField = false; // a non-comment line was seen in the current frame
+  #frameHasCr = false; // a line of the current frame ended in CR or CRLF
   // A CR ended a line; it is resolved by the next byte, which may be the LF of a CRLF split
   // across chunks. The frame is not dispatched before that, so its raw bytes stay exact.
   #crAt = -1;
@@ -57,10 +65,18 @@ export class SseFrameScanner {
   /** Complete frames found in the stream so far, in order. */
   push(chunk: Uint8Array): SseFrame[] {
     const frames: SseFrame[] = [];
+    this.scan(chunk, (bytes, start, end, isComment, lent) => {
+      frames.push(lent ? new ScannedFrame(bytes.slice(start, end), 0, end - start, isComment) : new ScannedFrame(bytes, start, end, isComment));
+    });
+    return frames;
+  }
+
+  /** As push, with no object per frame: for a relay that only glances at each frame's bytes. */
+  scan(chunk: Uint8Array, frames: FrameSink): void {
     let pos = 0;
     if (!this.#bomResolved) {
       this.#append(chunk);
-      if (!this.#resolveBom()) return frames;
+      if (!this.#resolveBom()) return;
       pos = chunk.length;
       this.#scanBuffered(frames);
     }
@@ -77,18 +93,17 @@ export class SseFrameScanner {
       this.#lineStart = pos;
       this.#frameStart = pos;
       this.#scan(chunk, true, frames);
-      this.#keepTail(chunk);
+      this.#retain(chunk, true);
     }
     if (this.#len - this.#frameStart > this.#maxFrameBytes) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Upstream sent an event larger than the frame limit");
     }
-    return frames;
   }
 
-  #scanBuffered(frames: SseFrame[]): void {
+  #scanBuffered(frames: FrameSink): void {
     // A view ends the native searches at len: the capacity beyond may be large and stale.
     this.#scan(this.#buf.subarray(0, this.#len), false, frames);
-    this.#compact();
+    this.#retain(this.#buf, false);
   }
 
   #append(chunk: Uint8Array): void {
@@ -126,7 +141,7 @@ export class SseFrameScanner {
    * Finds line ends in bytes not yet examined. Line ends are searched with indexOf (native),
    * not byte by byte; a CR is rarer than an LF in practice, so its position is kept until passed.
    */
-  #scan(src: Uint8Array, inPlace: boolean, frames: SseFrame[]): void {
+  #scan(src: Uint8Array, inPlace: boolean, frames: FrameSink): void {
     const len = src.length;
     let i = this.#scanned;
     if (this.#crAt !== -1 && i < len) {
@@ -157,9 +172,10 @@ export class SseFrameScanner {
   }
 
   /** A line [lineStart, contentEnd) ended with a terminator ending at terminatorEnd. */
-  #endLine(src: Uint8Array, inPlace: boolean, contentEnd: number, terminatorEnd: number, frames: SseFrame[]): void {
+  #endLine(src: Uint8Array, inPlace: boolean, contentEnd: number, terminatorEnd: number, frames: FrameSink): void {
     const lineStart = this.#lineStart;
     this.#lineStart = terminatorEnd;
+    if (src[contentEnd] === CR) this.#frameHasCr = true;
     if (contentEnd > lineStart) {
       this.#frameHasContent = true;
       if (src[lineStart] !== COLON) this.#frameHasField = true;
@@ -168,41 +184,27 @@ export class SseFrameScanner {
     // A blank line before any content is kept in the next frame's raw bytes, so the frames'
     // raw bytes concatenated are the stream itself.
     if (!this.#frameHasContent) return;
-    // The caller's chunk is never written to, so the frame may point into it; the buffer is reused.
-    if (inPlace) {
-      frames.push(new ScannedFrame(src, this.#frameStart, terminatorEnd, !this.#frameHasField));
-    } else {
-      const raw = src.slice(this.#frameStart, terminatorEnd);
-      frames.push(new ScannedFrame(raw, 0, raw.length, !this.#frameHasField));
-    }
+    frames(src, this.#frameStart, terminatorEnd, !this.#frameHasField, !inPlace, this.#frameHasCr);
     this.#frameStart = terminatorEnd;
     this.#frameHasContent = false;
     this.#frameHasField = false;
+    this.#frameHasCr = false;
   }
 
-  /** After an in-place scan: the unfinished frame's bytes move into the buffer. */
-  #keepTail(chunk: Uint8Array): void {
+  /** Keeps only the unfinished frame, at the buffer's start (after an in-place scan: copied in). */
+  #retain(src: Uint8Array, inPlace: boolean): void {
     const shift = this.#frameStart;
-    const tail = chunk.length - shift;
-    if (tail > 0) {
+    if (inPlace) {
+      const tail = src.length - shift;
       if (tail > this.#buf.length) this.#resize(tail);
-      this.#buf.set(chunk.subarray(shift), 0);
+      if (tail > 0) this.#buf.set(src.subarray(shift), 0);
+      this.#len = tail;
+    } else {
+      if (shift === 0) return;
+      this.#buf.copyWithin(0, shift, this.#len);
+      this.#len -= shift;
+      this.#shrink();
     }
-    this.#len = tail;
-    this.#shiftIndexes(shift);
-  }
-
-  /** Moves the unfinished frame to the buffer's start; it holds only bytes of recent pushes. */
-  #compact(): void {
-    const shift = this.#frameStart;
-    if (shift === 0) return;
-    this.#buf.copyWithin(0, shift, this.#len);
-    this.#len -= shift;
-    this.#shiftIndexes(shift);
-    this.#shrink();
-  }
-
-  #shiftIndexes(shift: number): void {
     this.#scanned -= shift;
     this.#lineStart -= shift;
     if (this.#crAt !== -1) this.#crAt -= shift;
@@ -216,12 +218,4 @@ export class SseFrameScanner {
     smaller.set(this.#buf.subarray(0, this.#len));
     this.#buf = smaller;
   }
-}
-
-/** Index just past the first line terminator (LF, CRLF or CR) at or after `from`, or the length. */
-function afterFirstLine(bytes: Uint8Array, from: number): number {
-  const lf = bytes.indexOf(LF, from);
-  const cr = bytes.indexOf(CR, from);
-  if (cr === -1 || (lf !== -1 && lf < cr)) return lf === -1 ? bytes.length : lf + 1;
-  return bytes[cr + 1] === LF ? cr + 2 : cr + 1;
 }

@@ -95,14 +95,17 @@ export interface DataHead {
  * exact payloads ([DONE], an error object) answers from the bytes. Undefined without a data line.
  */
 export function dataHead(frame: SseFrame): DataHead | undefined {
-  const scanned = frame instanceof ScannedFrame;
-  const bytes = scanned ? frame.bytes : frame.raw;
-  const to = scanned ? frame.end : bytes.length;
+  return frame instanceof ScannedFrame ? dataHeadIn(frame.bytes, frame.start, frame.end) : dataHeadIn(frame.raw, 0, frame.raw.length);
+}
+
+/** dataHead of the frame that is bytes [from, to). */
+export function dataHeadIn(bytes: Uint8Array, from: number, to: number, hasCr = true): DataHead | undefined {
   let valueStart = -1;
   let valueEnd = -1;
   let lines = 0;
-  let cr = bound(bytes.indexOf(CR, scanned ? frame.start : 0), to);
-  for (let start = scanned ? frame.start : 0; start < to; ) {
+  // Without a CR in the frame, no search for one: it would run on to the end of the chunk.
+  let cr = hasCr ? bound(bytes.indexOf(CR, from), to) : -1;
+  for (let start = from; start < to; ) {
     if (cr !== -1 && cr < start) cr = bound(bytes.indexOf(CR, start), to);
     const lf = bound(bytes.indexOf(LF, start), to);
     const end = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf === -1 ? to : lf;
@@ -150,4 +153,12 @@ export function dataIs(frame: SseFrame, value: Uint8Array): boolean {
 
 export function isExactly(head: DataHead, value: Uint8Array): boolean {
   return head.lines === 1 && head.end - head.start === value.length && headStartsWith(head, value);
+}
+
+/** Index just past the first line terminator (LF, CRLF or CR) at or after `from`, or the length. */
+export function afterFirstLine(bytes: Uint8Array, from: number): number {
+  const lf = bytes.indexOf(LF, from);
+  const cr = bytes.indexOf(CR, from);
+  if (cr === -1 || (lf !== -1 && lf < cr)) return lf === -1 ? bytes.length : lf + 1;
+  return bytes[cr + 1] === LF ? cr + 2 : cr + 1;
 }
