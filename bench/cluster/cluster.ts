@@ -1,0 +1,88 @@
+/** One context worker, one generation worker and the proxy in front of them, as separate processes. */
+
+import { join } from "node:path";
+import { spawnService, type Service } from "./service.ts";
+
+export interface ClusterSpec {
+  /** Names the log files: bench/out/logs/<name>-proxy.log … */
+  readonly name: string;
+  readonly binary: string;
+  readonly logDir: string;
+  /** Extra flags for both emulated workers. */
+  readonly workerFlags?: readonly string[];
+  readonly proxyFlags?: readonly string[];
+  /** Bun's fetch cap on simultaneous upstream requests, given to the proxy (style §3.13). */
+  readonly maxHttpRequests: number;
+  /** Run the proxy from source under `bun --cpu-prof`, writing profiles here. */
+  readonly profileDir?: string | undefined;
+  readonly root: string;
+}
+
+export interface Cluster {
+  readonly context: Service;
+  readonly generation: Service;
+  readonly proxy: Service;
+  /** Process ids by role, for /proc sampling. */
+  readonly pids: Readonly<Record<"proxy" | "context" | "generation", number>>;
+  stop(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+
+export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
+  const started: Service[] = [];
+  try {
+    const worker = async (role: "context" | "generation"): Promise<Service> => {
+      const cmd = [spec.binary, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", ...(spec.workerFlags ?? [])];
+      const service = await spawnService({ name: `${spec.name}-${role}`, cmd, logDir: spec.logDir });
+      started.push(service);
+      return service;
+    };
+    const context = await worker("context");
+    const generation = await worker("generation");
+    const serveArgs = ["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url];
+    const proxy = await spawnService({
+      name: `${spec.name}-proxy`,
+      cmd: [...proxyCommand(spec), ...serveArgs, ...(spec.proxyFlags ?? [])],
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests) },
+      logDir: spec.logDir,
+      cwd: spec.root,
+    });
+    started.push(proxy);
+    await waitReady(proxy.url);
+    return {
+      context,
+      generation,
+      proxy,
+      pids: { proxy: proxy.pid, context: context.pid, generation: generation.pid },
+      stop: () => stopAll(started),
+    };
+  } catch (error) {
+    await stopAll(started);
+    throw error;
+  }
+}
+
+/** The compiled binary, or `bun --cpu-prof src/main.ts` when profiling (the binary carries no profiler flag). */
+function proxyCommand(spec: ClusterSpec): string[] {
+  if (spec.profileDir === undefined) return [spec.binary];
+  return [process.execPath, "--cpu-prof", "--cpu-prof-dir", spec.profileDir, join(spec.root, "src", "main.ts")];
+}
+
+async function waitReady(url: string): Promise<void> {
+  const deadline = performance.now() + READY_TIMEOUT_MS;
+  while (performance.now() < deadline) {
+    const status = await fetch(`${url}/health`, { headers: { connection: "close" } }).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    await Bun.sleep(20);
+  }
+  throw new Error(`The proxy at ${url} did not become ready`);
+}
+
+/** The proxy first, so it never sees its workers vanish under live requests. */
+async function stopAll(services: readonly Service[]): Promise<void> {
+  for (const service of [...services].reverse()) await service.stop();
+}

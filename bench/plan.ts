@@ -1,0 +1,87 @@
+/** `bun bench/run.ts` options and what each scenario runs with, full or `--quick`. */
+
+import { parseArgs } from "node:util";
+import type { LatencyPlan } from "./scenarios/latency.ts";
+import type { MemoryPlan } from "./scenarios/memory.ts";
+import type { SoakPlan } from "./scenarios/soak.ts";
+import type { StreamingPlan } from "./scenarios/streaming.ts";
+import type { TtfbPlan } from "./scenarios/ttfb.ts";
+
+export const SCENARIOS = ["latency", "streaming", "memory", "ttfb", "soak"] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  readonly quick: boolean;
+  readonly soakMinutes: number;
+  readonly only: readonly Scenario[];
+  /** Use this proxy binary instead of building dist/disagg-proxy. */
+  readonly binary: string | undefined;
+  /** Run the proxy from source under `bun --cpu-prof` (profiles in bench/out/profiles). */
+  readonly profile: boolean;
+}
+
+export interface BenchPlan {
+  readonly latency: LatencyPlan;
+  readonly streaming: StreamingPlan;
+  readonly memory: MemoryPlan;
+  readonly ttfb: TtfbPlan;
+  readonly soak: SoakPlan;
+}
+
+export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,ttfb,soak] [--binary PATH] [--profile]`;
+
+export function parseBenchArgs(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: "boolean", default: false },
+      "soak-minutes": { type: "string" },
+      only: { type: "string" },
+      binary: { type: "string" },
+      profile: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const quick = values.quick;
+  const soakMinutes = values["soak-minutes"] === undefined ? (quick ? 0.5 : 10) : Number(values["soak-minutes"]);
+  if (!Number.isFinite(soakMinutes) || soakMinutes <= 0) throw new Error(`--soak-minutes must be a positive number\n${USAGE}`);
+  return { quick, soakMinutes, only: onlyOf(values.only), binary: values.binary, profile: values.profile };
+}
+
+function onlyOf(list: string | undefined): Scenario[] {
+  if (list === undefined) return [...SCENARIOS];
+  const names = list.split(",").map((name) => name.trim());
+  const unknown = names.filter((name) => !(SCENARIOS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`Unknown scenario(s) ${unknown.join(", ")}\n${USAGE}`);
+  return SCENARIOS.filter((name) => names.includes(name));
+}
+
+/** `maxStreams`: the most open streams this machine's open-file limit allows the proxy. */
+export function benchPlan(options: BenchOptions, maxStreams: number, logDir: string): BenchPlan {
+  const quick = options.quick;
+  return {
+    latency: { concurrencies: [1, 16, 64], rounds: quick ? 2 : 6, roundSeconds: quick ? 1 : 2, warmupSeconds: quick ? 0.5 : 1.5, tokens: 16 },
+    streaming: { concurrency: 16, tokens: 256, rounds: quick ? 2 : 4, requestsPerRound: quick ? 100 : 500 },
+    memory: {
+      levels: (quick ? [500, 2000] : [1000, 10_000]).map((n) => Math.min(n, maxStreams)),
+      keepaliveMs: 2000,
+      maxHttpRequests: 32_768,
+      logDir,
+    },
+    ttfb: { clients: 100, prefillMs: 5000, startWaitMs: 1000, slackMs: 50 },
+    soak: {
+      minutes: options.soakMinutes,
+      ratePerSecond: 50,
+      sampleSeconds: quick ? 5 : 10,
+      // At least a minute (a fifth of a short run) for the JIT, pools and heap to settle.
+      warmupSeconds: Math.min(60, options.soakMinutes * 12),
+      maxInFlight: 2000,
+      seed: 6,
+    },
+  };
+}

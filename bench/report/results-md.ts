@@ -1,0 +1,140 @@
+/** bench/RESULTS.md, written from one run's results: never edited by hand. */
+
+import type { BenchResults } from "./results.ts";
+import { latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
+import { judgeTargets } from "./targets.ts";
+
+export function resultsMarkdown(r: BenchResults): string {
+  const m = r.machine;
+  const verdicts = judgeTargets(r);
+  const missed = verdicts.filter((v) => v.pass === false);
+  return [
+    `# disagg-proxy benchmark results`,
+    ``,
+    `<!-- Written by \`${r.command}\` (bench/run.ts). Do not edit by hand: run it again. -->`,
+    ``,
+    `What the proxy costs next to a client that calls the two workers itself, measured side by side in one run: the direct and the proxied path take turns in short rounds against the same emulated workers (zero prefill and token latency), so both see the same machine.`,
+    ``,
+    `Command: \`${r.command}\` (${r.machine.date}). Proxy: \`${m.proxyVersion}\`.`,
+    ``,
+    table(
+      ["machine", ""],
+      [
+        ["cores (nproc)", String(m.cores)],
+        ["CPU", m.cpuModel],
+        ["memory", `${m.memoryGiB} GiB`],
+        ["kernel", m.kernel],
+        ["Bun", m.bun],
+        ["open-file limit", String(m.openFileLimit)],
+        ["load average at start", m.loadAverageAtStart.toFixed(2)],
+      ],
+    ),
+    ``,
+    `## Targets`,
+    ``,
+    table(
+      ["target", "this run", "met"],
+      verdicts.map((v) => [v.target, v.figure, v.pass === undefined ? "not run" : v.pass ? "yes" : "**no**"]),
+    ),
+    ``,
+    ...(missed.length === 0 ? [] : [`What limits the missed ones:`, ``, ...missed.map((v) => `- *${v.target}*: ${v.limit}`), ``]),
+    ...latencySection(r),
+    ...streamingSection(r),
+    ...memorySection(r),
+    ...ttfbSection(r),
+    ...soakSection(r),
+    ...method(),
+  ].join("\n");
+}
+
+function latencySection(r: BenchResults): string[] {
+  if (!r.latency) return [];
+  const p = r.plan.latency;
+  return [
+    `## (a) Added latency, non-streamed chat`,
+    ``,
+    `A chat request with a ${p.tokens}-token answer; closed loop (each client sends its next request when its answer is complete), ${p.rounds} rounds of ${p.roundSeconds} s per path and concurrency. *Direct*: the load generator sends context_only to the context worker, builds the generation_only body from its answer with the proxy's own code (src/pipeline/bodies.ts), and sends it to the generation worker. *Added* is proxy percentile minus direct percentile. CPU per request is read from /proc/<pid>/stat; *other load* is the share of the machine used by processes outside the benchmark meanwhile.`,
+    ``,
+    latencyTable(r.latency),
+    ``,
+    `![added latency against concurrency](latency.svg)`,
+    ``,
+  ];
+}
+
+function streamingSection(r: BenchResults): string[] {
+  const s = r.streaming;
+  if (!s) return [];
+  return [
+    `## (b) Streamed relay`,
+    ``,
+    `${s.plan.concurrency} concurrent clients, streamed chat of ${s.plan.tokens} tokens each, ${s.plan.rounds} rounds of ${s.plan.requestsPerRound} requests per path. Proxied events/s are **${s.throughputRatio.toFixed(2)} ×** direct; the proxy spends **${s.proxyOverGenerationCpu.toFixed(2)} ×** the generation worker's CPU per streamed request.`,
+    ``,
+    streamingTable(s),
+    ``,
+  ];
+}
+
+function memorySection(r: BenchResults): string[] {
+  const mem = r.memory;
+  if (!mem) return [];
+  const capped = mem.levels.some((l) => l.streams < 10_000) && r.plan.memory.levels.length > 0 && !r.options.quick;
+  return [
+    `## (c) Memory per open stream`,
+    ``,
+    `Streamed chat requests whose generation worker goes silent after the first token; the proxy sends a keepalive every ${mem.plan.keepaliveMs} ms. RSS (VmRSS) is the median of five readings once every stream has seen a keepalive; per stream is (RSS − RSS with no stream) / streams. The proxy runs with \`BUN_CONFIG_MAX_HTTP_REQUESTS\` raised (style.md §3.13), else only 256 streams would reach the worker.`,
+    ...(capped
+      ? [``, `The top level is below 10,000 here: the proxy needs two sockets per stream and this machine's open-file limit is ${r.machine.openFileLimit}, which an unprivileged run cannot raise.`]
+      : []),
+    ``,
+    memoryTable(mem),
+    ``,
+    `For comparison, a minimal relay (bench/cluster/reference-relay.ts: the context leg, then the generation stream) holding the same silent streams on the same workers in this run; neither sends keepalives or looks at the frames:`,
+    ``,
+    memoryReferenceTable(mem),
+    ``,
+    `![resident memory against open streams](memory.svg)`,
+    ``,
+  ];
+}
+
+function ttfbSection(r: BenchResults): string[] {
+  const t = r.ttfb;
+  if (!t) return [];
+  return [
+    `## (d) Time to first byte under a ${t.plan.prefillMs / 1000} s prefill`,
+    ``,
+    `${t.plan.clients} concurrent streamed requests per route, connections opened beforehand, \`--stream-start-wait-ms ${t.plan.startWaitMs}\`: every status line must arrive within ${t.plan.startWaitMs + t.plan.slackMs} ms, and every stream must then complete.`,
+    ``,
+    ttfbTable(t),
+    ``,
+  ];
+}
+
+function soakSection(r: BenchResults): string[] {
+  const s = r.soak;
+  if (!s) return [];
+  return [
+    `## (e) Soak`,
+    ``,
+    `${s.plan.minutes} min at ${s.plan.ratePerSecond} requests/s (open loop, one connection per request), a fixed pseudo-random mix (seed ${s.plan.seed}) of healthy requests in every dialect, clients that leave mid-stream, mid-prefill and mid-silence, and worker faults (rejections, cut connections, in-band errors, silences filled by keepalives). Proxy RSS and open sockets (/proc/<pid>/fd entries that are sockets) sampled every ${s.plan.sampleSeconds} s; the first ${s.plan.warmupSeconds} s are warm-up.`,
+    ``,
+    soakTable(s),
+    ``,
+    soakOutcomes(s),
+    ``,
+    `![soak: RSS and sockets over time](soak.svg)`,
+    ``,
+  ];
+}
+
+function method(): string[] {
+  return [
+    `## Method and load generator`,
+    ``,
+    `- **Load generator**: a small Bun client on raw sockets (bench/http/), one keep-alive HTTP/1.1 connection per simulated client, requests pre-encoded. The maintained generators on offer measure one URL at a time: wrk (Debian 4.1.0) and autocannon (npm 9.0.0) cannot send the direct path, whose second request goes to another worker with a body built from the first answer; autocannon also records latency in whole milliseconds, too coarse for sub-millisecond differences; oha is not packaged for Debian bookworm. The SSE event counts, status-line times and thousands of held streams need a custom client anyway. Bun's own fetch was ruled out for the client because it costs more CPU per request than the raw socket, caps concurrent requests at 256, and does not expose when the status line arrived.`,
+    `- Processes: the proxy is the compiled \`dist/disagg-proxy\`, logging at its default level to a file; the workers are \`dist/disagg-proxy worker\` processes with \`--max-records 1000\`. Every scenario starts its own processes.`,
+    `- Every figure comes from this run; nothing is carried over from another. Raw JSON is in bench/out/ (not committed).`,
+    ``,
+  ];
+}
