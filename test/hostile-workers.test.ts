@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { eventually, startCluster } from "./support/cluster.ts";
 
 /** A context worker with a fixed answer body (a real loopback server standing in for a broken worker). */
-function brokenContext(body: () => BodyInit, contentType = "application/json"): Bun.Server<undefined> {
+function brokenContext(body: () => string | Uint8Array, contentType = "application/json"): Bun.Server<undefined> {
   return Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
