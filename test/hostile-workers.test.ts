@@ -19,13 +19,14 @@ function brokenContext(body: () => string | Uint8Array, contentType = "applicati
 const chat = { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3 };
 
 describe("hostile bytes from workers", () => {
-  test.each([
+  const cases: [string, () => string | Uint8Array, RegExp][] = [
     ["an answer that is not JSON", () => "<html>oops</html>", /not valid JSON/],
     ["an answer that is not UTF-8", () => new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), /not valid UTF-8/],
     ["an answer that is a JSON list", () => "[1,2,3]", /not a JSON object/],
     ["an answer missing its hand-off", () => JSON.stringify({ choices: [{ index: 0, finish_reason: "length", message: { content: "a" } }] }), /disaggregated params/],
     ["an answer with two choices", () => JSON.stringify({ choices: [{}, {}] }), /2 choices/],
-  ] as const)("%s gets a clear 502 and the leg is closed", async (_name, body, message) => {
+  ];
+  test.each(cases)("%s gets a clear 502 and the leg is closed", async (_name, body, message) => {
     using ctx = brokenContext(body);
     await using cluster = await startCluster({ config: { contextServers: [ctx.url.origin], maxRetries: 0 } });
     const response = await cluster.post("/v1/chat/completions", chat);
