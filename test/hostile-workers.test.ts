@@ -47,3 +47,60 @@ describe("hostile bytes from workers", () => {
     expect(((await response.json()) as { message: string }).message).toContain("larger than 100000 bytes");
   });
 });
+
+/** A generation worker that streams the given bytes as its SSE answer. */
+function brokenGeneration(chunks: () => (string | Uint8Array)[]): Bun.Server<undefined> {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      if (path === "/health") return new Response(null, { status: 200 });
+      if (path === "/server_info") return Response.json({});
+      const parts = chunks();
+      return new Response(
+        new ReadableStream({
+          start(controller) {
+            for (const part of parts) controller.enqueue(typeof part === "string" ? new TextEncoder().encode(part) : part);
+            controller.close();
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
+    },
+  });
+}
+
+describe("hostile streams from workers", () => {
+  test("a line that never ends is cut at --max-sse-event-bytes with an in-band error", async () => {
+    using gen = brokenGeneration(() => [`data: {"pad":"${"x".repeat(200_000)}`]);
+    await using cluster = await startCluster({ config: { generationServers: [gen.url.origin], maxSseEventBytes: 65_536, streamStartWaitMs: 1000 } });
+    const response = await cluster.post("/v1/chat/completions", { ...chat, stream: true });
+    const text = await response.text();
+    expect(text.length).toBeLessThan(100_000);
+    expect(text).toContain('"error"');
+    expect(text).not.toContain("[DONE]");
+    await eventually(() => cluster.proxy.app.placement.table.active() === 0);
+  });
+
+  test("malformed chunks become an Anthropic error event, never a crash", async () => {
+    using gen = brokenGeneration(() => ["data: {not json\n\n", "data: [DONE]\n\n"]);
+    await using cluster = await startCluster({ config: { generationServers: [gen.url.origin] } });
+    const response = await cluster.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "x" }] });
+    const text = await response.text();
+    expect(text).toContain("event: error");
+    expect(text).toContain("Malformed upstream stream chunk");
+  });
+
+  test("invalid UTF-8 inside a stream is relayed to a chat client as it came, and re-encoded for Anthropic clients", async () => {
+    const bad = new Uint8Array([...new TextEncoder().encode('data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"'), 0xff, 0xfe, ...new TextEncoder().encode('"},"finish_reason":null}]}\n\ndata: [DONE]\n\n')]);
+    using gen = brokenGeneration(() => [bad]);
+    await using cluster = await startCluster({ config: { generationServers: [gen.url.origin] } });
+    const chatStream = new Uint8Array(await (await cluster.post("/v1/chat/completions", { ...chat, stream: true })).arrayBuffer());
+    expect(Buffer.from(chatStream).equals(Buffer.from(bad))).toBe(true);
+    const anthropic = await (await cluster.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "x" }] })).text();
+    expect(anthropic).toContain("\uFFFD");
+    expect(anthropic).toContain("event: message_stop");
+  });
+});

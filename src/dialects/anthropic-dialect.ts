@@ -18,6 +18,8 @@ import { anthropicErrorMessage, workerErrorMessage } from "./anthropic-response.
 export interface AnthropicDialectOptions extends AnthropicIds {
   /** The request's model, reported only if the stream fails before a chunk names one. */
   readonly model?: string;
+  /** Bound on one worker event (hostile or broken workers); the scanner's default when unset. */
+  readonly maxEventBytes?: number;
 }
 
 const MALFORMED = "Malformed upstream stream chunk";
@@ -43,12 +45,13 @@ function inBandError(value: JsonObject): { status: number; message: string } | u
 type State = "streaming" | "done" | "failed";
 
 class AnthropicStream implements DialectStream {
-  readonly #scanner = new SseFrameScanner();
+  readonly #scanner: SseFrameScanner;
   readonly #reframer: AnthropicReframer;
   #state: State = "streaming";
   #workerError: string | undefined;
 
   constructor(options: AnthropicDialectOptions) {
+    this.#scanner = new SseFrameScanner(options.maxEventBytes === undefined ? {} : { maxFrameBytes: options.maxEventBytes });
     this.#reframer = new AnthropicReframer(options, options.model);
   }
 

@@ -14,40 +14,42 @@ const ERROR_PREFIX = new TextEncoder().encode('{"error"');
  * Chat and completions: the worker's bytes go out untouched; the relay only watches frames
  * to know the stream's end ([DONE]), a worker's in-band error, and where a keepalive may go.
  */
-export const openAiDialect: StreamDialect = {
-  start(): DialectStream {
-    const scanner = new SseFrameScanner();
-    let done = false;
-    let workerError: string | undefined;
-    // Frames are matched on their bytes, with no object per frame: decoding every token's
-    // frame cost more CPU than the rest of the relay (measured on the streaming benchmark).
-    const watch: FrameSink = (bytes, start, end, _isComment, _lent, hasCr) => {
-      const head = dataHeadIn(bytes, start, end, hasCr);
-      if (head === undefined) return;
-      if (isExactly(head, DONE)) done = true;
-      else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(dataOf(bytes, start, end));
-    };
-    return {
-      opening: () => undefined,
-      push(chunk) {
-        scanner.scan(chunk, watch);
-        return chunk;
-      },
-      keepalive: () => (scanner.midFrame ? undefined : KEEPALIVE),
-      end: () =>
-        done || workerError !== undefined
-          ? undefined
-          : new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete"),
-      fail(error) {
-        const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
-        return scanner.midFrame ? concat(FRAME_END, frame) : frame;
-      },
-      get workerError() {
-        return workerError;
-      },
-    };
-  },
-};
+export function createOpenAiDialect(maxEventBytes?: number): StreamDialect {
+  return { start: () => openAiStream(maxEventBytes) };
+}
+
+function openAiStream(maxEventBytes: number | undefined): DialectStream {
+  const scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
+  let done = false;
+  let workerError: string | undefined;
+  // Frames are matched on their bytes, with no object per frame: decoding every token's
+  // frame cost more CPU than the rest of the relay (measured on the streaming benchmark).
+  const watch: FrameSink = (bytes, start, end, _isComment, _lent, hasCr) => {
+    const head = dataHeadIn(bytes, start, end, hasCr);
+    if (head === undefined) return;
+    if (isExactly(head, DONE)) done = true;
+    else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(dataOf(bytes, start, end));
+  };
+  return {
+    opening: () => undefined,
+    push(chunk) {
+      scanner.scan(chunk, watch);
+      return chunk;
+    },
+    keepalive: () => (scanner.midFrame ? undefined : KEEPALIVE),
+    end: () =>
+      done || workerError !== undefined
+        ? undefined
+        : new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete"),
+    fail(error) {
+      const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
+      return scanner.midFrame ? concat(FRAME_END, frame) : frame;
+    },
+    get workerError() {
+      return workerError;
+    },
+  };
+}
 
 /** The `error` member of OpenAI's envelope for a proxy-side failure. */
 export function openAiErrorObject(error: ProxyError): { message: string; type: string; param: null; code: number } {

@@ -15,8 +15,8 @@ const EVENT_FIELD = new TextEncoder().encode("event:");
 const CR = 0x0d;
 const LF = 0x0a;
 
-export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf): DialectStream {
-  const scanner = new SseFrameScanner();
+export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, maxEventBytes?: number): DialectStream {
+  const scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
   return {
     opening: () => inner.opening(),
     push(chunk) {

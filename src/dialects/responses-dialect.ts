@@ -31,6 +31,8 @@ import {
 export interface ResponsesDialectOptions {
   /** The opening response object (buildResponsesOpening), or undefined when none can be built. */
   readonly opening: JsonObject | undefined;
+  /** Bound on one worker event (hostile or broken workers); the scanner's default when unset. */
+  readonly maxEventBytes?: number;
 }
 
 // Ends a frame the worker left unfinished, so our next event starts on a fresh line.
@@ -38,12 +40,12 @@ const FRAME_END = new TextEncoder().encode("\n\n");
 const EMPTY = new Uint8Array(0);
 
 export function createResponsesDialect(options: ResponsesDialectOptions): StreamDialect {
-  return { start: () => new ResponsesStream(options.opening) };
+  return { start: () => new ResponsesStream(options.opening, options.maxEventBytes) };
 }
 
 class ResponsesStream implements DialectStream {
   readonly #opening: JsonObject | undefined;
-  readonly #scanner = new SseFrameScanner();
+  readonly #scanner: SseFrameScanner;
   /** The response object the client knows: the opening's, or the worker's own. */
   #response: JsonObject | undefined;
   #opened = false;
@@ -60,7 +62,8 @@ class ResponsesStream implements DialectStream {
   #carried: Uint8Array | undefined;
   workerError: string | undefined;
 
-  constructor(opening: JsonObject | undefined) {
+  constructor(opening: JsonObject | undefined, maxEventBytes: number | undefined) {
+    this.#scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
     this.#opening = opening;
   }
 

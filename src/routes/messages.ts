@@ -28,8 +28,8 @@ export async function messages(app: App, request: Request, keepOpen: () => void)
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
   const dialect: RouteDialect = {
-    openStream: () => ({
-      stream: createAnthropicDialect(model === undefined ? randomAnthropicIds : { ...randomAnthropicIds, model }).start(),
+    openStream: (_body, maxEventBytes) => ({
+      stream: createAnthropicDialect({ ...randomAnthropicIds, ...(model === undefined ? {} : { model }), maxEventBytes }).start(),
       opensEarly: true,
     }),
     errorResponse: anthropicErrorResponse,

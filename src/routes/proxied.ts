@@ -20,7 +20,7 @@ export interface RouteDialect {
    * `opensEarly` false: the response may not open before the pipeline answers (its opening
    * cannot be built from the request alone).
    */
-  readonly openStream: (body: JsonObject) => { readonly stream: DialectStream; readonly opensEarly: boolean };
+  readonly openStream: (body: JsonObject, maxEventBytes: number) => { readonly stream: DialectStream; readonly opensEarly: boolean };
   readonly errorResponse: (error: ProxyError, headers: Headers) => Response;
   /** Renders a finished (non-streamed) answer; defaults to the worker's JSON. */
   readonly renderJson?: (body: JsonObject) => JsonObject;
@@ -57,11 +57,12 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing, affinity });
   const headers = (): Headers => engineHeaders(ctx);
   if (stream) {
-    const opened = dialect.openStream(body);
+    const maxEventBytes = app.config.maxSseEventBytes;
+    const opened = dialect.openStream(body, maxEventBytes);
     return respondWithStream({
       ctx,
       outcome,
-      dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf),
+      dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
       timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
       headers: () => streamHeaders(headers()),
       errorResponse: (error) => dialect.errorResponse(error, headers()),

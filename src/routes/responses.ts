@@ -16,9 +16,9 @@ const responsesRequest = v.looseObject({
 });
 
 const dialect: RouteDialect = {
-  openStream(body) {
+  openStream(body, maxEventBytes) {
     const opening = buildResponsesOpening(body, Date.now());
-    return { stream: createResponsesDialect({ opening }).start(), opensEarly: opening !== undefined };
+    return { stream: createResponsesDialect({ opening, maxEventBytes }).start(), opensEarly: opening !== undefined };
   },
   errorResponse: openAiErrorResponse,
 };
