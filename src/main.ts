@@ -43,6 +43,10 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   const proxy = startProxy(config, logger, VERSION);
   announce(proxy.url, config.port);
   for (const warning of command.warnings) logger.warn(warning);
+  if (process.env["BUN_CONFIG_MAX_HTTP_REQUESTS"] === undefined) {
+    // The runtime reads it only at start: it cannot be raised from here (measured on Bun 1.4.5).
+    logger.warn("BUN_CONFIG_MAX_HTTP_REQUESTS is not set: at most 256 worker requests run at once; set it (e.g. 65535) in the environment, as the systemd unit does");
+  }
   logger.info("listening", { url: proxy.url.origin, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
   const drain = (): void => {
     proxy
