@@ -2,6 +2,7 @@ import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { takeAffinity } from "../pipeline/affinity.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
+import type { PipelineOutcome } from "../pipeline/types.ts";
 import type { ApiKind } from "../pipeline/types.ts";
 import { withPerfMetricsEvent } from "../dialects/perf-metrics-stage.ts";
 import type { RequestContext } from "../request/context.ts";
@@ -44,7 +45,7 @@ export interface ProxiedCall {
  * the pipeline, and the answer — JSON, or the early-stream mechanism.
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
-  const { app, request, dialect } = call;
+  const { app, request } = call;
   const { body, affinity } = takeAffinity(withConversationId(call.body, request.headers), app.config.internalAuthKey);
   call.keepOpen();
   const stream = body["stream"] === true;
@@ -55,37 +56,42 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   call.prepare?.(ctx, body);
   const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
   const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing, affinity });
-  const headers = (): Headers => engineHeaders(ctx);
-  if (stream) {
-    const maxEventBytes = app.config.maxSseEventBytes;
-    const opened = dialect.openStream(body, maxEventBytes);
-    return respondWithStream({
-      ctx,
-      outcome,
-      dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
-      timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
-      headers: () => streamHeaders(headers()),
-      errorResponse: (error) => dialect.errorResponse(error, headers()),
-    });
-  }
+  return stream ? streamAnswer(call, ctx, body, outcome) : jsonAnswer(call, ctx, outcome);
+}
+
+function streamAnswer(call: ProxiedCall, ctx: RequestContext, body: JsonObject, outcome: Promise<PipelineOutcome>): Promise<Response> {
+  const { app, dialect } = call;
+  const maxEventBytes = app.config.maxSseEventBytes;
+  const opened = dialect.openStream(body, maxEventBytes);
+  return respondWithStream({
+    ctx,
+    outcome,
+    dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
+    timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
+    headers: () => streamHeaders(engineHeaders(ctx)),
+    errorResponse: (error) => dialect.errorResponse(error, engineHeaders(ctx)),
+  });
+}
+
+async function jsonAnswer(call: ProxiedCall, ctx: RequestContext, outcome: Promise<PipelineOutcome>): Promise<Response> {
+  const { dialect } = call;
   try {
     const result = await outcome;
     if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
-    const rendered = dialect.renderJson ? dialect.renderJson(result.body) : result.body;
-    const text = JSON.stringify(rendered);
+    const text = JSON.stringify(dialect.renderJson ? dialect.renderJson(result.body) : result.body);
     ctx.bytesOut = text.length;
     ctx.markFirstByte();
     ctx.perf?.markFirstToken();
     ctx.perf?.markDone();
     ctx.end(200);
-    const out = headers();
-    out.set("content-type", "application/json");
-    if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) out.set(name, value);
-    return new Response(text, { status: 200, headers: out });
+    const headers = engineHeaders(ctx);
+    headers.set("content-type", "application/json");
+    if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
+    return new Response(text, { status: 200, headers });
   } catch (thrown) {
     const error = asProxyError(thrown);
     ctx.end(error.status, error);
-    return dialect.errorResponse(error, headers());
+    return dialect.errorResponse(error, engineHeaders(ctx));
   }
 }
 
