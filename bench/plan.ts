@@ -1,13 +1,14 @@
 /** `bun bench/run.ts` options and what each scenario runs with, full or `--quick`. */
 
 import { parseArgs } from "node:util";
+import { ROUTING_SETUPS, type ConversationsPlan } from "./scenarios/conversations.ts";
 import type { LatencyPlan } from "./scenarios/latency.ts";
 import type { MemoryPlan } from "./scenarios/memory.ts";
 import type { SoakPlan } from "./scenarios/soak.ts";
 import type { StreamingPlan } from "./scenarios/streaming.ts";
 import type { TtfbPlan } from "./scenarios/ttfb.ts";
 
-export const SCENARIOS = ["latency", "streaming", "memory", "ttfb", "soak"] as const;
+export const SCENARIOS = ["latency", "streaming", "memory", "ttfb", "soak", "conversations"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -26,9 +27,10 @@ export interface BenchPlan {
   readonly memory: MemoryPlan;
   readonly ttfb: TtfbPlan;
   readonly soak: SoakPlan;
+  readonly conversations: ConversationsPlan;
 }
 
-export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,ttfb,soak] [--binary PATH] [--profile]`;
+export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,ttfb,soak,conversations] [--binary PATH] [--profile]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -82,6 +84,27 @@ export function benchPlan(options: BenchOptions, maxStreams: number, logDir: str
       warmupSeconds: Math.min(60, options.soakMinutes * 12),
       maxInFlight: 2000,
       seed: 6,
+    },
+    conversations: {
+      // 4 + 4 workers; each turn adds a user message and the previous answer (~290 tokens), so
+      // the last turn's prompt is ~3,000 tokens (~1,500 quick). The cache of 512 blocks of 16
+      // (8,192 tokens; 200 blocks quick) holds two or three whole conversations per worker, and
+      // `clients` conversations run at once: two per worker if each stays on one.
+      conversations: quick ? 16 : 50,
+      turns: quick ? 5 : 10,
+      clients: quick ? 4 : 8,
+      systemTokens: 128,
+      userTokens: 256,
+      replyTokens: 32,
+      contextWorkers: 4,
+      generationWorkers: 4,
+      prefillMsPerToken: 0.05,
+      tokenMs: 1,
+      tokensPerBlock: 16,
+      kvCacheBlocks: quick ? 200 : 512,
+      maxLocalPrefillLength: 512,
+      setups: ROUTING_SETUPS,
+      logDir,
     },
   };
 }

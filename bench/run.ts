@@ -18,6 +18,7 @@ import { latencyChart, memoryChart, soakChart } from "./report/charts.ts";
 import { describeMachine } from "./report/machine.ts";
 import type { BenchResults } from "./report/results.ts";
 import { resultsMarkdown } from "./report/results-md.ts";
+import { runConversationsScenario } from "./scenarios/conversations.ts";
 import { runLatency } from "./scenarios/latency.ts";
 import { runMemory } from "./scenarios/memory.ts";
 import { runSoak } from "./scenarios/soak.ts";
@@ -63,6 +64,7 @@ async function main(): Promise<void> {
       const flags = ["--stream-start-wait-ms", String(plan.ttfb.startWaitMs)];
       results.ttfb = await withCluster(spec("ttfb", { proxyFlags: flags }), (c) => runTtfb(c, plan.ttfb));
     }
+    if (scenario === "conversations") results.conversations = await runConversationsScenario(binary, plan.conversations, progress);
     if (scenario === "soak") results.soak = await withCluster(spec("soak", { proxyFlags: ["--keepalive-interval-ms", "1000"] }), (c) => runSoak(c, plan.soak));
     writeFileSync(join(OUT, `${scenario}.json`), JSON.stringify(results[scenario], null, 2));
     progress(`${scenario} done in ${((performance.now() - started) / 1000).toFixed(0)} s`);

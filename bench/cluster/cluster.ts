@@ -69,7 +69,7 @@ function proxyCommand(spec: ClusterSpec): string[] {
   return [process.execPath, "--cpu-prof", "--cpu-prof-dir", spec.profileDir, join(spec.root, "src", "main.ts")];
 }
 
-async function waitReady(url: string): Promise<void> {
+export async function waitReady(url: string): Promise<void> {
   const deadline = performance.now() + READY_TIMEOUT_MS;
   while (performance.now() < deadline) {
     const status = await fetch(`${url}/health`, { headers: { connection: "close" } }).then(
@@ -83,6 +83,6 @@ async function waitReady(url: string): Promise<void> {
 }
 
 /** The proxy first, so it never sees its workers vanish under live requests. */
-async function stopAll(services: readonly Service[]): Promise<void> {
+export async function stopAll(services: readonly Service[]): Promise<void> {
   for (const service of [...services].reverse()) await service.stop();
 }

@@ -1,5 +1,6 @@
 /** bench/RESULTS.md, written from one run's results: never edited by hand. */
 
+import { conversationsSection } from "./conversations-md.ts";
 import type { BenchResults } from "./results.ts";
 import { latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
 import { judgeTargets } from "./targets.ts";
@@ -13,7 +14,7 @@ export function resultsMarkdown(r: BenchResults): string {
     ``,
     `<!-- Written by \`${r.command}\` (bench/run.ts). Do not edit by hand: run it again. -->`,
     ``,
-    `What the proxy costs next to a client that calls the two workers itself, measured side by side in one run: the direct and the proxied path take turns in short rounds against the same emulated workers (zero prefill and token latency), so both see the same machine.`,
+    `What the proxy costs next to a client that calls the two workers itself, measured side by side in one run: the direct and the proxied path take turns in short rounds against the same emulated workers (zero prefill and token latency), so both see the same machine. Section (f) is of another kind: the same multi-turn conversations through the proxy under each routing setup, on workers whose prefill is charged per uncached token.`,
     ``,
     `Command: \`${r.command}\` (${r.machine.date}). Proxy: \`${m.proxyVersion}\`.`,
     ``,
@@ -43,6 +44,7 @@ export function resultsMarkdown(r: BenchResults): string {
     ...memorySection(r),
     ...ttfbSection(r),
     ...soakSection(r),
+    ...(r.conversations ? conversationsSection(r.conversations) : []),
     ...method(),
   ].join("\n");
 }

@@ -1,6 +1,7 @@
 /** Everything one benchmark run produced (bench/out/results.json). */
 
 import type { BenchOptions, BenchPlan } from "../plan.ts";
+import type { ConversationsResult } from "../scenarios/conversations.ts";
 import type { LatencyPoint } from "../scenarios/latency.ts";
 import type { MemoryResult } from "../scenarios/memory.ts";
 import type { SoakResult } from "../scenarios/soak.ts";
@@ -18,4 +19,5 @@ export interface BenchResults {
   memory?: MemoryResult;
   ttfb?: TtfbResult;
   soak?: SoakResult;
+  conversations?: ConversationsResult;
 }

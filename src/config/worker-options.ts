@@ -23,6 +23,8 @@ export interface EmulatorCliOptions {
   prefillMsPerToken?: number;
   tokenMs?: number;
   outputTokens?: number;
+  tokensPerBlock?: number;
+  kvCacheBlocks?: number;
   faults?: EmulatorFaultOptions;
   maxRecords?: number;
   register?: EmulatorRegisterOptions;
@@ -47,7 +49,7 @@ const REGISTER_FLAG_NAMES: Readonly<Record<(typeof REGISTER_KEYS)[number], strin
   ttlMs: "--inactive-timeout",
 };
 
-const TIMING_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens"] as const;
+const TIMING_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "tokensPerBlock", "kvCacheBlocks"] as const;
 const TEXT_KEYS = ["host", "model"] as const;
 const FAULT_KEYS = [
   "rejectStatus",

@@ -13,7 +13,9 @@
  * prompts it served, named by TensorRT-LLM's chained `v1_block_key` hashes, LRU-bounded
  * (kvCacheBlocks). The prefill is charged only for the uncached tokens, usage reports the cached
  * part as prompt_tokens_details.cached_tokens, and `POST /kv_cache_events` answers the
- * `created`/`stored`/`removed` events since the last call, as trtllm-serve does.
+ * `created`/`stored`/`removed` events since the last call, as trtllm-serve does. `GET
+ * /emulator/prefill` (prefill-tally.ts, this emulator's own) counts the prompt and cached tokens
+ * of the prefills so far, per phase, for benchmarks.
  *
  * Per-request directives in the prompt text, `[[emu key=value …]]` (see directives.ts):
  * prefill_ms, token_ms, tokens, finish=stop, reject, reject_after_ms, cut, chunk, silence_ms,

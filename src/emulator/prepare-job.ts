@@ -51,6 +51,7 @@ export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHER
   // Every admitted phase leaves the prompt's KV in this worker's cache (a generation worker's
   // arrived by transfer).
   worker.kvCache.store(cache);
+  worker.prefill.record(request.phase, promptTokenIds.length, settings.cachedTokens);
   const plan = planOutput(settings, {
     maxTokens: request.maxTokens,
     chatExtras: request.api === "chat",

@@ -5,6 +5,7 @@ import type { KvHandoffTable } from "./kv-handoff.ts";
 import type { ModelRequest } from "./model-request.ts";
 import type { WorkerPerfState } from "./perf-state.ts";
 import type { JobTimeline } from "./perf-timeline.ts";
+import type { PrefillTally } from "./prefill-tally.ts";
 import type { RequestLog } from "./request-log.ts";
 import type { EmulatorOptions, RecordedRequest } from "./types.ts";
 
@@ -17,6 +18,8 @@ export interface WorkerContext {
   readonly handoffs: KvHandoffTable;
   /** Prompt prefixes in the KV cache, and their events for /kv_cache_events. */
   readonly kvCache: KvBlockCache;
+  /** Prefilled and cached prompt tokens so far, for GET /emulator/prefill. */
+  readonly prefill: PrefillTally;
   /** Steady clock, its offset from the proxy, iteration counter and /perf_metrics records. */
   readonly perf: WorkerPerfState;
   /** A request id below 2^40, the range real workers keep for their local ids. */

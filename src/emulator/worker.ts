@@ -9,6 +9,7 @@ import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
 import { KvHandoffTable } from "./kv-handoff.ts";
 import { WorkerPerfState } from "./perf-state.ts";
+import { PREFILL_TALLY_PATH, PrefillTally } from "./prefill-tally.ts";
 import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf-routes.ts";
 import type { ApiKind } from "./model-request.ts";
 import { RequestLog } from "./request-log.ts";
@@ -23,7 +24,7 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
   "/v1/responses": "responses",
 };
 
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics"]);
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", PREFILL_TALLY_PATH]);
 const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
@@ -44,6 +45,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly handoffs: KvHandoffTable;
   readonly kvCache: KvBlockCache;
   readonly perf: WorkerPerfState;
+  readonly prefill = new PrefillTally();
   readonly #server: Server<undefined>;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
@@ -173,6 +175,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/server_info") return serverInfo(this);
     if (path === "/v1/models") return models(this, this.#startedAt);
     if (path === "/perf_metrics") return perfMetrics(this);
+    if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
     return version();
   }
 }
