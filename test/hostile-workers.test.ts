@@ -1,19 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { eventually, startCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
 
-/** A context worker with a fixed answer body (a real loopback server standing in for a broken worker). */
+/** A context worker with a fixed answer body, standing in for a broken worker. */
 function brokenContext(body: () => string | Uint8Array, contentType = "application/json"): Bun.Server<undefined> {
-  return Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/health") return new Response(null, { status: 200 });
-      if (path === "/server_info") return Response.json({});
-      return new Response(body(), { headers: { "content-type": contentType } });
-    },
-  });
+  return fakeWorker(() => new Response(body(), { headers: { "content-type": contentType } }));
 }
 
 const chat = { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3 };
@@ -50,25 +41,15 @@ describe("hostile bytes from workers", () => {
 
 /** A generation worker that streams the given bytes as its SSE answer. */
 function brokenGeneration(chunks: () => (string | Uint8Array)[]): Bun.Server<undefined> {
-  return Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/health") return new Response(null, { status: 200 });
-      if (path === "/server_info") return Response.json({});
-      const parts = chunks();
-      return new Response(
-        new ReadableStream({
-          start(controller) {
-            for (const part of parts) controller.enqueue(typeof part === "string" ? new TextEncoder().encode(part) : part);
-            controller.close();
-          },
-        }),
-        { headers: { "content-type": "text/event-stream" } },
-      );
-    },
+  return fakeWorker(() => {
+    const parts = chunks();
+    const body = new ReadableStream({
+      start(controller) {
+        for (const part of parts) controller.enqueue(typeof part === "string" ? new TextEncoder().encode(part) : part);
+        controller.close();
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
   });
 }
 

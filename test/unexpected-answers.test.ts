@@ -1,24 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
 
-/**
- * Workers that answer what a trtllm-serve worker should not: real loopback servers with a
- * fixed answer, standing in for a misbehaving worker (or something else on its port).
- */
-function oddWorker(answer: (request: Request) => Response | Promise<Response>): Bun.Server<undefined> {
-  return Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/health") return new Response(null, { status: 200 });
-      if (path === "/server_info") return Response.json({});
-      return answer(request);
-    },
-  });
-}
+/** Workers that answer what a trtllm-serve worker should not. */
+const oddWorker = fakeWorker;
 
 const chat = (stream: boolean): object => ({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 4, stream });
 

@@ -1,34 +1,16 @@
 /** `disagg-proxy worker` flags → the emulator's options (the emulator owns their defaults). */
 
 import { etcdEndpoint } from "../discovery/endpoint.ts";
+import type { EmulatorFaults, EmulatorOptions } from "../emulator/types.ts";
 import type { WorkerFlags } from "./cli-options.ts";
 import { UsageError } from "./errors.ts";
 
-export interface EmulatorFaultOptions {
-  rejectStatus?: number;
-  rejectAfterMs?: number;
-  cutAfterTokens?: number;
-  chunkBytes?: number;
-  silenceMs?: number;
-  silenceAfterTokens?: number;
-  errorEventAfterTokens?: number;
-}
-
-export interface EmulatorCliOptions {
-  role: "context" | "generation" | "mixed";
-  host?: string;
-  port?: number;
-  model?: string;
-  prefillMs?: number;
-  prefillMsPerToken?: number;
-  tokenMs?: number;
-  outputTokens?: number;
-  tokensPerBlock?: number;
-  kvCacheBlocks?: number;
-  faults?: EmulatorFaultOptions;
-  maxRecords?: number;
-  register?: EmulatorRegisterOptions;
-}
+/** The options the CLI can set: the emulator's own types, so the two cannot drift apart. */
+export type EmulatorFaultOptions = EmulatorFaults;
+export type EmulatorCliOptions = Pick<
+  EmulatorOptions,
+  "role" | "host" | "port" | "model" | "prefillMs" | "prefillMsPerToken" | "tokenMs" | "outputTokens" | "tokensPerBlock" | "kvCacheBlocks" | "faults" | "maxRecords"
+> & { register?: EmulatorRegisterOptions };
 
 /** `--register etcd://host:port`: registration as TensorRT-LLM's disagg_cluster workers do it. */
 export interface EmulatorRegisterOptions {
