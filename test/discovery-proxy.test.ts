@@ -20,18 +20,23 @@ afterAll(async () => {
 const register = (clusterName: string) => ({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
 const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
 
+/** A proxy with no static worker: it finds them in the named etcd cluster. */
+function discoveredCluster(clusterName: string): ReturnType<typeof startCluster> {
+  return startCluster({
+    contexts: [],
+    generations: [],
+    config: {
+      discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+      serverStartTimeoutMs: 50,
+      healthCheckIntervalMs: 50,
+    },
+  });
+}
+
 describe("the proxy with etcd discovery", () => {
   test("starts with no worker (/health 503), serves once workers register, and drops one that leaves", async () => {
     const clusterName = `proxy-${++clusters}`;
-    await using cluster = await startCluster({
-      contexts: [],
-      generations: [],
-      config: {
-        discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
-        serverStartTimeoutMs: 50,
-        healthCheckIntervalMs: 50,
-      },
-    });
+    await using cluster = await discoveredCluster(clusterName);
     expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
     await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
     const generations = [0, 1].map(() => startEmulatedWorker({ role: "generation", register: register(clusterName) }));
@@ -70,15 +75,7 @@ describe("the proxy with etcd discovery", () => {
 describe("the proxy with etcd discovery, under load", () => {
   test("workers joining and leaving while requests run lose no request", async () => {
     const clusterName = `churn-${++clusters}`;
-    await using cluster = await startCluster({
-      contexts: [],
-      generations: [],
-      config: {
-        discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
-        serverStartTimeoutMs: 50,
-        healthCheckIntervalMs: 50,
-      },
-    });
+    await using cluster = await discoveredCluster(clusterName);
     await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
     await using steady = startEmulatedWorker({ role: "generation", register: register(clusterName), tokenMs: 2 });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);

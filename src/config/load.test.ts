@@ -1,20 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { README_EXAMPLE } from "./readme-example-fixture.ts";
 import type { ServeFlags } from "./cli-options.ts";
 import { ConfigError } from "./errors.ts";
 import { loadConfig, type LoadDeps } from "./load.ts";
 import { DEFAULTS } from "./types.ts";
 
-const README_EXAMPLE = `
-hostname: localhost
-port: 8000
-backend: pytorch
-context_servers:
-  num_instances: 2
-  urls: ["localhost:8001", "localhost:8002"]
-generation_servers:
-  num_instances: 1
-  urls: ["localhost:8003"]
-`;
 
 const WORKERS: ServeFlags = { contextServers: ["http://c:1"], generationServers: ["http://g:1"] };
 

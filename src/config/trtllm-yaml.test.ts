@@ -1,19 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { README_EXAMPLE } from "./readme-example-fixture.ts";
 import { ConfigError } from "./errors.ts";
 import { parseTrtllmYaml } from "./trtllm-yaml.ts";
 
-/** The example of TensorRT-LLM's docs and README (disagg_config.yaml). */
-const README_EXAMPLE = `
-hostname: localhost
-port: 8000
-backend: pytorch
-context_servers:
-  num_instances: 2
-  urls: ["localhost:8001", "localhost:8002"]
-generation_servers:
-  num_instances: 1
-  urls: ["localhost:8003"]
-`;
 
 function errorOf(yaml: string): string {
   try {
