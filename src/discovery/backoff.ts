@@ -28,20 +28,6 @@ export class Backoff {
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function delay(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
   return String(error);

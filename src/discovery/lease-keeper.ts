@@ -5,7 +5,8 @@
  */
 
 import type { Logger } from "../observability/logger.ts";
-import { Backoff, delay, messageOf } from "./backoff.ts";
+import { delay } from "../timers.ts";
+import { Backoff, messageOf } from "./backoff.ts";
 import type { EtcdClient } from "./etcd-client.ts";
 import type { ReconnectOptions } from "./types.ts";
 

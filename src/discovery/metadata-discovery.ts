@@ -8,7 +8,8 @@
 
 import type { Logger } from "../observability/logger.ts";
 import { Background } from "./background.ts";
-import { Backoff, delay, messageOf } from "./backoff.ts";
+import { delay } from "../timers.ts";
+import { Backoff, messageOf } from "./backoff.ts";
 import { EtcdClient, type KeyValue } from "./etcd-client.ts";
 import { isObject, stringAt } from "./etcd-wire.ts";
 import { originOf } from "./origin.ts";

@@ -6,7 +6,8 @@
  */
 
 import type { Logger } from "../observability/logger.ts";
-import { Backoff, delay, messageOf } from "./backoff.ts";
+import { delay } from "../timers.ts";
+import { Backoff, messageOf } from "./backoff.ts";
 import type { EtcdClient, KeyValue, WatchMessage } from "./etcd-client.ts";
 import type { DiscoveryStatus, ReconnectOptions } from "./types.ts";
 

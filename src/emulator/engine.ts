@@ -9,7 +9,7 @@
  */
 
 import type { OutputToken } from "./output-plan.ts";
-import { sleep } from "./sleep.ts";
+import { pause } from "../timers.ts";
 
 export type EngineEvent =
   | { readonly kind: "token"; readonly token: OutputToken; readonly index: number }
@@ -64,11 +64,11 @@ async function* wait(
     const nextKeepalive = run.keepaliveMs === undefined ? Infinity : clock.lastEventAt + run.keepaliveMs;
     if (nextKeepalive >= until) {
       // oxlint-disable-next-line no-await-in-loop -- the waits are sequential by nature
-      await sleep(until - performance.now(), signal);
+      await pause(until - performance.now(), signal);
       return;
     }
     // oxlint-disable-next-line no-await-in-loop -- the waits are sequential by nature
-    await sleep(nextKeepalive - performance.now(), signal);
+    await pause(nextKeepalive - performance.now(), signal);
     clock.lastEventAt = performance.now();
     yield { kind: "keepalive" };
   }

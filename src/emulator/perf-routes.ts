@@ -1,7 +1,7 @@
 /** The worker's clock and metrics routes: /steady_clock_offset (GET, POST) and GET /perf_metrics. */
 
 import { isJsonObject, type JsonValue } from "../json.ts";
-import { sleep } from "./sleep.ts";
+import { pause } from "../timers.ts";
 import type { WorkerContext } from "./worker-context.ts";
 import { detailResponse } from "./worker-error.ts";
 
@@ -11,7 +11,7 @@ const DEFAULT_CLOCK_PROBE_DELAY_MS = 200;
 /** GET: the worker's steady clock when the probe arrived and when it leaves. */
 export async function steadyClockProbe(worker: WorkerContext, signal: AbortSignal): Promise<Response> {
   const receive = worker.perf.localNow();
-  await sleep(worker.options.clockProbeDelayMs ?? DEFAULT_CLOCK_PROBE_DELAY_MS, signal);
+  await pause(worker.options.clockProbeDelayMs ?? DEFAULT_CLOCK_PROBE_DELAY_MS, signal);
   return Response.json({ receive_ts: receive, transmit_ts: worker.perf.localNow() });
 }
 

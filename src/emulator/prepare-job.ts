@@ -13,7 +13,7 @@ import { phaseSettings, type PhaseSettings } from "./phase-settings.ts";
 import type { ApiRenderers, RenderContext } from "./render-common.ts";
 import { replyIds } from "./reply-ids.ts";
 import { responsesRenderers } from "./responses-render.ts";
-import { sleep } from "./sleep.ts";
+import { pause } from "../timers.ts";
 import { tokenize } from "./tokenizer.ts";
 import type { Job } from "./worker-context.ts";
 import { WorkerError } from "./worker-error.ts";
@@ -45,7 +45,7 @@ export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHER
   const cache = worker.kvCache.lookup(promptTokenIds);
   const settings = phaseSettings(worker.options, request.phase, phaseDirectives, promptTokenIds.length, cache.cachedTokens);
   if (settings.reject !== undefined) {
-    await sleep(settings.reject.afterMs, job.signal);
+    await pause(settings.reject.afterMs, job.signal);
     throw new WorkerError(settings.reject.status, `Emulated rejection with status ${settings.reject.status}`);
   }
   // Every admitted phase leaves the prompt's KV in this worker's cache (a generation worker's

@@ -9,7 +9,7 @@ import type { Role } from "../routing/worker-pool.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
-import { pause } from "./retry.ts";
+import { pause } from "../timers.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body per attempt, what may be retried. */

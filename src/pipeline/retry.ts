@@ -20,23 +20,3 @@ export function contextLegRetryable(error: ProxyError): boolean {
 export function generationLegRetryable(error: ProxyError): boolean {
   return error.code === "WORKER_UNREACHABLE" && error.neverSent;
 }
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const reason = (): unknown => signal.reason;
-    if (signal.aborted) {
-      reject(reason());
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(reason());
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}

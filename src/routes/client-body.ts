@@ -1,6 +1,7 @@
 import { badRequest, ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
+import { withDeadline } from "../timers.ts";
 
 const decoder = new TextDecoder();
 
@@ -57,14 +58,6 @@ async function readAtMost(request: Request, limits: BodyLimits): Promise<Uint8Ar
     throw error;
   }
   return concatBytes(parts) ?? new Uint8Array();
-}
-
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "late"> {
-  let timer: Timer | undefined;
-  const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), Math.max(0, ms));
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 function tooLarge(maxBytes: number): ProxyError {

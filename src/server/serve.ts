@@ -1,7 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { pause } from "../pipeline/retry.ts";
+import { pause } from "../timers.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createApp, type App } from "./app.ts";

@@ -3,6 +3,7 @@ import type { PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
 import { ClientRelay, readerOf, type FirstRead } from "./client-relay.ts";
 import type { DialectStream } from "./dialect.ts";
+import { settleWithin } from "../timers.ts";
 
 export interface StreamTimings {
   /** How long the pipeline may take before the response opens anyway. */
@@ -47,21 +48,3 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<Re
   const relay = new ClientRelay(request, first, settled === "pending", () => upstreamStarted);
   return new Response(relay.readable, { status: 200, headers: request.headers() });
 }
-
-async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"fulfilled" | "rejected" | "pending"> {
-  let timer: Timer | undefined;
-  const pending = new Promise<"pending">((resolve) => {
-    if (Number.isFinite(ms)) timer = setTimeout(() => resolve("pending"), ms);
-  });
-  const settled = promise.then(
-    () => "fulfilled" as const,
-    () => "rejected" as const,
-  );
-  try {
-    return await Promise.race([settled, pending]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-

@@ -1,6 +1,6 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
-import { pause } from "../pipeline/retry.ts";
+import { delay } from "../timers.ts";
 import type { WorkerPool } from "../routing/worker-pool.ts";
 import type { HealthMonitor } from "./health-monitor.ts";
 
@@ -31,7 +31,7 @@ export async function waitForWorkers(
     }
     const left = deadline - performance.now();
     if (left <= 0) break;
-    await pause(Math.min(config.serverStartPollMs, left), signal).catch(() => {});
+    await delay(Math.min(config.serverStartPollMs, left), signal);
   }
   const waiting = [...pool.all("context"), ...pool.all("generation")].filter((w) => !w.ready).map((w) => `${w.role} ${w.origin}`);
   logger.warn("workers not ready at the end of the start timeout", { waiting });
@@ -41,7 +41,7 @@ export async function waitForWorkers(
 /** After start-up: one round of checks every interval until stopped. */
 export async function monitorWorkers(monitor: HealthMonitor, intervalMs: number, signal: AbortSignal): Promise<void> {
   while (!signal.aborted) {
-    await pause(intervalMs, signal).catch(() => {});
+    await delay(intervalMs, signal);
     if (signal.aborted) return;
     await monitor.checkAll(signal);
   }

@@ -1,0 +1,35 @@
+import { describe, expect, test } from "bun:test";
+import { delay, pause, settleWithin, withDeadline } from "./timers.ts";
+
+describe("timers", () => {
+  test("pause rejects with the signal's reason when aborted, before or during the wait", async () => {
+    const before = new AbortController();
+    before.abort(new Error("gone"));
+    await expect(pause(10, before.signal)).rejects.toThrow("gone");
+    const during = new AbortController();
+    const waiting = pause(60_000, during.signal);
+    during.abort(new Error("later"));
+    await expect(waiting).rejects.toThrow("later");
+  });
+
+  test("pause of 0 resolves without a timer; delay resolves when aborted", async () => {
+    await pause(0, new AbortController().signal);
+    const controller = new AbortController();
+    const waiting = delay(60_000, controller.signal);
+    controller.abort();
+    expect(await waiting).toBeUndefined();
+  });
+
+  test("withDeadline says late when the promise outlives it, and passes a value or a rejection through", async () => {
+    expect(await withDeadline(new Promise(() => {}), 1)).toBe("late");
+    expect(await withDeadline(Promise.resolve(7), 60_000)).toBe(7);
+    await expect(withDeadline(Promise.reject(new Error("no")), 60_000)).rejects.toThrow("no");
+  });
+
+  test("settleWithin reports fulfilled, rejected or still pending", async () => {
+    expect(await settleWithin(Promise.resolve(), 60_000)).toBe("fulfilled");
+    expect(await settleWithin(Promise.reject(new Error("x")), 60_000)).toBe("rejected");
+    expect(await settleWithin(new Promise(() => {}), 1)).toBe("pending");
+    expect(await settleWithin(Promise.resolve(), Number.POSITIVE_INFINITY)).toBe("fulfilled");
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * Waiting, bounded: the timer helpers every layer uses (the proxy and the emulator alike).
+ * Below everything: imports nothing. Every wait takes an abort signal or a deadline, so none
+ * can outlive the request or the process part that started it.
+ */
+
+/**
+ * Waits `ms`, or rejects with the signal's reason as soon as it aborts (at once if it already
+ * has). A wait of 0 or less does not wait for a timer tick: a 0 ms-per-token emulator stays fast.
+ */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    if (ms <= 0) {
+      resolve();
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Waits `ms`, or resolves at once when the signal aborts: for loops that check the signal themselves. */
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return pause(ms, signal).catch(() => {});
+}
+
+/** The promise's value, or "late" when it has not settled within `ms` (its rejection passes through). */
+export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "late"> {
+  let timer: Timer | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), Math.max(0, ms));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** How the promise stands after at most `ms` (an infinite `ms` waits for it to settle). */
+export async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"fulfilled" | "rejected" | "pending"> {
+  const settled = promise.then(
+    () => "fulfilled" as const,
+    () => "rejected" as const,
+  );
+  if (!Number.isFinite(ms)) return settled;
+  const state = await withDeadline(settled, ms);
+  return state === "late" ? "pending" : state;
+}
