@@ -1,5 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson } from "../json.ts";
+import { concatBytes } from "../sse/bytes.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
 import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
 import { type FrameSink, SseFrameScanner } from "../sse/frame-scanner.ts";
@@ -43,7 +44,7 @@ function openAiStream(maxEventBytes: number | undefined): DialectStream {
         : new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete"),
     fail(error) {
       const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
-      return scanner.midFrame ? concat(FRAME_END, frame) : frame;
+      return scanner.midFrame ? concatBytes([FRAME_END, frame]) : frame;
     },
     get workerError() {
       return workerError;
@@ -83,11 +84,4 @@ function inBandErrorMessage(data: string): string {
     // A malformed error frame is still an error frame.
   }
   return "The generation worker reported an error in its stream";
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.byteLength + b.byteLength);
-  out.set(a, 0);
-  out.set(b, a.byteLength);
-  return out;
 }

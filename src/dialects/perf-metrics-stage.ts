@@ -8,6 +8,7 @@
 import { ProxyError } from "../errors.ts";
 import { PERF_EVENT_NAME } from "../observability/perf-format.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
+import { concatBytes } from "../sse/bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 
@@ -26,7 +27,8 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
         if (isPerfEvent(frame)) perf.workerEvent("gen", frame.data ?? "");
         else kept.push(frame.raw);
       }
-      return kept.length === 0 ? undefined : inner.push(concat(kept));
+      const joined = concatBytes(kept);
+      return joined === undefined ? undefined : inner.push(joined);
     },
     keepalive: () => inner.keepalive(),
     end() {
@@ -34,7 +36,7 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
       const tail = inner.end();
       if (tail instanceof ProxyError) return tail;
       const event = perf.exposed ? perf.clientEvent() : undefined;
-      return event === undefined ? tail : concat(tail === undefined ? [event] : [tail, event]);
+      return event === undefined ? tail : concatBytes(tail === undefined ? [event] : [tail, event]);
     },
     fail: (error) => inner.fail(error),
     get workerError() {
@@ -50,15 +52,4 @@ function isPerfEvent(frame: SseFrame): boolean {
   while (at < raw.length && (raw[at] === CR || raw[at] === LF)) at++;
   for (let i = 0; i < EVENT_FIELD.length; i++) if (raw[at + i] !== EVENT_FIELD[i]) return false;
   return frame.event === PERF_EVENT_NAME;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  if (parts.length === 1 && parts[0] !== undefined) return parts[0];
-  const out = new Uint8Array(parts.reduce((size, part) => size + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
 import { DONE_EVENT, encodeData, encodeEvent } from "../sse/encode.ts";
-import { streamOf } from "../streaming/stream-of.ts";
+import { streamOf } from "../sse/bytes.ts";
 import type { ApiKind } from "./types.ts";
 
 /**

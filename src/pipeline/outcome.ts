@@ -1,16 +1,15 @@
 import type { RequestContext } from "../request/context.ts";
-import { streamOf } from "../streaming/stream-of.ts";
+import { streamOf } from "../sse/bytes.ts";
 import type { runGenerationLeg } from "./legs.ts";
-import type { PipelineOutcome } from "./types.ts";
+import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 
-const ENGINE_REQUEST_ID = "x-trtllm-engine-request-id";
 
 /**
  * The generation leg's answer as the pipeline's outcome. When the generation worker answered
  * alone (no disaggregated id was sent), its own engine request id names the reply.
  */
 export function outcomeOf(result: Awaited<ReturnType<typeof runGenerationLeg>>, alone?: RequestContext): PipelineOutcome {
-  const named = alone === undefined ? undefined : result.headers.get(ENGINE_REQUEST_ID);
+  const named = alone === undefined ? undefined : result.headers.get(ENGINE_REQUEST_ID_HEADER);
   if (alone !== undefined && named) alone.engineRequestName = named;
   if (result.kind === "json") return { kind: "json", body: result.body };
   return { kind: "stream", body: result.response.body ?? streamOf([]) };

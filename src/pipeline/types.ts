@@ -11,6 +11,9 @@ import type { WorkerFetch } from "../workers/transport.ts";
 /** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
 export type ApiKind = "completions" | "chat" | "responses";
 
+/** The worker's name for a request it served alone; the proxy's replies carry the id they ran under. */
+export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
+
 export const WORKER_PATH: Record<ApiKind, string> = {
   completions: "/v1/completions",
   chat: "/v1/chat/completions",

@@ -3,7 +3,7 @@ import type { JsonObject } from "../json.ts";
 import { takeAffinity } from "../pipeline/affinity.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { PipelineOutcome } from "../pipeline/types.ts";
-import type { ApiKind } from "../pipeline/types.ts";
+import { ENGINE_REQUEST_ID_HEADER, type ApiKind } from "../pipeline/types.ts";
 import { withPerfMetricsEvent } from "../dialects/perf-metrics-stage.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { App } from "../server/app.ts";
@@ -11,8 +11,6 @@ import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
 import { routingRequestOf } from "../routing/prompt-text.ts";
 import { conversationIdOf, withConversationId } from "./conversation.ts";
-
-export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */
 export interface RouteDialect {

@@ -1,6 +1,8 @@
-/** Byte helpers for dialects that answer one upstream chunk with several pieces. */
+/** Byte helpers: joining pieces, and a finished stream of given chunks. */
 
 /** The parts joined into one array; undefined when there is nothing to send. */
+export function concatBytes(parts: readonly [Uint8Array, ...Uint8Array[]]): Uint8Array;
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array | undefined;
 export function concatBytes(parts: readonly Uint8Array[]): Uint8Array | undefined {
   if (parts.length === 0) return undefined;
   if (parts.length === 1) return parts[0];
@@ -13,4 +15,14 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array | undefine
     offset += part.length;
   }
   return joined;
+}
+
+/** A finished byte stream of the given chunks (the type lib lacks ReadableStream.from). */
+export function streamOf(chunks: readonly Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
 }

@@ -1,5 +1,6 @@
 import { ProxyError, type WorkerAnswer } from "../errors.ts";
 import { isJsonObject, parseJson } from "../json.ts";
+import { concatBytes } from "../sse/bytes.ts";
 
 /** Streamed requests carry at most this much of a worker's error body. */
 export const STREAM_ERROR_PREFIX_BYTES = 2048;
@@ -63,7 +64,7 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
   } finally {
     reader.cancel().catch(() => {});
   }
-  return concat(parts, Math.min(size, limit));
+  return (concatBytes(parts) ?? new Uint8Array()).subarray(0, Math.min(size, limit));
 }
 
 /** Reads a whole body, refusing one larger than `limit` bytes. */
@@ -73,17 +74,4 @@ export async function readBounded(body: ReadableStream<Uint8Array> | null, limit
     throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
   }
   return bytes;
-}
-
-function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1 && parts[0]?.byteLength === size) return parts[0];
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    if (offset >= size) break;
-    const slice = part.subarray(0, size - offset);
-    out.set(slice, offset);
-    offset += slice.byteLength;
-  }
-  return out;
 }
