@@ -3,7 +3,7 @@
  * `disagg_cluster:` in disagg_config.yaml, or a separate metadata_config.yaml (`-m`).
  */
 
-import { etcdEndpoint } from "../discovery/endpoint.ts";
+import { etcdEndpoint } from "./urls.ts";
 import { ConfigError, invalidConfig } from "./errors.ts";
 import { isMapping, type Mapping } from "./yaml-values.ts";
 

@@ -10,7 +10,7 @@ import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
-import { DEFAULTS, type ProxyConfig, type RouterOptions } from "./types.ts";
+import { DEFAULTS, type ProxyConfig, type Role, type RouterOptions } from "./types.ts";
 
 export interface LoadDeps {
   /** Synchronous, because the config is read once, before anything else starts. */
@@ -96,7 +96,7 @@ function withEnvBlockSize(flags: ServeFlags, file: TrtllmYaml | undefined, deps:
   const options: ProxyConfig["routerOptions"] = file?.settings.routerOptions ?? DEFAULTS.routerOptions;
   const size = envInteger(deps.env, "TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK", 1, 1 << 20);
   if (size === undefined) return options;
-  const apply = (role: "context" | "generation", type: string | undefined): RouterOptions =>
+  const apply = (role: Role, type: string | undefined): RouterOptions =>
     type === "kv_cache_aware" && options[role].tokensPerBlock === undefined ? { ...options[role], tokensPerBlock: size } : options[role];
   return {
     context: apply("context", flags.contextRouter ?? file?.settings.contextRouter),

@@ -2,6 +2,9 @@
 
 import type { DiscoveryConfig } from "./discovery-config.ts";
 
+/** A worker's part in a disaggregated request: prefill (context) or decode (generation). */
+export type Role = "context" | "generation";
+
 export type ScheduleStyle = "context_first" | "generation_first";
 export type RouterType = "round_robin" | "load_balancing" | "conversation" | "kv_cache_aware";
 export type LogLevel = "debug" | "info" | "warn" | "error";

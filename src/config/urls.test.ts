@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { normaliseUrl, normaliseUrlList } from "./urls.ts";
+import { discoveredOrigin, etcdEndpoint, normaliseUrl, normaliseUrlList } from "./urls.ts";
 
 describe("normaliseUrl", () => {
   test("host:port gets an http scheme", () => {
@@ -42,5 +42,24 @@ describe("normaliseUrlList", () => {
 
   test("the first bad item is reported through the caller's error", () => {
     expect(() => normaliseUrlList(["a:1,oops"], fail)).toThrow("bad oops");
+  });
+});
+
+describe("etcd addresses", () => {
+  test("etcd://, http:// and host:port become http endpoints, comma lists kept", () => {
+    expect(etcdEndpoint("etcd://Etcd1:2379")).toBe("http://etcd1:2379");
+    expect(etcdEndpoint("etcd://a:2379,etcd://b:2379")).toBe("http://a:2379,http://b:2379");
+    expect(etcdEndpoint("localhost:2379")).toBe("http://localhost:2379");
+    expect(etcdEndpoint("etcd://etcd")).toBe("http://etcd:2379");
+    expect(etcdEndpoint("nohost")).toBeUndefined();
+    expect(etcdEndpoint("etcd://h:1/path")).toBeUndefined();
+    expect(etcdEndpoint("")).toBeUndefined();
+  });
+
+  test("a discovered worker's origin is spelled as a static worker's; a URL without a scheme is none", () => {
+    for (const url of ["http://GPU1:8001", "http://gpu1:8001/", "https://g", "http://[::1]:9", "http://h:80", "http://h/path", "ftp://h:1", "http://u:p@h:1", "http://h:0"]) {
+      expect(discoveredOrigin(url)).toBe(normaliseUrl(url));
+    }
+    expect(discoveredOrigin("h:1")).toBeUndefined();
   });
 });

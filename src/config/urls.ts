@@ -52,3 +52,32 @@ export function normaliseUrlList(values: readonly string[], onInvalid: (raw: str
   }
   return [...origins];
 }
+
+const ETCD_PORT = 2379;
+
+/**
+ * TensorRT-LLM's etcd addresses → the `http://host:port` endpoints discovery takes:
+ * `etcd://host[:port]` (disagg_cluster's cluster_uri, possibly a comma list as upstream accepts),
+ * `http://host:port` or `host:port` → a comma list of `http://host:port`. Undefined when an item
+ * is none of these. The metadata config's `hostname` + `port` give `${hostname}:${port}`.
+ */
+export function etcdEndpoint(uri: string): string | undefined {
+  const endpoints: string[] = [];
+  for (const item of uri.split(",")) {
+    const text = item.trim();
+    if (text === "") continue;
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
+    const hasPort = /:\d+\/?$/.test(text);
+    // etcd:// without a port means etcd's default client port.
+    const withPort = scheme === "etcd" && !hasPort ? `${text.replace(/\/$/, "")}:${ETCD_PORT}` : text;
+    const origin = scheme === "etcd" ? normaliseUrl(withPort.replace(/^etcd:\/\//i, "http://")) : normaliseUrl(withPort);
+    if (origin === undefined) return undefined;
+    endpoints.push(origin);
+  }
+  return endpoints.length === 0 ? undefined : endpoints.join(",");
+}
+
+/** A discovered worker's URL → its origin, spelled as a static worker's; only http(s) URLs with a scheme. */
+export function discoveredOrigin(url: string): string | undefined {
+  return SCHEME.test(url.trim()) ? normaliseUrl(url) : undefined;
+}

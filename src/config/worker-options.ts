@@ -1,6 +1,6 @@
 /** `disagg-proxy worker` flags → the emulator's options (the emulator owns their defaults). */
 
-import { etcdEndpoint } from "../discovery/endpoint.ts";
+import { etcdEndpoint } from "./urls.ts";
 import type { EmulatorFaults, EmulatorOptions } from "../emulator/types.ts";
 import type { WorkerFlags } from "./cli-options.ts";
 import { UsageError } from "./errors.ts";

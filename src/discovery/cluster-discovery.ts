@@ -8,7 +8,7 @@ import type { Logger } from "../observability/logger.ts";
 import { Background } from "./background.ts";
 import { EtcdClient } from "./etcd-client.ts";
 import { isObject } from "./etcd-wire.ts";
-import { originOf } from "./origin.ts";
+import { discoveredOrigin } from "../config/urls.ts";
 import { PrefixMirror } from "./prefix-mirror.ts";
 import type { Discovery, ReconnectOptions, Role } from "./types.ts";
 import { WorkerSet, type WorkerEntry } from "./worker-set.ts";
@@ -83,7 +83,7 @@ export function parseWorker(key: string, value: string, logger: Logger): WorkerE
     logger.debug("Ignoring a worker that is neither context nor generation", { key, role });
     return undefined;
   }
-  const origin = typeof host === "string" && typeof port === "number" ? originOf(`http://${bracketed(host)}:${port}`) : undefined;
+  const origin = typeof host === "string" && typeof port === "number" ? discoveredOrigin(`http://${bracketed(host)}:${port}`) : undefined;
   if (origin === undefined) {
     logger.warn("Ignoring a worker key without a usable host and port", { key, host, port });
     return undefined;

@@ -13,7 +13,6 @@
  */
 
 export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions } from "./cluster-discovery.ts";
-export { etcdEndpoint } from "./endpoint.ts";
 export { EtcdError } from "./etcd-client.ts";
 export { etcdMetadataDiscovery, METADATA_PREFIX, type MetadataDiscoveryOptions } from "./metadata-discovery.ts";
 export { claimNodeId, nodeIdKey, type ClaimNodeIdOptions, type NodeIdClaim } from "./node-id.ts";

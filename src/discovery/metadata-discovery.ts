@@ -12,7 +12,7 @@ import { delay } from "../timers.ts";
 import { Backoff, messageOf } from "./backoff.ts";
 import { EtcdClient, type KeyValue } from "./etcd-client.ts";
 import { isObject, stringAt } from "./etcd-wire.ts";
-import { originOf } from "./origin.ts";
+import { discoveredOrigin } from "../config/urls.ts";
 import type { Discovery, DiscoveryStatus, ReconnectOptions, Role } from "./types.ts";
 import { WorkerSet, type WorkerEntry } from "./worker-set.ts";
 
@@ -102,7 +102,7 @@ function serverOf(kv: KeyValue, logger: Logger): Server[] {
   const url = isObject(metadata) ? stringAt(metadata, "url") : undefined;
   if (!isObject(metadata) || url === undefined) return [];
   const role = roleOf(metadata["server_type"] || metadata["server_role"]);
-  const origin = originOf(url);
+  const origin = discoveredOrigin(url);
   if (origin === undefined) {
     logger.warn("Ignoring a metadata server entry whose url is not http(s)://host:port", { key: kv.key, url });
     return [];

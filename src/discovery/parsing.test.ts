@@ -1,9 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { normaliseUrl } from "../config/urls.ts";
 import { memoryLogger } from "../observability/logger.ts";
 import { parseWorker } from "./cluster-discovery.ts";
-import { etcdEndpoint } from "./endpoint.ts";
-import { originOf } from "./origin.ts";
 import { workerIdOf } from "./register-worker.ts";
 
 describe("disagg_cluster worker values", () => {
@@ -30,25 +27,5 @@ describe("disagg_cluster worker values", () => {
   test("worker ids follow upstream's <ROLE>-<host>:<port>-<epoch_ms>-<pid>-<3 digits>", () => {
     expect(workerIdOf("context", "10.0.0.1", 8001, 1_700_000_000_123, 42, 0.007)).toBe("CONTEXT-10.0.0.1:8001-1700000000123-42-007");
     expect(workerIdOf("generation", "h", 1)).toMatch(/^GENERATION-h:1-\d{13}-\d+-\d{3}$/);
-  });
-});
-
-describe("origins", () => {
-  test("a discovered worker's origin is spelled as the config spells a static worker's", () => {
-    for (const url of ["http://GPU1:8001", "http://gpu1:8001/", "https://g", "http://[::1]:9", "http://h:80", "http://h/path", "ftp://h:1", "http://u:p@h:1", "http://h:0"]) {
-      expect(originOf(url)).toBe(normaliseUrl(url));
-    }
-  });
-});
-
-describe("etcd addresses", () => {
-  test("etcd://, http:// and host:port become http endpoints, comma lists kept", () => {
-    expect(etcdEndpoint("etcd://Etcd1:2379")).toBe("http://etcd1:2379");
-    expect(etcdEndpoint("etcd://a:2379,etcd://b:2379")).toBe("http://a:2379,http://b:2379");
-    expect(etcdEndpoint("localhost:2379")).toBe("http://localhost:2379");
-    expect(etcdEndpoint("etcd://etcd")).toBe("http://etcd:2379");
-    expect(etcdEndpoint("nohost")).toBeUndefined();
-    expect(etcdEndpoint("etcd://h:1/path")).toBeUndefined();
-    expect(etcdEndpoint("")).toBeUndefined();
   });
 });

@@ -1,6 +1,8 @@
 /** Public types of worker discovery. Everything else in src/discovery is private to it. */
 
-export type Role = "context" | "generation";
+import type { Role } from "../config/types.ts";
+
+export type { Role };
 
 /** `origin` is canonical (`http://host:port`, as src/config/urls.ts spells it), so it compares equal to a static list's entry. */
 export type DiscoveryEvent =

@@ -8,8 +8,7 @@
  */
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-
-export type WorkerRole = "context" | "generation";
+import type { Role } from "../config/types.ts";
 
 /** Upstream's SHORT_TIME_BUCKETS: first-token and per-token latency (and queue latency). */
 export const SHORT_TIME_BUCKETS: readonly number[] = Object.freeze([
@@ -22,7 +21,7 @@ export const LONG_TIME_BUCKETS: readonly number[] = Object.freeze([
 ]);
 
 /** Upstream's role prefixes (`ROLE_TO_CLIENT_TYPE`). */
-export const ROLE_PREFIX: Readonly<Record<WorkerRole, "ctx" | "gen">> = { context: "ctx", generation: "gen" };
+export const ROLE_PREFIX: Readonly<Record<Role, "ctx" | "gen">> = { context: "ctx", generation: "gen" };
 
 /** Server-level counters, unprefixed as upstream has them. */
 export interface ServerFamilies {
@@ -81,7 +80,7 @@ export function serverFamilies(registry: Registry): ServerFamilies {
   };
 }
 
-export function roleFamilies(registry: Registry, role: WorkerRole): RoleFamilies {
+export function roleFamilies(registry: Registry, role: Role): RoleFamilies {
   const p = ROLE_PREFIX[role];
   return {
     totalRequests: counter(registry, `${p}_total_requests_total`, `Attempts sent to ${role} workers, retries included`),

@@ -21,11 +21,12 @@
  */
 
 import { Registry } from "prom-client";
-import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies, type WorkerRole } from "./metrics-families.ts";
+import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies } from "./metrics-families.ts";
+import type { Role } from "../config/types.ts";
 
 export interface WorkerGaugeSource {
   /** Called at scrape time. */
-  workers(): readonly { role: "context" | "generation"; url: string; inFlight: number; healthy: boolean }[];
+  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean }[];
 }
 
 export interface ProxyMetrics {
@@ -36,11 +37,11 @@ export interface ProxyMetrics {
   /** A request ended; outcome is one of ok | worker_error | client_disconnected | timeout | rejected | internal_error. */
   requestEnded(route: string, outcome: string, status: number): void;
   /** One upstream attempt of a leg (retries included). */
-  upstreamAttempt(role: "context" | "generation"): void;
-  upstreamRetry(role: "context" | "generation"): void;
-  upstreamError(role: "context" | "generation"): void;
+  upstreamAttempt(role: Role): void;
+  upstreamRetry(role: Role): void;
+  upstreamError(role: Role): void;
   /** A leg completed: seconds from the attempt's start to its first token (or answer) and to its end; tokens if known. */
-  upstreamCompleted(role: "context" | "generation", firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void;
+  upstreamCompleted(role: Role, firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void;
   keepaliveSent(route: string): void;
   streamOpened(): void;
   streamClosed(): void;
@@ -84,7 +85,7 @@ function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void 
 export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
   const registry = new Registry();
   const server = serverFamilies(registry);
-  const roles: Readonly<Record<WorkerRole, RoleFamilies>> = {
+  const roles: Readonly<Record<Role, RoleFamilies>> = {
     context: roleFamilies(registry, "context"),
     generation: roleFamilies(registry, "generation"),
   };

@@ -7,11 +7,12 @@
 import type { ProxyError } from "../errors.ts";
 import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, type SpanRecord } from "./otlp-exporter.ts";
 import { randomHexBytes, sampled, type RandomHex, type TraceContext } from "./trace-context.ts";
+import type { Role } from "../config/types.ts";
 
 export const SERVER_SPAN_NAME = "disaggregated_request";
 
 export interface LegAttempt {
-  readonly role: "context" | "generation";
+  readonly role: Role;
   readonly origin: string;
   readonly path: string;
   readonly attempt: number;

@@ -1,7 +1,7 @@
 import { badRequest } from "../errors.ts";
 import { isJsonObject, type JsonObject } from "../json.ts";
 import { subagentAffinityHeaders } from "../security/disagg-auth.ts";
-import type { Role } from "../routing/worker-pool.ts";
+import type { Role } from "../config/types.ts";
 
 /**
  * Sub-agent affinity (reference §1.11): `conversation_params.subagent_affinity_id` travels to

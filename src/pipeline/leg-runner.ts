@@ -5,12 +5,12 @@ import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { contentWeight, type RoutingRequest } from "../routing/routing-request.ts";
-import type { Role } from "../routing/worker-pool.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { pause } from "../timers.ts";
 import type { PipelineDeps } from "./types.ts";
+import type { Role } from "../config/types.ts";
 
 /** One upstream leg: which worker, which body per attempt, what may be retried. */
 export interface LegPlan {

@@ -3,7 +3,7 @@ import type { RequestPerf } from "../observability/request-perf.ts";
 import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
 import type { Reservation } from "../routing/reservations.ts";
-import type { Role } from "../routing/worker-pool.ts";
+import type { Role } from "../config/types.ts";
 
 /** What one finished request reports: the request log line and the metrics come from it. */
 export interface RequestSummary {

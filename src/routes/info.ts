@@ -1,6 +1,7 @@
 import { ProxyError } from "../errors.ts";
 import type { App } from "../server/app.ts";
 import { openAiErrorResponse } from "./errors.ts";
+import type { Role } from "../config/types.ts";
 
 const MODELS_TIMEOUT_MS = 10_000;
 
@@ -27,7 +28,7 @@ export function version(app: App): Response {
 /** GET /cluster_info: server lists, readiness and in-flight load per worker. */
 export function clusterInfo(app: App): Response {
   const { pool, table } = app.placement;
-  const describe = (role: "context" | "generation") =>
+  const describe = (role: Role) =>
     pool.all(role).map((w) => ({ url: w.origin, ready: w.ready, in_flight: table.load(role, w.origin) }));
   return Response.json({
     is_ready: pool.isReady(),

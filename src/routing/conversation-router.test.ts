@@ -4,7 +4,7 @@ import { ConversationRouter } from "./conversation-router.ts";
 import { KvEventPoller } from "./kv-events.ts";
 import { ReservationTable } from "./reservations.ts";
 import type { RoutingRequest } from "./routing-request.ts";
-import type { WorkerEntry } from "./worker-pool.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 const WORKERS: readonly WorkerEntry[] = ["http://a:1", "http://b:1", "http://c:1"].map((origin) => ({
   origin,

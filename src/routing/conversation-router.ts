@@ -20,7 +20,7 @@ import { leastLoadedOf, plainPick, roundRobinCursor } from "./simple-routers.ts"
 import { PrefixIndex } from "./prefix-index.ts";
 import type { Router, RouterContext, RouterPick } from "./router-contract.ts";
 import { matchedTokensOf, promptBlocks, type BlockOptions, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
-import type { WorkerEntry } from "./worker-pool.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** Trie nodes kept at most (about 50 MB at the bound). */
 export const MAX_INDEX_NODES = 262_144;

@@ -27,7 +27,7 @@ import { LruSet } from "./lru-set.ts";
 import type { Router, RouterContext, RouterPick } from "./router-contract.ts";
 import { matchedTokensOf, promptBlocks, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
 import { plainPick, roundRobinCursor } from "./simple-routers.ts";
-import type { WorkerEntry } from "./worker-pool.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** Block hashes learned from one worker's events, kept at most (the newest stored). */
 export const MAX_LEARNED_BLOCKS = 262_144;

@@ -1,10 +1,10 @@
-import type { ProxyConfig } from "../config/types.ts";
+import type { ProxyConfig, Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-events.ts";
 import { ReservationTable, type Reservation } from "./reservations.ts";
 import { createRouter, type Router } from "./routers.ts";
 import { contentWeight, NO_ROUTING, type RoutingRequest } from "./routing-request.ts";
-import { WorkerPool, type Role, type WorkerEntry } from "./worker-pool.ts";
+import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 
 export interface PlacementRequest {
   readonly role: Role;

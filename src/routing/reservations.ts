@@ -1,4 +1,4 @@
-import type { Role } from "./worker-pool.ts";
+import type { Role } from "../config/types.ts";
 
 /**
  * The one table of in-flight load. Each request holds reservations on the workers its legs

@@ -1,10 +1,10 @@
 /** The contract every router keeps, and what a router is built from. */
 
-import type { RouterOptions } from "../config/types.ts";
+import type { Role, RouterOptions } from "../config/types.ts";
 import type { KvEventPoller } from "./kv-events.ts";
 import type { ReservationTable } from "./reservations.ts";
 import type { RoutingRequest } from "./routing-request.ts";
-import type { Role, WorkerEntry } from "./worker-pool.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** A router's choice and what it knows of the prompt's cache on that worker. */
 export interface RouterPick {

@@ -2,7 +2,7 @@
 
 import type { Router, RouterPick } from "./router-contract.ts";
 import { estimatedPromptTokens, type RoutingRequest } from "./routing-request.ts";
-import type { WorkerEntry } from "./worker-pool.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** A pick that knows nothing of the prompt's cache. */
 export function plainPick(worker: WorkerEntry | undefined, request: RoutingRequest | undefined): RouterPick | undefined {

@@ -1,7 +1,7 @@
 import type { DiscoveryConfig } from "../config/discovery-config.ts";
 import { etcdClusterDiscovery, etcdMetadataDiscovery, type Discovery } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { WorkerPool } from "../routing/worker-pool.ts";
+import type { WorkerPool } from "../workers/worker-pool.ts";
 
 /**
  * Keeps the pool in step with etcd: a registered worker joins after its first healthy check,

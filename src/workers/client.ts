@@ -3,10 +3,11 @@ import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import type { WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
+import type { Role } from "../config/types.ts";
 
 
 export interface WorkerPost {
-  readonly role: "context" | "generation";
+  readonly role: Role;
   readonly origin: string;
   readonly path: string;
   /** JSON text, or msgpack bytes (their X-TRTLLM-Msgpack header comes in `headers`). */

@@ -2,7 +2,7 @@ import type { ProxyConfig } from "../config/types.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
-import type { WorkerPool } from "../routing/worker-pool.ts";
+import type { WorkerPool } from "./worker-pool.ts";
 import { syncWorkerClock } from "./clock-sync.ts";
 import type { WorkerFetch } from "./transport.ts";
 

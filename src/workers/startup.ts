@@ -1,7 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import { delay } from "../timers.ts";
-import type { WorkerPool } from "../routing/worker-pool.ts";
+import type { WorkerPool } from "./worker-pool.ts";
 import type { HealthMonitor } from "./health-monitor.ts";
 
 /**

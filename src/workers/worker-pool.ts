@@ -1,6 +1,6 @@
+import type { Role } from "../config/types.ts";
 import type { JsonObject } from "../json.ts";
 
-export type Role = "context" | "generation";
 
 /** One worker as one role sees it. A URL in both lists is two entries with the same origin. */
 export interface WorkerEntry {
