@@ -118,18 +118,25 @@ describe("commands", () => {
     });
   });
 
-  test("worker flags become the emulator's options, faults nested, absent flags absent", () => {
+  test("worker flags are kept for the emulator, absent flags absent; no registration without --register", () => {
     const command = parse("worker", "--role", "mixed", "--port", "0", "--host", "127.0.0.1", "--model", "m", "--prefill-ms", "5",
       "--prefill-ms-per-token", "0.5", "--token-ms", "2", "--output-tokens", "8", "--reject-status", "503", "--reject-after-ms", "1",
       "--cut-after-tokens", "3", "--chunk-bytes", "7", "--silence-ms", "100", "--silence-after-tokens", "2", "--error-event-after-tokens", "4");
     expect(command).toEqual({
       kind: "worker",
-      options: {
-        role: "mixed", port: 0, host: "127.0.0.1", model: "m", prefillMs: 5, prefillMsPerToken: 0.5, tokenMs: 2, outputTokens: 8,
-        faults: { rejectStatus: 503, rejectAfterMs: 1, cutAfterTokens: 3, chunkBytes: 7, silenceMs: 100, silenceAfterTokens: 2, errorEventAfterTokens: 4 },
+      role: "mixed",
+      flags: {
+        port: 0, host: "127.0.0.1", model: "m", prefillMs: 5, prefillMsPerToken: 0.5, tokenMs: 2, outputTokens: 8, rejectStatus: 503,
+        rejectAfterMs: 1, cutAfterTokens: 3, chunkBytes: 7, silenceMs: 100, silenceAfterTokens: 2, errorEventAfterTokens: 4,
       },
+      register: undefined,
     });
-    expect(parse("worker", "--role", "context", "--port", "8001")).toEqual({ kind: "worker", options: { role: "context", port: 8001 } });
+    expect(parse("worker", "--role", "context", "--port", "8001")).toEqual({ kind: "worker", role: "context", flags: { port: 8001 }, register: undefined });
+  });
+
+  test("a KV cache block holds at least one token; a negative capacity is refused", () => {
+    expect(() => parse("worker", "--role", "context", "--port", "0", "--tokens-per-block", "0")).toThrow(UsageError);
+    expect(() => parse("worker", "--role", "context", "--port", "0", "--kv-cache-blocks", "-1")).toThrow(UsageError);
   });
 
   test("demo takes an optional port", () => {

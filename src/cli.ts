@@ -10,10 +10,14 @@ import { parseSection } from "./config/flag-values.ts";
 import { loadConfig, systemLoadDeps, type LoadDeps } from "./config/load.ts";
 import { DEFAULTS, type ProxyConfig } from "./config/types.ts";
 import { usageText, type Command as CommandName } from "./config/usage.ts";
-import { toEmulatorOptions, type EmulatorCliOptions } from "./config/worker-options.ts";
+import { workerRegistration, type WorkerRegistrationSettings } from "./config/worker-registration.ts";
+import type { WorkerFlags } from "./config/cli-options.ts";
 
 export { ConfigError, OPTIONS, UsageError, usageText };
-export type { EmulatorCliOptions };
+export type { WorkerRegistrationSettings };
+
+/** A worker's flags without the command's own words and its registration (which main.ts injects). */
+export type EmulatedWorkerFlags = Omit<WorkerFlags, "help" | "version" | "role" | "register" | "clusterName" | "heartbeatMs" | "ttlMs">;
 
 /** Injected by scripts/build.ts (`--define`); absent when running from source. */
 declare const BUILD_VERSION: string | undefined;
@@ -22,7 +26,7 @@ export const VERSION: string = typeof BUILD_VERSION === "string" ? BUILD_VERSION
 
 export type Command =
   | { kind: "serve"; config: ProxyConfig; warnings: string[] }
-  | { kind: "worker"; options: EmulatorCliOptions }
+  | { kind: "worker"; role: NonNullable<WorkerFlags["role"]>; flags: EmulatedWorkerFlags; register: WorkerRegistrationSettings | undefined }
   | { kind: "demo"; port: number }
   | { kind: "help"; text: string }
   | { kind: "version" };
@@ -44,7 +48,7 @@ export function parseCommandLine(argv: readonly string[], deps: LoadDeps = syste
   const named = first !== undefined && !first.startsWith("-");
   const command = named ? commandOf(first) : "serve";
   try {
-    return run(command, named ? argv.slice(1) : argv, named, deps);
+    return parseFor(command, named ? argv.slice(1) : argv, named, deps);
   } catch (error) {
     // Attach the usage of the command the user tried, so the hint fits what they typed.
     if (error instanceof UsageError && error.usage === "") throw new UsageError(error.message, usageText(VERSION, command));
@@ -60,15 +64,15 @@ function commandOf(word: string): CommandName {
   return command;
 }
 
-type Runner = (args: readonly string[], named: boolean, deps: LoadDeps) => Command;
+type Parser = (args: readonly string[], named: boolean, deps: LoadDeps) => Command;
 
-const RUNNERS: Readonly<Record<CommandName, Runner>> = { serve: runServe, worker: runWorker, demo: runDemo };
+const PARSERS: Readonly<Record<CommandName, Parser>> = { serve: parseServe, worker: parseWorker, demo: parseDemo };
 
-function run(command: CommandName, args: readonly string[], named: boolean, deps: LoadDeps): Command {
-  return RUNNERS[command](args, named, deps);
+function parseFor(command: CommandName, args: readonly string[], named: boolean, deps: LoadDeps): Command {
+  return PARSERS[command](args, named, deps);
 }
 
-function runServe(args: readonly string[], named: boolean, deps: LoadDeps): Command {
+function parseServe(args: readonly string[], named: boolean, deps: LoadDeps): Command {
   const { help, version, ...flags } = parseSection("serve", args);
   // Bare `--help` is the overview; `serve --help` is serve's own page.
   if (help === true) return { kind: "help", text: usageText(VERSION, named ? "serve" : undefined) };
@@ -77,16 +81,17 @@ function runServe(args: readonly string[], named: boolean, deps: LoadDeps): Comm
   return { kind: "serve", config, warnings };
 }
 
-function runWorker(args: readonly string[]): Command {
-  const { help, version, role, ...flags } = parseSection("worker", args);
+function parseWorker(args: readonly string[]): Command {
+  const all = parseSection("worker", args);
+  const { help, version, role, register: _uri, clusterName: _name, heartbeatMs: _heartbeat, ttlMs: _ttl, ...flags } = all;
   if (help === true) return { kind: "help", text: usageText(VERSION, "worker") };
   if (version === true) return { kind: "version" };
   // parseSection already refused a missing --role; this narrows the type.
   if (role === undefined) throw new UsageError("worker needs --role");
-  return { kind: "worker", options: toEmulatorOptions(role, flags) };
+  return { kind: "worker", role, flags, register: workerRegistration(all) };
 }
 
-function runDemo(args: readonly string[]): Command {
+function parseDemo(args: readonly string[]): Command {
   const { help, version, port } = parseSection("demo", args);
   if (help === true) return { kind: "help", text: usageText(VERSION, "demo") };
   if (version === true) return { kind: "version" };

@@ -1,9 +1,7 @@
 import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import type { ProxyConfig } from "./config/types.ts";
-import { claimNodeId } from "./discovery/index.ts";
-import { demoBanner, startDemo } from "./demo.ts";
-import { startEmulatedWorker } from "./emulator/index.ts";
+import { claimNodeId, etcdRegistrar } from "./discovery/index.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
 
@@ -25,7 +23,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.stdout.write(`disagg-proxy ${VERSION}\n`);
       return;
     case "worker":
-      runWorker(command);
+      await runWorker(command);
       return;
     case "demo":
       await runDemo(command.port);
@@ -92,8 +90,17 @@ function reload(proxy: RunningProxy, argv: readonly string[], logger: Logger): v
   }
 }
 
-function runWorker(command: Extract<Command, { kind: "worker" }>): void {
-  const worker = startEmulatedWorker(command.options);
+/** The emulator is imported only here and by the demo: `serve` never loads it. */
+async function runWorker(command: Extract<Command, { kind: "worker" }>): Promise<void> {
+  const { emulatorOptions, startEmulatedWorker } = await import("./emulator/index.ts");
+  const options = emulatorOptions(command.role, command.flags);
+  const settings = command.register;
+  if (settings !== undefined) {
+    // Registration is the proxy's etcd client, handed to the emulator; its lines go to stderr.
+    const logger = createLogger("warn", (line) => process.stderr.write(line));
+    options.register = etcdRegistrar({ ...settings, logger });
+  }
+  const worker = startEmulatedWorker(options);
   process.stdout.write(`${worker.url}\n`);
   stopOnSignals(() => worker.stop());
 }
@@ -101,6 +108,7 @@ function runWorker(command: Extract<Command, { kind: "worker" }>): void {
 async function runDemo(port: number): Promise<void> {
   const logger = createLogger("info");
   keepServingOnStrayRejections(logger);
+  const { demoBanner, startDemo } = await import("./demo.ts");
   const demo = await startDemo(port, logger, VERSION);
   process.stdout.write(demoBanner(demo));
   stopOnSignals(() => demo.stop());

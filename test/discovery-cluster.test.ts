@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { etcdClusterDiscovery, type Discovery } from "../src/discovery/index.ts";
+import { etcdClusterDiscovery, etcdRegistrar, type Discovery } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
 import { eventLog, startEtcd, waitUntil, type EtcdServer } from "./support/etcd.ts";
@@ -35,7 +35,7 @@ function keysUnder(clusterName: string): Promise<string[]> {
 describe("disagg_cluster discovery", () => {
   test("workers already registered come first, then joins and leaves in the order they happen", async () => {
     const clusterName = nextCluster();
-    const register = { endpoint: etcd.endpoint, clusterName, ...REGISTER };
+    const register = etcdRegistrar({ endpoint: etcd.endpoint, clusterName, ...REGISTER });
     await using first = startEmulatedWorker({ role: "context", register });
     await waitUntil("the first worker's key", async () => (await keysUnder(clusterName)).length === 1);
 
@@ -65,7 +65,7 @@ describe("disagg_cluster discovery", () => {
     const log = eventLog();
     const discovery = discoveryFor(clusterName);
     await discovery.start(log.onEvent);
-    await using worker = startEmulatedWorker({ role: "mixed", register: { endpoint: etcd.endpoint, clusterName, ...REGISTER } });
+    await using worker = startEmulatedWorker({ role: "mixed", register: etcdRegistrar({ endpoint: etcd.endpoint, clusterName, ...REGISTER }) });
     expect((await log.waitForCount(2)).toSorted()).toEqual([`add context ${worker.url}`, `add generation ${worker.url}`]);
 
     const keys = await keysUnder(clusterName);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { claimNodeId } from "../src/discovery/index.ts";
+import { claimNodeId, etcdRegistrar } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { silentLogger } from "../src/observability/logger.ts";
 import { DisaggIdAllocator } from "../src/request/disagg-id.ts";
@@ -17,7 +17,7 @@ afterAll(async () => {
   await etcd[Symbol.asyncDispose]();
 });
 
-const register = (clusterName: string) => ({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
+const register = (clusterName: string) => etcdRegistrar({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
 const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
 
 /** A proxy with no static worker: it finds them in the named etcd cluster. */

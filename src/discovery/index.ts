@@ -16,5 +16,12 @@ export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions } fro
 export { EtcdError } from "./etcd-client.ts";
 export { etcdMetadataDiscovery, METADATA_PREFIX, type MetadataDiscoveryOptions } from "./metadata-discovery.ts";
 export { claimNodeId, nodeIdKey, type ClaimNodeIdOptions, type NodeIdClaim } from "./node-id.ts";
-export { registerWorker, workerIdOf, type RegisterWorkerOptions, type WorkerRegistration } from "./register-worker.ts";
+export {
+  etcdRegistrar,
+  registerWorker,
+  workerIdOf,
+  type EtcdRegistration,
+  type RegisterWorkerOptions,
+  type WorkerRegistration,
+} from "./register-worker.ts";
 export type { Discovery, DiscoveryEvent, DiscoveryStatus, ReconnectOptions, Role } from "./types.ts";

@@ -55,3 +55,11 @@ export function registerWorker(options: RegisterWorkerOptions): WorkerRegistrati
   });
   return { workerId, key, stop: () => keeper.stop() };
 }
+
+/** The settings `--register` gives: everything but the worker's own address and role. */
+export type EtcdRegistration = Omit<RegisterWorkerOptions, "role" | "host" | "port">;
+
+/** Registers each worker (and role) it is handed: what main.ts injects into the emulated worker. */
+export function etcdRegistrar(settings: EtcdRegistration): (worker: { readonly role: Role; readonly host: string; readonly port: number }) => WorkerRegistration {
+  return (worker) => registerWorker({ ...settings, role: worker.role, host: worker.host, port: worker.port });
+}

@@ -32,11 +32,14 @@
  * on the context worker until that id's context phase finished (404 when it failed).
  */
 
+export { emulatorOptions, type EmulatorFlags } from "./cli.ts";
 export { startEmulatedWorker } from "./worker.ts";
 export type {
   EmulatedWorker,
   EmulatorFaults,
   EmulatorOptions,
+  PhaseRole,
+  Registrar,
   RecordedRequest,
   RequestPhase,
   RequestStatus,

@@ -1,7 +1,6 @@
 /** Public types of the emulated trtllm-serve worker. Everything else in src/emulator is private. */
 
 import type { JsonValue } from "../json.ts";
-import type { Logger } from "../observability/logger.ts";
 
 /** `mixed` serves both phases (a URL listed as a context and as a generation server). */
 export type WorkerRole = "context" | "generation" | "mixed";
@@ -53,8 +52,11 @@ export interface EmulatorOptions {
   recordReplies?: boolean;
   /** Keep only the newest N request records, so a long run (the soak benchmark) stays bounded (default: all). */
   maxRecords?: number;
-  /** Register in etcd as TensorRT-LLM's disagg_cluster workers do, from start until stop (a mixed worker registers once per role). */
-  register?: EmulatorRegistration;
+  /**
+   * Announces the worker from start until stop, once per role it serves (e.g. in etcd, as
+   * TensorRT-LLM's disagg_cluster workers do). Injected: the emulator knows no registry.
+   */
+  register?: Registrar;
   /** Finished requests' records GET /perf_metrics keeps (default 0: none, as trtllm-serve's default). */
   perfMetricsMaxRequests?: number;
   /** Seconds added to this worker's steady clock, as if it ran on another host (default 0). */
@@ -63,17 +65,11 @@ export interface EmulatorOptions {
   clockProbeDelayMs?: number;
 }
 
-export interface EmulatorRegistration {
-  /** etcd's client URL, `http://host:port`. */
-  endpoint: string;
-  clusterName: string;
-  /** heartbeat_interval_sec, in ms. */
-  heartbeatMs: number;
-  /** inactive_timeout_sec, in ms: the lease TTL. */
-  ttlMs: number;
-  /** Registration log lines; default: warnings and errors on stderr. */
-  logger?: Logger;
-}
+/** One phase a worker serves; a mixed worker serves both. */
+export type PhaseRole = Exclude<WorkerRole, "mixed">;
+
+/** Registers a listening worker; `stop` withdraws it. */
+export type Registrar = (worker: { readonly role: PhaseRole; readonly host: string; readonly port: number }) => { stop(): Promise<void> };
 
 export type RequestPhase = "context" | "generation" | "aggregated" | "other";
 export type RequestStatus = "running" | "finished" | "aborted";

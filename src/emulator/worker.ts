@@ -1,9 +1,7 @@
 /** The emulated trtllm-serve worker: one Bun server, its routes, and everything it remembers. */
 
 import type { Server } from "bun";
-import { registerWorker, type Role, type WorkerRegistration } from "../discovery/index.ts";
 import type { JsonValue } from "../json.ts";
-import { createLogger } from "../observability/logger.ts";
 import { health, countTokens, kvCacheEvents, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
@@ -14,7 +12,7 @@ import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf-rout
 import type { ApiKind } from "./model-request.ts";
 import { RequestLog } from "./request-log.ts";
 import { readJsonBody, serveModelRequest } from "./serve-model.ts";
-import type { EmulatedWorker, EmulatorOptions, RecordedRequest, WorkerRole } from "./types.ts";
+import type { EmulatedWorker, EmulatorOptions, PhaseRole, RecordedRequest, Registrar, WorkerRole } from "./types.ts";
 import type { WorkerContext } from "./worker-context.ts";
 import { detailResponse, errorEnvelope } from "./worker-error.ts";
 
@@ -49,7 +47,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly #server: Server<undefined>;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
-  readonly #registrations: readonly WorkerRegistration[];
+  readonly #registrations: readonly ReturnType<Registrar>[];
   #lastLocalId = 0n;
   #stopped: Promise<void> | undefined;
 
@@ -180,24 +178,12 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   }
 }
 
-/** Registers the worker once per role it serves when options.register asks for it. */
-function register(options: EmulatorOptions, host: string, port: number): WorkerRegistration[] {
-  const settings = options.register;
-  if (settings === undefined) return [];
-  const roles: Role[] = options.role === "mixed" ? ["context", "generation"] : [options.role];
-  const logger = settings.logger ?? createLogger("warn", (line) => process.stderr.write(line));
-  return roles.map((role) =>
-    registerWorker({
-      endpoint: settings.endpoint,
-      clusterName: settings.clusterName,
-      heartbeatMs: settings.heartbeatMs,
-      ttlMs: settings.ttlMs,
-      role,
-      host,
-      port,
-      logger,
-    }),
-  );
+/** Registers the worker once per role it serves, when a registrar was given. */
+function register(options: EmulatorOptions, host: string, port: number): ReturnType<Registrar>[] {
+  const registrar = options.register;
+  if (registrar === undefined) return [];
+  const roles: PhaseRole[] = options.role === "mixed" ? ["context", "generation"] : [options.role];
+  return roles.map((role) => registrar({ role, host, port }));
 }
 
 /** The host other processes can reach: a wildcard listen address is reported as loopback. */
