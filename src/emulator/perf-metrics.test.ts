@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Packr } from "msgpackr/pack";
 import { jsonInteger, readInteger } from "../json.ts";
-import { steadySeconds } from "../observability/steady-clock.ts";
+import { steadySeconds } from "./perf-state.ts";
 import { at, json, sseEvents } from "./test-support.ts";
 import { startEmulatedWorker } from "./worker.ts";
 

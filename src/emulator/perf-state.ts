@@ -6,7 +6,14 @@
  */
 
 import type { JsonObject } from "../json.ts";
-import { steadySeconds } from "../observability/steady-clock.ts";
+
+/**
+ * The worker's steady clock in seconds: monotonic, from the wall clock at process start (real
+ * workers count from boot; the proxy's clock sync measures the difference either way).
+ */
+export function steadySeconds(): number {
+  return (performance.timeOrigin + performance.now()) / 1000;
+}
 
 export interface WorkerPerfOptions {
   /** Seconds added to this worker's steady clock, as if it ran on another host (default 0). */

@@ -6,7 +6,7 @@
  */
 
 import { jsonInteger, type JsonObject } from "../json.ts";
-import { limitMetricsHeaders, MetricsHeaderBuilder, metricsEvent, type MetricsHeaders, type StepTiming } from "../observability/perf-format.ts";
+import { perfMetricsEvent, serverPhaseHeaders, withinBudget, type StepTiming, type WireHeaders } from "./perf-wire.ts";
 import type { ModelPhase } from "./model-request.ts";
 import type { WorkerPerfState } from "./perf-state.ts";
 
@@ -89,29 +89,28 @@ export class JobTimeline {
   }
 
   /** The metrics headers of the phase, whole (the caller applies the budget where upstream does). */
-  headers(phase: ModelPhase): MetricsHeaders {
+  headers(phase: ModelPhase): WireHeaders {
     const kv = phase === "generation" ? this.#kv : undefined;
     const prefill = phase === "generation" ? [] : this.#prefillChunk();
-    return new MetricsHeaderBuilder()
-      .addPhase("server", {
-        arrival_time: this.#arrival,
-        first_scheduled_time: this.#scheduled,
-        first_token_time: this.#firstToken,
-        last_token_time: this.#lastToken,
-        kv_cache_transfer_start: kv?.start,
-        kv_cache_transfer_end: kv?.end,
-      }, { step_metrics: this.#steps, ctx_chunk_metrics: prefill })
-      .headers();
+    const timing = {
+      arrival: this.#arrival,
+      scheduled: this.#scheduled,
+      firstToken: this.#firstToken,
+      lastToken: this.#lastToken,
+      kvStart: kv?.start,
+      kvEnd: kv?.end,
+    };
+    return serverPhaseHeaders(timing, this.#steps, prefill);
   }
 
   /** Headers for a non-streamed answer (within the budget). */
-  responseHeaders(phase: ModelPhase): MetricsHeaders {
-    return limitMetricsHeaders(this.headers(phase)).headers;
+  responseHeaders(phase: ModelPhase): WireHeaders {
+    return withinBudget(this.headers(phase));
   }
 
   /** The event after a stream's last frame. */
   streamEvent(phase: ModelPhase): Uint8Array | undefined {
-    return metricsEvent(this.headers(phase));
+    return perfMetricsEvent(this.headers(phase));
   }
 
   /** The GET /perf_metrics record, as trtllm-serve's worker lists it. */

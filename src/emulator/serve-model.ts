@@ -5,7 +5,7 @@
  */
 
 import type { JsonValue } from "../json.ts";
-import { metricsRequested } from "../observability/perf-format.ts";
+import { metricsRequested } from "./perf-wire.ts";
 import { readRequestBody } from "./body-decode.ts";
 import { serveContextPhase } from "./context-phase.ts";
 import { serveAggregated, serveGenerationPhase } from "./generation-phase.ts";

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fixture from "../../test/fixtures/perf-metrics/server-phase.json" with { type: "json" };
 import { CTX_CHUNK_METRICS, limitMetricsHeaders, MetricsHeaderBuilder, metricsEvent, SERVER_TIMING, START_END_TIME, STEP_METRICS } from "./perf-format.ts";
 import { workerMetricsFromEvent, workerMetricsFromHeaders } from "./perf-worker-metrics.ts";
 
@@ -8,6 +9,16 @@ const STEP = { iter: 3, forward_start_time: 2.0, forward_end_time: 2.002, sample
 const CHUNK = { forward_start_time: 1.0, forward_end_time: 1.004, sample_start_time: 1.004, sample_end_time: 1.005, gpu_forward_time: 3.0, gpu_sample_time: 0.25 };
 
 describe("metrics headers", () => {
+  test("a worker phase is written as the fixture says, and read back from it", () => {
+    const { step_metrics, ctx_chunk_metrics } = fixture;
+    expect(new MetricsHeaderBuilder().addPhase("server", fixture.timing, { step_metrics, ctx_chunk_metrics }).headers()).toEqual(fixture.headers);
+    const read = workerMetricsFromHeaders(new Headers(fixture.headers), "ctx");
+    expect(read?.headers[SERVER_TIMING]).toBe("ctx_queue;dur=10.000000, ctx_ttft;dur=20.000000, ctx_e2e;dur=50.000000, ctx_kv_transfer;dur=3.000000");
+    expect(read?.timing).toMatchObject({ arrival_time: 1, last_token_time: 1.05 });
+    const event = fixture.event.slice(fixture.event.indexOf("data: ") + 6).trim();
+    expect(workerMetricsFromEvent(event, "gen")?.headers[START_END_TIME]).toBe("gen-start;ts=1.000000000, gen-end;ts=1.050000000");
+  });
+
   test("a phase becomes metric lists with 6-decimal durations in ms and 9-decimal timestamps in s", () => {
     const headers = new MetricsHeaderBuilder().addPhase("server", TIMING, { step_metrics: [STEP], ctx_chunk_metrics: [CHUNK] }).headers();
     expect(headers[SERVER_TIMING]).toBe("server_queue;dur=10.000000, server_ttft;dur=20.000000, server_e2e;dur=50.000000");

@@ -1,7 +1,8 @@
 /**
  * TensorRT-LLM's per-request metrics on the wire (reference §5.3): the four Server-Timing-style
  * headers, how one phase's timestamps become them, the 80 KiB budget and the trailing SSE event.
- * Shared by the proxy (which merges ctx_/gen_ phases) and the emulated worker (phase "server").
+ * The proxy's side: it merges ctx_/gen_ phases (the emulated worker writes its "server" phase with
+ * its own encoder, src/emulator/perf-wire.ts; both are checked against test/fixtures/perf-metrics/).
  */
 
 export const SERVER_TIMING = "Server-Timing";
