@@ -24,8 +24,8 @@ const SPEC: FleetSpec = {
 describe("the disagg_config.yaml the conversations benchmark writes", () => {
   test("the proxy reads its workers, routers, block size and conditional limit, and nothing it does not implement", () => {
     const yaml = disaggConfig(SPEC, services("ctx", [9001, 9002]), services("gen", [9003, 9004]));
-    const { settings, unimplemented } = parseTrtllmYaml(yaml, "conversations.yaml");
-    expect(unimplemented).toEqual([]);
+    const { settings, unknown } = parseTrtllmYaml(yaml, "conversations.yaml");
+    expect(unknown).toEqual([]);
     expect(settings.contextServers).toEqual(["http://127.0.0.1:9001", "http://127.0.0.1:9002"]);
     expect(settings.generationServers).toEqual(["http://127.0.0.1:9003", "http://127.0.0.1:9004"]);
     expect([settings.contextRouter, settings.generationRouter]).toEqual(["kv_cache_aware", "conversation"]);
@@ -35,8 +35,8 @@ describe("the disagg_config.yaml the conversations benchmark writes", () => {
 
   test("round_robin sections carry no block size, and no limit means no conditional_disagg_config", () => {
     const spec = { ...SPEC, contextRouter: "round_robin", generationRouter: "round_robin", maxLocalPrefillLength: undefined } as const;
-    const { settings, unimplemented } = parseTrtllmYaml(disaggConfig(spec, services("ctx", [9001]), services("gen", [9003])), "rr.yaml");
-    expect(unimplemented).toEqual([]);
+    const { settings, unknown } = parseTrtllmYaml(disaggConfig(spec, services("ctx", [9001]), services("gen", [9003])), "rr.yaml");
+    expect(unknown).toEqual([]);
     expect([settings.contextRouter, settings.generationRouter]).toEqual(["round_robin", "round_robin"]);
     expect(settings.routerOptions).toBeUndefined();
     expect(settings.conditionalDisagg).toBeUndefined();

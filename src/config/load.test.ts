@@ -35,14 +35,36 @@ describe("loadConfig", () => {
     expect(warnings).toEqual([]);
   });
 
-  test("YAML only: the README example, with one warning naming the unimplemented key", () => {
-    const { config, warnings } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": README_EXAMPLE }));
+  test("YAML only: the README example starts without a warning; its worker key is a debug note", () => {
+    const { config, warnings, notes } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": README_EXAMPLE }));
     expect(config.host).toBe("localhost");
     expect(config.port).toBe(8000);
     expect(config.contextServers).toEqual(["http://localhost:8001", "http://localhost:8002"]);
     expect(config.generationServers).toEqual(["http://localhost:8003"]);
     expect(config.configFile).toBe("d.yaml");
-    expect(warnings).toEqual(["Ignoring config keys this proxy does not implement: backend"]);
+    expect(warnings).toEqual([]);
+    expect(notes).toEqual([{ level: "debug", text: "Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): backend" }]);
+  });
+
+  test("an unknown key is warned about with the nearest known name", () => {
+    const { warnings } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": `${README_EXAMPLE}
+max_retires: 2
+` }));
+    expect(warnings).toEqual(["Ignoring config keys neither this proxy nor TensorRT-LLM's workers know: max_retires (did you mean max_retries?)"]);
+  });
+
+  test("num_instances without urls gets a hint: this proxy launches no workers", () => {
+    const yaml = "context_servers: { num_instances: 2 }\ngeneration_servers: { num_instances: 1, urls: [g:1] }";
+    expect(() => loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml }))).toThrow(
+      "context_servers.num_instances is 2 but no urls are listed: this proxy launches no workers, so give their addresses (--context URL, repeatable, or context_servers.urls) or let them register (disagg_cluster, -m)",
+    );
+  });
+
+  test("num_instances: 0 for context hints at TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1, which makes it start", () => {
+    const yaml = "context_servers: { num_instances: 0 }\ngeneration_servers: { num_instances: 1, urls: [g:1] }";
+    expect(() => loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml }))).toThrow("set TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1");
+    const { config } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml }, { TRTLLM_DISAGG_BENCHMARK_GEN_ONLY: "1" }));
+    expect(config.benchmarkGenerationOnly).toBe(true);
   });
 
   test("flags override the YAML, key by key", () => {

@@ -20,10 +20,17 @@ export interface LoadDeps {
   readonly defaultNodeId: () => number;
 }
 
+/** A start-up line below warning level: what the configuration means here, said once. */
+export interface StartupNote {
+  readonly level: "debug" | "info";
+  readonly text: string;
+}
+
 export interface LoadedConfig {
   readonly config: ProxyConfig;
-  /** Complete log lines for the caller to write at warn level, once, at start-up. */
+  /** Complete log lines for the caller to write at warn level, once, at start-up: only what changes behaviour. */
   readonly warnings: string[];
+  readonly notes: StartupNote[];
 }
 
 export function systemLoadDeps(): LoadDeps {
@@ -60,13 +67,16 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
     claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
+    reportAddrFile: flags.reportAddrFile,
+    clusterAllowFrom: flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? [],
+    clusterKey: clusterKey(flags.clusterKeyFile, deps),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
     throw new ConfigError("Invalid config: --tls-cert and --tls-key go together");
   }
-  requireWorkers(config);
+  requireWorkers(config, file);
   checkConditionalDisagg(config);
-  return { config: freeze(config), warnings: warningsOf(file, noRetry) };
+  return { config: freeze(config), warnings: warningsOf(file, config, noRetry), notes: notesOf(file) };
 }
 
 function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
@@ -124,24 +134,53 @@ function checkConditionalDisagg(config: ProxyConfig): void {
   }
 }
 
-function requireWorkers(config: ProxyConfig): void {
+function requireWorkers(config: ProxyConfig, file: TrtllmYaml | undefined): void {
   // Discovered workers may register after start-up.
   if (config.discovery !== undefined) return;
   if (config.contextServers.length === 0 && !config.benchmarkGenerationOnly) {
-    throw new ConfigError("Invalid config: at least one context server is required (--context URL or context_servers.urls)");
+    const hint = missingUrlsHint("context_servers", file?.instances.context, "--context URL");
+    throw new ConfigError(`Invalid config: at least one context server is required (--context URL or context_servers.urls)${hint}`);
   }
   if (config.generationServers.length === 0) {
-    throw new ConfigError("Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)");
+    const hint = missingUrlsHint("generation_servers", file?.instances.generation, "--generation URL");
+    throw new ConfigError(`Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)${hint}`);
   }
 }
 
-function warningsOf(file: TrtllmYaml | undefined, noRetry: boolean): string[] {
-  const warnings: string[] = [];
-  if (file !== undefined && file.unimplemented.length > 0) {
-    warnings.push(`Ignoring config keys this proxy does not implement: ${file.unimplemented.join(", ")}`);
+/**
+ * Upstream's files often give `num_instances` without `urls`: its MPI launcher or its service
+ * discovery supplies the workers. Say what does it here.
+ */
+function missingUrlsHint(section: string, instances: number | undefined, flag: string): string {
+  if (instances === 0 && section === "context_servers") {
+    return "; context_servers.num_instances is 0: for generation-only benchmarking set TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1, as trtllm-serve expects";
+  }
+  if (instances === undefined) return "";
+  return `; ${section}.num_instances is ${instances} but no urls are listed: this proxy launches no workers, so give their addresses (${flag}, repeatable, or ${section}.urls) or let them register (disagg_cluster, -m)`;
+}
+
+function warningsOf(file: TrtllmYaml | undefined, config: ProxyConfig, noRetry: boolean): string[] {
+  const warnings: string[] = [...(file?.warnings ?? [])];
+  if (file !== undefined && file.unknown.length > 0) {
+    warnings.push(`Ignoring config keys neither this proxy nor TensorRT-LLM's workers know: ${file.unknown.join(", ")}`);
+  }
+  if (config.discovery?.kind === "metadata" && config.contextServers.length + config.generationServers.length > 0) {
+    warnings.push("With a metadata server (-m) the static worker lists are used too: discovered workers join them");
   }
   if (noRetry) warnings.push("Worker call retries are disabled by TRTLLM_DISAGG_NO_RETRY=1");
   return warnings;
+}
+
+function notesOf(file: TrtllmYaml | undefined): StartupNote[] {
+  if (file === undefined || file.workerKeys.length === 0) return [];
+  return [{ level: "debug", text: `Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): ${file.workerKeys.join(", ")}` }];
+}
+
+function clusterKey(keyFile: string | undefined, deps: LoadDeps): string | undefined {
+  if (keyFile === undefined) return undefined;
+  const key = readNamedFile(keyFile, deps).trim();
+  if (key === "") throw new ConfigError(`Invalid config: ${keyFile} holds no cluster key`);
+  return key;
 }
 
 function freeze(config: ProxyConfig): ProxyConfig {

@@ -16,14 +16,15 @@ function errorOf(yaml: string): string {
 
 describe("parseTrtllmYaml", () => {
   test("reads the README example", () => {
-    const { settings, unimplemented } = parseTrtllmYaml(README_EXAMPLE, "disagg_config.yaml");
+    const { settings, unknown, workerKeys } = parseTrtllmYaml(README_EXAMPLE, "disagg_config.yaml");
     expect(settings).toEqual({
       host: "localhost",
       port: 8000,
       contextServers: ["http://localhost:8001", "http://localhost:8002"],
       generationServers: ["http://localhost:8003"],
     });
-    expect(unimplemented).toEqual(["backend"]);
+    expect(unknown).toEqual([]);
+    expect(workerKeys).toEqual(["backend"]);
   });
 
   test("reads every implemented key", () => {
@@ -49,7 +50,7 @@ generation_servers: { num_instances: 1, urls: ["gen:3"], router: { type: round_r
     });
   });
 
-  test("lists every key it does not implement, with its path", () => {
+  test("sorts keys into worker settings (ignored silently) and unknown ones (with the nearest known name)", () => {
     const yaml = `
 backend: pytorch
 model: TinyLlama
@@ -61,16 +62,20 @@ context_servers:
   kv_cache_config: { free_gpu_memory_fraction: 0.2 }
   urls: ["c:1"]
   router: { type: load_balancing, use_tokens: true }
-generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX } }
+  rooter: { type: round_robin }
+generation_servers: { urls: ["g:1"], cache_transceiver_config: { backend: UCX }, frobnicate: 1 }
+schedule_styel: generation_first
 `;
-    expect(parseTrtllmYaml(yaml, "f").unimplemented).toEqual([
+    const parsed = parseTrtllmYaml(yaml, "f");
+    expect(parsed.workerKeys).toEqual([
       "backend",
       "model",
       "context_servers.tensor_parallel_size",
       "context_servers.kv_cache_config",
-      "context_servers.router.use_tokens",
       "generation_servers.cache_transceiver_config",
     ]);
+    expect(parsed.unknown).toEqual(["schedule_styel (did you mean schedule_style?)", "context_servers.rooter (did you mean router?)", "generation_servers.frobnicate"]);
+    expect(parsed.settings.routerOptions?.context).toEqual({ useTokens: true });
   });
 
   test("reads the conversation and kv_cache_aware routers with their arguments", () => {
@@ -82,13 +87,13 @@ generation_servers:
   urls: ["g:1"]
   router: { type: kv_cache_aware, max_batch_size: 8, tokens_per_block: 16 }
 `;
-    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    const { settings, unknown } = parseTrtllmYaml(yaml, "f");
     expect(settings).toMatchObject({ contextRouter: "conversation", generationRouter: "kv_cache_aware" });
     expect(settings.routerOptions).toEqual({
       context: { matchThreshold: 0.5, tokensPerBlock: 64, maxSessions: 10, hashSkipCount: 3, useTokenIds: true },
       generation: { maxBatchSize: 8, tokensPerBlock: 16 },
     });
-    expect(unimplemented).toEqual([]);
+    expect(unknown).toEqual([]);
   });
 
   test("a kv_cache_aware router takes max_batch_size and the KV block size from its section unless its router block sets them", () => {
@@ -102,27 +107,22 @@ generation_servers:
   kv_cache_config: { tokens_per_block: 64 }
   router: { type: kv_cache_aware, max_batch_size: 4, tokens_per_block: auto }
 `;
-    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    const { settings, unknown } = parseTrtllmYaml(yaml, "f");
     expect(settings.routerOptions).toEqual({
       context: { maxBatchSize: 32, tokensPerBlock: 64 },
       generation: { maxBatchSize: 4, tokensPerBlock: 64 },
     });
-    expect(unimplemented).toEqual(["context_servers.kv_cache_config.free_gpu_memory_fraction", "generation_servers.router.tokens_per_block"]);
+    expect(unknown).toEqual([]);
   });
 
-  test("arguments a router type does not take are listed as unimplemented, and set no router options", () => {
+  test("arguments a router type does not take are listed as unknown, and set no router options", () => {
     const yaml = `
 context_servers: { max_batch_size: 8, router: { type: round_robin, match_threshold: 0.5 } }
 generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model_path: /m } }
 `;
-    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    const { settings, unknown } = parseTrtllmYaml(yaml, "f");
     expect(settings.routerOptions).toBeUndefined();
-    expect(unimplemented).toEqual([
-      "context_servers.max_batch_size",
-      "context_servers.router.match_threshold",
-      "generation_servers.router.use_token_ids",
-      "generation_servers.router.model_path",
-    ]);
+    expect(unknown).toEqual(["context_servers.router.match_threshold", "generation_servers.router.use_token_ids", "generation_servers.router.model_path"]);
   });
 
   test("duplicate URLs of one role are dropped; num_instances counts what the file lists", () => {
@@ -131,7 +131,22 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
   });
 
   test("an empty file is an empty config", () => {
-    expect(parseTrtllmYaml("", "f")).toEqual({ settings: {}, unimplemented: [] });
+    expect(parseTrtllmYaml("", "f")).toEqual({ settings: {}, unknown: [], workerKeys: [], warnings: [], instances: { context: undefined, generation: undefined } });
+  });
+
+  test("a worker key at the top level is handed down to both sections, and a section setting it otherwise is refused with upstream's message", () => {
+    const same = "max_batch_size: 8\ncontext_servers: { max_batch_size: 8, router: { type: kv_cache_aware } }\ngeneration_servers: { router: { type: kv_cache_aware } }";
+    expect(parseTrtllmYaml(same, "f").settings.routerOptions).toEqual({ context: { maxBatchSize: 8 }, generation: { maxBatchSize: 8 } });
+    expect(errorOf("kv_cache_config: { tokens_per_block: 32 }\ngeneration_servers: { kv_cache_config: { tokens_per_block: 64 } }")).toBe(
+      "Invalid config: Parameter kv_cache_config is specified both in the top-level and in the generation_servers section, but with different values",
+    );
+  });
+
+  test("YAML 1.1 words PyYAML reads as booleans are booleans here too", () => {
+    const yaml = "allow_request_chat_template: yes\ngen_strip_message_history: Off\ncontext_servers: { router: { type: load_balancing, use_tokens: ON } }";
+    const { settings } = parseTrtllmYaml(yaml, "f");
+    expect(settings).toMatchObject({ allowRequestChatTemplate: true, genStripMessageHistory: false });
+    expect(settings.routerOptions?.context).toEqual({ useTokens: true });
   });
 
   test.each([
@@ -150,7 +165,7 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
     ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],
     ["generation_servers: { router: { type: random } }", 'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, not "random"'],
     ["context_servers: { router: { type: conversation, match_threshold: 1.5 } }", "Invalid config: context_servers.router.match_threshold must be a number from 0 to 1, not 1.5"],
-    ["context_servers: { router: { type: conversation, use_token_ids: yes } }", 'Invalid config: context_servers.router.use_token_ids must be true or false, not "yes"'],
+    ["context_servers: { router: { type: conversation, use_token_ids: maybe } }", 'Invalid config: context_servers.router.use_token_ids must be true or false, not "maybe"'],
     ["context_servers: { router: { type: conversation, max_sessions: 0 } }", "Invalid config: context_servers.router.max_sessions must be an integer >= 1, not 0"],
     ["generation_servers: { router: { type: kv_cache_aware, tokens_per_block: 0 } }", "Invalid config: generation_servers.router.tokens_per_block must be an integer >= 1, not 0"],
     ["generation_servers: { max_batch_size: big, router: { type: kv_cache_aware } }", 'Invalid config: generation_servers.max_batch_size must be an integer >= 1, not "big"'],

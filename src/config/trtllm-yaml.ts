@@ -1,12 +1,15 @@
 /**
  * Reader for TensorRT-LLM's disagg_config.yaml (`trtllm-serve disaggregated -c`). It takes
- * the keys the proxy implements, rejects wrong types with a ConfigError naming the key, and
- * lists every other key so start-up can warn once instead of failing on a file that works
- * with trtllm-serve (where `backend`, `model`, parallel sizes, … configure the workers).
+ * the keys the proxy implements and rejects wrong types with a ConfigError naming the key.
+ * Keys that configure the workers (worker-keys.ts) are ignored silently, as upstream's proxy
+ * ignores them; only keys nobody knows are listed, with the nearest known name, for one
+ * warning at start-up.
  */
 
+import { didYouMean } from "./did-you-mean.ts";
 import { invalidConfig, ConfigError } from "./errors.ts";
 import type { ProxyConfig, RouterOptions, RouterType } from "./types.ts";
+import { WORKER_KEYS } from "./worker-keys.ts";
 import { EXTRA_KEYS, readExtras, type ExtraSettings } from "./yaml-extras.ts";
 import { isMapping, optBoolean, optChoice, optFraction, optInt, optString, type Mapping } from "./yaml-values.ts";
 import { normaliseUrl } from "./urls.ts";
@@ -27,10 +30,15 @@ export type YamlSettings = { -readonly [K in YamlKey]?: ProxyConfig[K] } & Extra
 
 export interface TrtllmYaml {
   readonly settings: YamlSettings;
-  /** Dotted paths of the keys present but not implemented, e.g. `context_servers.kv_cache_config`. */
-  readonly unimplemented: readonly string[];
+  /** Keys no one implements, as dotted paths with a hint, e.g. `context_servers.rooter (did you mean router?)`. */
+  readonly unknown: readonly string[];
+  /** Worker settings present (dotted paths): ignored here, as upstream's proxy ignores them. */
+  readonly workerKeys: readonly string[];
+  /** Keys that would change behaviour here and are not honoured, each a complete warning. */
+  readonly warnings: readonly string[];
+  /** num_instances per section as written (the hint for a file without urls). */
+  readonly instances: { readonly context: number | undefined; readonly generation: number | undefined };
 }
-
 
 const TOP_LEVEL = new Set([
   "hostname",
@@ -40,21 +48,50 @@ const TOP_LEVEL = new Set([
   "node_id",
   "context_servers",
   "generation_servers",
+  "num_workers",
   ...EXTRA_KEYS,
 ]);
+/**
+ * The parameters upstream's extract_disagg_cfg names; every other top-level key is handed down
+ * to both sections (tensorrt_llm/llmapi/disagg_utils.py @ 0228a712).
+ */
+const UPSTREAM_NAMED = new Set([
+  ...TOP_LEVEL,
+  "perf_metrics_max_requests",
+  "return_perf_metrics",
+  "perf_metrics_output_dir",
+  "conditional_disagg_config",
+  "otlp_config",
+  "disagg_cluster",
+  "allow_request_chat_template",
+  "gen_strip_message_history",
+  "gen_tokids_ctxbytes",
+  "disagg_coordinator_url",
+]);
 const SECTION = new Set(["num_instances", "urls", "router"]);
+const SECTIONS = ["context_servers", "generation_servers"] as const;
 const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"];
-/** The `router:` arguments each type takes; others are listed as not implemented. */
+/** The `router:` arguments each type takes; others are listed as unknown. */
 const ROUTER_ARGS: Readonly<Record<RouterType, readonly string[]>> = {
   round_robin: [],
-  load_balancing: [],
+  load_balancing: ["use_tokens"],
   conversation: ["match_threshold", "tokens_per_block", "max_sessions", "hash_skip_count", "use_token_ids"],
   kv_cache_aware: ["max_batch_size", "tokens_per_block"],
 };
+/** Every name a key of the file may have, for did-you-mean. */
+const KNOWN_NAMES = [...TOP_LEVEL, ...UPSTREAM_NAMED, ...SECTION, ...WORKER_KEYS, ...Object.values(ROUTER_ARGS).flat()];
+
+interface Findings {
+  readonly unknown: string[];
+  readonly workerKeys: string[];
+  readonly warnings: string[];
+}
 
 export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   const doc = parseDocument(text, fileName);
-  const unimplemented = Object.keys(doc).filter((key) => !TOP_LEVEL.has(key));
+  const found: Findings = { unknown: [], workerKeys: [], warnings: [] };
+  classifyTopLevel(doc, found);
+  const sections = inheritTopLevel(doc);
   const settings: YamlSettings = {};
   setIfDefined(settings, "host", optString(doc, "hostname", "hostname"));
   setIfDefined(settings, "port", optInt(doc, "port", "port", 0, 65_535));
@@ -62,16 +99,68 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));
   setIfDefined(settings, "schedule", optChoice(doc, "schedule_style", "schedule_style", ["context_first", "generation_first"] as const));
   Object.assign(settings, readExtras(doc));
-  const context = readSection(doc, "context_servers", unimplemented);
+  const context = readSection(sections.context_servers, doc, "context_servers", found);
   setIfDefined(settings, "contextServers", context.urls);
   setIfDefined(settings, "contextRouter", context.router);
-  const generation = readSection(doc, "generation_servers", unimplemented);
+  const generation = readSection(sections.generation_servers, doc, "generation_servers", found);
   setIfDefined(settings, "generationServers", generation.urls);
   setIfDefined(settings, "generationRouter", generation.router);
   if (context.routerOptions !== undefined || generation.routerOptions !== undefined) {
     settings.routerOptions = Object.freeze({ context: context.routerOptions ?? {}, generation: generation.routerOptions ?? {} });
   }
-  return { settings, unimplemented };
+  return { settings, ...found, instances: { context: context.instances, generation: generation.instances } };
+}
+
+function classifyTopLevel(doc: Mapping, found: Findings): void {
+  for (const key of Object.keys(doc)) {
+    if (key === "num_workers") numWorkers(doc[key], found);
+    else if (TOP_LEVEL.has(key)) continue;
+    else if (WORKER_KEYS.has(key)) found.workerKeys.push(key);
+    else found.unknown.push(unknownKey(key, key, KNOWN_NAMES));
+  }
+}
+
+/** num_workers > 1 forks a fleet upstream; one process serves here. */
+function numWorkers(value: unknown, found: Findings): void {
+  if (value === 1 || value === null || value === undefined) return;
+  found.warnings.push(`num_workers: ${JSON.stringify(value)} is not honoured: one process serves the port (run replicas with distinct node ids behind a load balancer)`);
+}
+
+function unknownKey(path: string, name: string, candidates: Iterable<string>): string {
+  const near = didYouMean(name, candidates);
+  return near === undefined ? path : `${path} (did you mean ${near}?)`;
+}
+
+/**
+ * Upstream hands each top-level key it does not name down to both sections, and refuses a key
+ * a section sets to another value (its message, disagg_utils.py @ 0228a712). The router reads
+ * inherited keys too (`max_batch_size`, `kv_cache_config.tokens_per_block`).
+ */
+function inheritTopLevel(doc: Mapping): Record<(typeof SECTIONS)[number], Mapping | undefined> {
+  const inherited = Object.entries(doc).filter(([key]) => !UPSTREAM_NAMED.has(key));
+  const merged = (name: (typeof SECTIONS)[number]): Mapping | undefined => {
+    const section = doc[name];
+    if (section !== undefined && section !== null && !isMapping(section)) throw invalidConfig(name, "a mapping (num_instances, urls, router)");
+    const own: Mapping = section ?? {};
+    for (const [key, value] of inherited) {
+      if (key in own && !sameValue(own[key], value)) {
+        throw new ConfigError(`Invalid config: Parameter ${key} is specified both in the top-level and in the ${name} section, but with different values`);
+      }
+    }
+    return section === undefined || section === null ? undefined : { ...Object.fromEntries(inherited), ...own };
+  };
+  return { context_servers: merged("context_servers"), generation_servers: merged("generation_servers") };
+}
+
+/** Python's `!=` on YAML values: deep, by value. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, index) => sameValue(item, b[index]));
+  if (isMapping(a) && isMapping(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((key) => key in b && sameValue(a[key], b[key]));
+  }
+  return false;
 }
 
 function parseDocument(text: string, fileName: string): Mapping {
@@ -91,20 +180,26 @@ interface SectionSettings {
   readonly urls: string[] | undefined;
   readonly router: RouterType | undefined;
   readonly routerOptions: RouterOptions | undefined;
+  readonly instances: number | undefined;
 }
 
-function readSection(doc: Mapping, key: string, unimplemented: string[]): SectionSettings {
-  const section = doc[key];
-  if (section === undefined || section === null) return { urls: undefined, router: undefined, routerOptions: undefined };
-  if (!isMapping(section)) throw invalidConfig(key, "a mapping (num_instances, urls, router)");
+/** `section` is the section with the top-level keys it inherits; only its own keys are classified. */
+function readSection(section: Mapping | undefined, doc: Mapping, key: string, found: Findings): SectionSettings {
+  if (section === undefined) return { urls: undefined, router: undefined, routerOptions: undefined, instances: undefined };
   const urls = readUrls(section, key);
   const instances = optInt(section, "num_instances", `${key}.num_instances`, 0);
   if (urls !== undefined && instances !== undefined && urls.length !== instances) {
     throw invalidConfig(`${key}.num_instances`, `the number of ${key}.urls (${urls.length}), not ${instances}`);
   }
+  const own = doc[key];
+  for (const name of Object.keys(isMapping(own) ? own : {})) {
+    if (SECTION.has(name)) continue;
+    if (WORKER_KEYS.has(name)) found.workerKeys.push(`${key}.${name}`);
+    else found.unknown.push(unknownKey(`${key}.${name}`, name, KNOWN_NAMES));
+  }
   const router = readRouter(section, key);
-  const routerOptions = readRouterOptions(router, section, key, unimplemented);
-  return { urls: urls === undefined ? undefined : [...new Set(urls)], router: router?.type, routerOptions };
+  const routerOptions = readRouterOptions(router, section, key, found);
+  return { urls: urls === undefined ? undefined : [...new Set(urls)], router: router?.type, routerOptions, instances };
 }
 
 /** All listed URLs, normalised, duplicates kept: num_instances counts what the file lists. */
@@ -135,11 +230,11 @@ function readRouter(section: Mapping, key: string): RouterBlock {
 }
 
 /**
- * The router's arguments; section and router keys it does not read are listed as unimplemented.
- * As trtllm-serve does, a section's `max_batch_size` and `kv_cache_config.tokens_per_block`
- * stand in for arguments the `router:` block leaves out, for routers that take them.
+ * The router's arguments. As trtllm-serve does, a section's `max_batch_size` and
+ * `kv_cache_config.tokens_per_block` stand in for arguments the `router:` block leaves out,
+ * for routers that take them. Router keys the type does not take are listed as unknown.
  */
-function readRouterOptions(router: RouterBlock, section: Mapping, key: string, unimplemented: string[]): RouterOptions | undefined {
+function readRouterOptions(router: RouterBlock, section: Mapping, key: string, found: Findings): RouterOptions | undefined {
   const args = ROUTER_ARGS[router.type ?? "round_robin"];
   // tokens_per_block "auto" (adopt the worker's) is not implemented: the router's default stays.
   const reads = (name: string): boolean => args.includes(name) && router.block[name] !== "auto";
@@ -148,12 +243,9 @@ function readRouterOptions(router: RouterBlock, section: Mapping, key: string, u
   const cache = isMapping(section["kv_cache_config"]) ? section["kv_cache_config"] : {};
   const sectionBlockSize = args.includes("tokens_per_block") ? optInt(cache, "tokens_per_block", `${key}.kv_cache_config.tokens_per_block`, 1) : undefined;
   const sectionBatch = args.includes("max_batch_size") ? optInt(section, "max_batch_size", `${key}.max_batch_size`, 1) : undefined;
-  for (const name of Object.keys(section)) {
-    if (SECTION.has(name) || (name === "max_batch_size" && sectionBatch !== undefined)) continue;
-    if (name !== "kv_cache_config" || sectionBlockSize === undefined) unimplemented.push(`${key}.${name}`);
-    else for (const sub of Object.keys(cache)) if (sub !== "tokens_per_block") unimplemented.push(`${key}.${name}.${sub}`);
+  for (const name of Object.keys(router.block)) {
+    if (name !== "type" && !reads(name) && !(args.includes(name) && router.block[name] === "auto")) found.unknown.push(unknownKey(path(name), name, args));
   }
-  for (const name of Object.keys(router.block)) if (name !== "type" && !reads(name)) unimplemented.push(path(name));
   const options: RouterOptions = {
     matchThreshold: optFraction(given("match_threshold"), "match_threshold", path("match_threshold")),
     tokensPerBlock: optInt(given("tokens_per_block"), "tokens_per_block", path("tokens_per_block"), 1) ?? sectionBlockSize,
@@ -161,6 +253,7 @@ function readRouterOptions(router: RouterBlock, section: Mapping, key: string, u
     hashSkipCount: optInt(given("hash_skip_count"), "hash_skip_count", path("hash_skip_count"), 0),
     useTokenIds: optBoolean(given("use_token_ids"), "use_token_ids", path("use_token_ids")),
     maxBatchSize: optInt(given("max_batch_size"), "max_batch_size", path("max_batch_size"), 1) ?? sectionBatch,
+    useTokens: optBoolean(given("use_tokens"), "use_tokens", path("use_tokens")),
   };
   const set = Object.entries(options).filter(([, value]) => value !== undefined);
   return set.length === 0 ? undefined : Object.freeze(Object.fromEntries(set));

@@ -23,6 +23,8 @@ export interface RouterOptions {
   readonly useTokenIds?: boolean | undefined;
   /** kv_cache_aware: in-flight requests that count as a full worker in the score (64). */
   readonly maxBatchSize?: number | undefined;
+  /** load_balancing: weigh in-flight requests by their prompt tokens instead of counting them (false). */
+  readonly useTokens?: boolean | undefined;
 }
 
 export interface ProxyConfig {
@@ -114,6 +116,12 @@ export interface ProxyConfig {
   readonly perfMetricsMaxRequests: number;
   /** otlp_config.otlp_traces_endpoint: OTLP/HTTP (JSON) URL spans are exported to. */
   readonly otlpTracesEndpoint: string | undefined;
+  /** --report-addr: once listening, the bound host:port is written to this file. */
+  readonly reportAddrFile: string | undefined;
+  /** --cluster-allow-from / cluster_allow_from: networks (besides loopback) whose workers may use the HTTP cluster storage. */
+  readonly clusterAllowFrom: readonly string[];
+  /** --cluster-key-file (else internal_request_auth_key): Bearer key the HTTP cluster storage requires. */
+  readonly clusterKey: string | undefined;
   /** --worker-msgpack: bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy sends them. */
   readonly workerMsgpack: boolean;
 }
@@ -168,4 +176,7 @@ export const DEFAULTS = {
   perfMetricsMaxRequests: 0,
   otlpTracesEndpoint: undefined,
   workerMsgpack: false,
+  reportAddrFile: undefined,
+  clusterAllowFrom: Object.freeze([]),
+  clusterKey: undefined,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -28,7 +28,10 @@ describe("upstream keys beyond the worker lists", () => {
 
   test("an external coordinator is refused; num_workers is only warned about", () => {
     expect(() => parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toThrow("disagg_coordinator_url");
-    expect(parseTrtllmYaml("num_workers: 4", "f").unimplemented).toEqual(["num_workers"]);
+    expect(parseTrtllmYaml("num_workers: 4", "f").warnings).toEqual([
+      "num_workers: 4 is not honoured: one process serves the port (run replicas with distinct node ids behind a load balancer)",
+    ]);
+    expect(parseTrtllmYaml("num_workers: 1", "f").warnings).toEqual([]);
   });
 
   test("per-request perf metrics and OTLP keys are read: return_perf_metrics, perf_metrics_output_dir, perf_metrics_max_requests, otlp_config", () => {
@@ -38,9 +41,9 @@ describe("upstream keys beyond the worker lists", () => {
       "perf_metrics_max_requests: 500",
       "otlp_config: { otlp_traces_endpoint: 'http://collector:4318/v1/traces' }",
     ].join("\n");
-    const { settings, unimplemented } = parseTrtllmYaml(yaml, "f");
+    const { settings, unknown } = parseTrtllmYaml(yaml, "f");
     expect(settings).toMatchObject({ returnPerfMetrics: true, perfMetricsOutputDir: "/var/lib/perf", perfMetricsMaxRequests: 500, otlpTracesEndpoint: "http://collector:4318/v1/traces" });
-    expect(unimplemented).toEqual([]);
+    expect(unknown).toEqual([]);
   });
 
   test("wrongly typed perf and OTLP keys stop start-up naming the key", () => {

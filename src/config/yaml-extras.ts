@@ -29,6 +29,7 @@ export type ExtraSettings = Partial<
     | "perfMetricsOutputDir"
     | "perfMetricsMaxRequests"
     | "otlpTracesEndpoint"
+    | "clusterAllowFrom"
   >
 >;
 
@@ -50,6 +51,7 @@ export const EXTRA_KEYS: readonly string[] = [
   "perf_metrics_output_dir",
   "perf_metrics_max_requests",
   "otlp_config",
+  "cluster_allow_from",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -67,6 +69,7 @@ export function readExtras(doc: Mapping): ExtraSettings {
     perfMetricsOutputDir: optString(doc, "perf_metrics_output_dir", "perf_metrics_output_dir"),
     perfMetricsMaxRequests: optInt(doc, "perf_metrics_max_requests", "perf_metrics_max_requests", 0),
     otlpTracesEndpoint: otlpEndpoint(doc["otlp_config"]),
+    clusterAllowFrom: networkList(doc["cluster_allow_from"]),
   };
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
@@ -79,6 +82,14 @@ export function readExtras(doc: Mapping): ExtraSettings {
     settings["conditionalDisagg"] = { maxLocalPrefillLength: max };
   }
   return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as ExtraSettings;
+}
+
+/** cluster_allow_from: a CIDR or a list of them (checked where the store starts). */
+function networkList(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const items = Array.isArray(value) ? value : [value];
+  if (!items.every((item): item is string => typeof item === "string")) throw invalidConfig("cluster_allow_from", "a CIDR string or a list of them");
+  return items.flatMap((item) => item.split(",")).map((item) => item.trim()).filter((item) => item !== "");
 }
 
 /** otlp_config: { otlp_traces_endpoint: URL } (other keys of the block configure nothing here). */

@@ -11,11 +11,20 @@ export function optFraction(map: Mapping, key: string, path: string): number | u
   return value;
 }
 
+/**
+ * PyYAML (YAML 1.1) reads these plain words as booleans where Bun's YAML 1.2 reader sees
+ * strings. (A string "true" can only have been quoted, so it stays refused, as upstream refuses it.)
+ */
+const YAML11_TRUE = new Set(["yes", "Yes", "YES", "on", "On", "ON"]);
+const YAML11_FALSE = new Set(["no", "No", "NO", "off", "Off", "OFF"]);
+
 export function optBoolean(map: Mapping, key: string, path: string): boolean | undefined {
   const value = map[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "boolean") throw invalidConfig(path, `true or false, not ${JSON.stringify(value)}`);
-  return value;
+  if (typeof value === "boolean") return value;
+  if (typeof value === "string" && YAML11_TRUE.has(value)) return true;
+  if (typeof value === "string" && YAML11_FALSE.has(value)) return false;
+  throw invalidConfig(path, `true or false, not ${JSON.stringify(value)}`);
 }
 
 export function optInt(map: Mapping, key: string, path: string, min: number, max?: number): number | undefined {

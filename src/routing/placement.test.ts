@@ -8,6 +8,10 @@ function placement(router: "round_robin" | "load_balancing", ctx: string[], gen:
   return p;
 }
 
+function prompt(tokens: number): RoutingRequest {
+  return { conversationId: undefined, promptText: "", promptTokenIds: Array.from({ length: tokens }, () => 1) };
+}
+
 function turn(n: number): RoutingRequest {
   return { conversationId: "conv", promptText: `turn ${n}`, promptTokenIds: undefined };
 }
@@ -27,6 +31,21 @@ describe("Placement", () => {
     first.reservation.release();
     const third = p.place({ role: "generation", requestKey: 3n, exclude: undefined, avoid: [] });
     expect(third.worker.origin).toBe(first.worker.origin);
+  });
+
+  test("load_balancing with use_tokens picks the worker with the fewest prompt tokens in flight, not the fewest requests", () => {
+    const p = new Placement({
+      contextServers: ["http://c:1"],
+      generationServers: ["http://a:1", "http://b:1"],
+      contextRouter: "round_robin",
+      generationRouter: "load_balancing",
+      routerOptions: { context: {}, generation: { useTokens: true } },
+    });
+    for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
+    const long = p.place({ role: "generation", requestKey: 1n, exclude: undefined, avoid: [], routing: prompt(1000) });
+    const shorts = [2n, 3n, 4n].map((key) => p.place({ role: "generation", requestKey: key, exclude: undefined, avoid: [], routing: prompt(10) }).worker.origin);
+    // Three short prompts (30 tokens) weigh less than one long one: all go beside it.
+    expect(shorts.every((origin) => origin !== long.worker.origin)).toBe(true);
   });
 
   test("a URL in both lists is never paired with itself", () => {

@@ -9,7 +9,9 @@ export type { RoutingRequest } from "./routing-request.ts";
 
 const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> = {
   round_robin: () => roundRobin(),
-  load_balancing: (context) => leastLoaded((worker) => context.table.load(context.role, worker.origin)),
+  // use_tokens: the least prompt tokens in flight, as upstream's LoadBalancingRouter(use_tokens=True).
+  load_balancing: (context) =>
+    leastLoaded((worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : context.table.load(context.role, worker.origin))),
   conversation: (context) => new ConversationRouter(context),
   kv_cache_aware: (context) => new KvCacheAwareRouter(context),
 };
