@@ -90,7 +90,43 @@ describe("commands", () => {
     const { config, warnings } = serve("disaggregated", "-c", "disagg.yaml", "-t", "300", "-r", "0.5", "-l", "warning");
     expect(config).toMatchObject({ host: "0.0.0.0", serverStartTimeoutMs: 300_000, requestTimeoutMs: 500, logLevel: "warn" });
     expect(config.contextServers).toEqual(["http://localhost:8001"]);
-    expect(warnings).toEqual(["Ignoring config keys this proxy does not implement: backend"]);
+    expect(warnings).toEqual([]);
+  });
+
+  test.each([
+    [["-c", "disagg.yaml"]],
+    [["--config", "disagg.yaml"]],
+    [["--config_file", "disagg.yaml"]],
+    [["--config_file=disagg.yaml"]],
+  ])("every spelling of the config file option reads it: %p", (words) => {
+    expect(serve("disaggregated", ...words).config.configFile).toBe("disagg.yaml");
+  });
+
+  test("--config_file gets a debug note, not a warning", () => {
+    const { warnings, notes } = serve("disaggregated", "--config_file", "disagg.yaml");
+    expect(warnings).toEqual([]);
+    expect(notes).toContainEqual({ level: "debug", text: "--config_file is trtllm-serve's older spelling of -c/--config" });
+  });
+
+  test("upstream's long options are accepted under their own names", () => {
+    const { config } = serve("disaggregated", "--config_file", "disagg.yaml", "--server_start_timeout", "600", "--request_timeout", "30",
+      "--log_level", "verbose", "--schedule_style", "GENERATION_FIRST", "--report_addr", "/tmp/addr");
+    expect(config).toMatchObject({ serverStartTimeoutMs: 600_000, requestTimeoutMs: 30_000, logLevel: "debug", schedule: "generation_first", reportAddrFile: "/tmp/addr" });
+    expect(serve("disaggregated", "-c", "disagg.yaml", "-s", "Context_First").config.schedule).toBe("context_first");
+  });
+
+  test("--metrics-log-interval and --telemetry/--no-telemetry are accepted; a non-zero interval is said to be a no-op", () => {
+    expect(serve(...WORKERS, "--metrics-log-interval", "0", "--no-telemetry").notes).toEqual([]);
+    const { notes, config } = serve(...WORKERS, "--metrics-log-interval", "10", "--telemetry");
+    expect(notes.map((note) => note.level)).toEqual(["info"]);
+    expect(notes[0]?.text).toStartWith("--metrics-log-interval 10: no periodic statistics lines are logged here");
+    expect(Object.keys(config)).not.toContain("telemetry");
+  });
+
+  test("-m reads a metadata server config under upstream's long name too", () => {
+    const deps: LoadDeps = { ...DEPS, readFile: (path) => (path === "meta.yaml" ? "hostname: etcd\nport: 2379\n" : DEPS.readFile(path)) };
+    const command = parseCommandLine(["disaggregated", "-c", "disagg.yaml", "--metadata_server_config_file", "meta.yaml"], deps);
+    expect(command.kind === "serve" && command.config.discovery?.kind).toBe("metadata");
   });
 
   test("URL flags repeat, take comma lists and both spellings, and drop duplicates", () => {

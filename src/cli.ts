@@ -6,15 +6,15 @@
 import pkg from "../package.json" with { type: "json" };
 import { OPTIONS } from "./config/cli-options.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
-import { parseSection } from "./config/flag-values.ts";
-import { loadConfig, systemLoadDeps, type LoadDeps } from "./config/load.ts";
+import { parseSection, usedSpelling } from "./config/flag-values.ts";
+import { loadConfig, systemLoadDeps, type LoadDeps, type StartupNote } from "./config/load.ts";
 import { DEFAULTS, type ProxyConfig } from "./config/types.ts";
 import { usageText, type Command as CommandName } from "./config/usage.ts";
 import { workerRegistration, type WorkerRegistrationSettings } from "./config/worker-registration.ts";
 import type { WorkerFlags } from "./config/cli-options.ts";
 
 export { ConfigError, OPTIONS, UsageError, usageText };
-export type { WorkerRegistrationSettings };
+export type { StartupNote, WorkerRegistrationSettings };
 
 /** A worker's flags without the command's own words and its registration (which main.ts injects). */
 export type EmulatedWorkerFlags = Omit<WorkerFlags, "help" | "version" | "role" | "register" | "clusterName" | "heartbeatMs" | "ttlMs">;
@@ -25,7 +25,7 @@ declare const BUILD_VERSION: string | undefined;
 export const VERSION: string = typeof BUILD_VERSION === "string" ? BUILD_VERSION : pkg.version;
 
 export type Command =
-  | { kind: "serve"; config: ProxyConfig; warnings: string[] }
+  | { kind: "serve"; config: ProxyConfig; warnings: string[]; notes: StartupNote[] }
   | { kind: "worker"; role: NonNullable<WorkerFlags["role"]>; flags: EmulatedWorkerFlags; register: WorkerRegistrationSettings | undefined }
   | { kind: "demo"; port: number }
   | { kind: "help"; text: string }
@@ -73,12 +73,25 @@ function parseFor(command: CommandName, args: readonly string[], named: boolean,
 }
 
 function parseServe(args: readonly string[], named: boolean, deps: LoadDeps): Command {
-  const { help, version, ...flags } = parseSection("serve", args);
+  // Accepted so trtllm-serve's command lines carry over; they change nothing here.
+  const { help, version, telemetry: _telemetry, noTelemetry: _noTelemetry, metricsLogIntervalS, ...flags } = parseSection("serve", args);
   // Bare `--help` is the overview; `serve --help` is serve's own page.
   if (help === true) return { kind: "help", text: usageText(VERSION, named ? "serve" : undefined) };
   if (version === true) return { kind: "version" };
-  const { config, warnings } = loadConfig(flags, deps);
-  return { kind: "serve", config, warnings };
+  const { config, warnings, notes } = loadConfig(flags, deps);
+  return { kind: "serve", config, warnings, notes: [...notes, ...launchLineNotes(args, metricsLogIntervalS)] };
+}
+
+/** What the launch line's upstream-only words mean here, for the start-up log. */
+function launchLineNotes(args: readonly string[], metricsLogIntervalS: number | undefined): StartupNote[] {
+  const notes: StartupNote[] = [];
+  if (usedSpelling("serve", args, "config_file")) {
+    notes.push({ level: "debug", text: "--config_file is trtllm-serve's older spelling of -c/--config" });
+  }
+  if (metricsLogIntervalS !== undefined && metricsLogIntervalS > 0) {
+    notes.push({ level: "info", text: `--metrics-log-interval ${metricsLogIntervalS}: no periodic statistics lines are logged here; GET /prometheus/metrics has the same figures` });
+  }
+  return notes;
 }
 
 function parseWorker(args: readonly string[]): Command {

@@ -2,8 +2,11 @@ import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import type { ProxyConfig } from "./config/types.ts";
 import { claimNodeId, etcdRegistrar } from "./discovery/index.ts";
+import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
+import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
+import { writeReportAddress } from "./server/report-address.ts";
 
 /** argv → serve | worker | demo. The only place that exits the process. */
 async function main(argv: readonly string[]): Promise<void> {
@@ -15,6 +18,8 @@ async function main(argv: readonly string[]): Promise<void> {
     if (error instanceof ConfigError) exit(2, error.message);
     throw error;
   }
+  // The proxy's worker calls need more than the runtime's default 256 at once.
+  const capacity = command.kind === "serve" || command.kind === "demo" ? ensureHttpCapacity() : "ready";
   switch (command.kind) {
     case "help":
       process.stdout.write(command.text);
@@ -26,27 +31,30 @@ async function main(argv: readonly string[]): Promise<void> {
       await runWorker(command);
       return;
     case "demo":
-      await runDemo(command.port);
+      await runDemo(command.port, capacity);
       return;
     case "serve":
-      await runServe(command, argv);
+      await runServe(command, argv, capacity);
   }
 }
 
-async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[]): Promise<void> {
+async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[], capacity: CapacityState): Promise<void> {
   const logger = createLogger(command.config.logLevel);
   keepServingOnStrayRejections(logger);
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
-  const proxy = startProxy(config, logger, VERSION);
+  const proxy = await listenOrExit(config, logger);
   announce(proxy.url, config.port);
+  if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
+  for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
-  if (process.env["BUN_CONFIG_MAX_HTTP_REQUESTS"] === undefined) {
-    // The runtime reads it only at start: it cannot be raised from here (measured on Bun 1.4.5).
-    logger.warn("BUN_CONFIG_MAX_HTTP_REQUESTS is not set: at most 256 worker requests run at once; set it (e.g. 65535) in the environment, as the systemd unit does");
-  }
+  warnOnLowCapacity(capacity, logger);
   logger.info("listening", { url: proxy.url.origin, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
+  let stopping = false;
+  let started = false;
   const drain = (): void => {
+    stopping = true;
+    if (!started) logger.info("stopped before workers were ready");
     proxy
       .drain(config.drainTimeoutMs)
       .then(() => claim?.release())
@@ -59,7 +67,9 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   process.once("SIGINT", drain);
   process.on("SIGHUP", () => reload(proxy, argv, logger));
   const ready = await proxy.waitForWorkers();
-  if (ready) return;
+  started = true;
+  // A signal ended the wait: the drain handler exits 0; this is no timeout.
+  if (ready || stopping) return;
   if (config.discovery !== undefined) {
     // Discovered workers may still register: keep serving, /health says 503 meanwhile.
     logger.warn("not enough workers ready yet; waiting for more to register");
@@ -68,6 +78,18 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   logger.error("Timeout waiting for context and generation servers to be ready");
   await proxy.stop();
   exit(1);
+}
+
+/** A listen failure is a configuration error: it names host, port and cause and exits 2. */
+async function listenOrExit(config: ProxyConfig, logger: Logger): Promise<RunningProxy> {
+  try {
+    return startProxy(config, logger, VERSION);
+  } catch (error) {
+    if (!(error instanceof ListenError)) throw error;
+    // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.
+    const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(config.host).then(() => true, () => false) : false;
+    return exit(2, resolves ? `cannot listen on ${config.host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
+  }
 }
 
 /** Replicas sharing a cluster each claim a distinct node id in etcd, so their ids never collide. */
@@ -105,13 +127,20 @@ async function runWorker(command: Extract<Command, { kind: "worker" }>): Promise
   stopOnSignals(() => worker.stop());
 }
 
-async function runDemo(port: number): Promise<void> {
+async function runDemo(port: number, capacity: CapacityState): Promise<void> {
   const logger = createLogger("info");
+  warnOnLowCapacity(capacity, logger);
   keepServingOnStrayRejections(logger);
   const { demoBanner, startDemo } = await import("./demo.ts");
   const demo = await startDemo(port, logger, VERSION);
   process.stdout.write(demoBanner(demo));
   stopOnSignals(() => demo.stop());
+}
+
+/** Only where the process could not re-execute itself with the variable set. */
+function warnOnLowCapacity(capacity: CapacityState, logger: Logger): void {
+  if (capacity === "ready") return;
+  logger.warn("at most 256 worker requests run at once on this platform: set BUN_CONFIG_MAX_HTTP_REQUESTS=65535 in the environment");
 }
 
 /** With --port 0 the bound URL is the first stdout line, so scripts and tests find the port. */

@@ -8,13 +8,18 @@ import { DEFAULTS } from "./types.ts";
 export type Section = "serve" | "worker" | "demo" | "global";
 
 /** How a flag's text becomes a value: `seconds` takes seconds (floats ok) and yields ms. */
-export type ValueKind = "string" | "int" | "number" | "seconds" | "enum" | "urls" | "flag";
+export type ValueKind = "string" | "int" | "number" | "seconds" | "enum" | "urls" | "list" | "flag";
 
 export interface OptionSpec {
   readonly section: Section;
   /** Long name, without `--`. */
   readonly name: string;
   readonly short?: string;
+  /**
+   * Other long names accepted for the same option: trtllm-serve's spellings
+   * (`--config_file`, `--log_level`, …; tensorrt_llm/commands/serve.py @ 00209af1, `disaggregated`).
+   */
+  readonly spellings?: readonly string[];
   /** Property of the parsed values (for serve: the ProxyConfig field it overrides). */
   readonly key: string;
   readonly kind: ValueKind;
@@ -23,6 +28,8 @@ export interface OptionSpec {
   readonly choices?: readonly string[];
   /** Spellings of other tools (trtllm-serve's `-l warning`) accepted for a choice. */
   readonly aliases?: Readonly<Record<string, string>>;
+  /** Choices match whatever their case (`-s GENERATION_FIRST`). */
+  readonly caseInsensitive?: boolean;
   readonly min?: number;
   readonly max?: number;
   readonly repeatable?: boolean;
@@ -38,22 +45,22 @@ export const OPTIONS = [
   { section: "global", name: "help", short: "h", key: "help", kind: "flag", description: "Print usage (per command: `<command> --help`)" },
   { section: "global", name: "version", key: "version", kind: "flag", description: "Print the version" },
 
-  { section: "serve", name: "config", short: "c", key: "configFile", kind: "string", arg: "FILE", description: "TensorRT-LLM disagg_config.yaml; flags override its values" },
+  { section: "serve", name: "config", short: "c", spellings: ["config_file"], key: "configFile", kind: "string", arg: "FILE", description: "TensorRT-LLM disagg_config.yaml; flags override its values" },
   { section: "serve", name: "context", key: "contextServers", kind: "urls", arg: "URL", repeatable: true, description: "Context (prefill) worker: host:port or http(s)://host:port, or a comma list" },
   { section: "serve", name: "generation", key: "generationServers", kind: "urls", arg: "URL", repeatable: true, description: "Generation (decode) worker: host:port or http(s)://host:port, or a comma list" },
   { section: "serve", name: "host", key: "host", kind: "string", arg: "HOST", default: DEFAULTS.host, description: "Address to listen on" },
   { section: "serve", name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535, default: String(DEFAULTS.port), description: "Port to listen on; 0 picks a free port and prints the URL" },
-  { section: "serve", name: "schedule", key: "schedule", kind: "enum", arg: "STYLE", choices: ["context_first", "generation_first"], default: DEFAULTS.schedule, description: "Which phase is sent first, as schedule_style in the YAML" },
+  { section: "serve", name: "schedule", short: "s", spellings: ["schedule_style"], key: "schedule", kind: "enum", caseInsensitive: true, arg: "STYLE", choices: ["context_first", "generation_first"], default: DEFAULTS.schedule, description: "Which phase is sent first, as schedule_style in the YAML" },
   { section: "serve", name: "context-router", key: "contextRouter", kind: "enum", arg: "ROUTER", choices: ROUTERS, default: DEFAULTS.contextRouter, description: "How a context worker is picked" },
   { section: "serve", name: "generation-router", key: "generationRouter", kind: "enum", arg: "ROUTER", choices: ROUTERS, default: DEFAULTS.generationRouter, description: "How a generation worker is picked" },
   { section: "serve", name: "max-retries", key: "maxRetries", kind: "int", arg: "N", min: 0, default: String(DEFAULTS.maxRetries), description: "Extra attempts per worker call; TRTLLM_DISAGG_NO_RETRY=1 forces 0" },
   { section: "serve", name: "retry-delay-ms", key: "retryDelayMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.retryDelayMs), description: "Pause between attempts" },
-  { section: "serve", name: "request-timeout", short: "r", key: "requestTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.requestTimeoutMs / 1000), description: "Seconds: bound on a non-streamed worker call, on silence for a streamed one" },
-  { section: "serve", name: "server-start-timeout", short: "t", key: "serverStartTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.serverStartTimeoutMs / 1000), description: "Seconds to wait for every worker's /health at start-up" },
+  { section: "serve", name: "request-timeout", short: "r", spellings: ["request_timeout"], key: "requestTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.requestTimeoutMs / 1000), description: "Seconds: bound on a non-streamed worker call, on silence for a streamed one" },
+  { section: "serve", name: "server-start-timeout", short: "t", spellings: ["server_start_timeout"], key: "serverStartTimeoutMs", kind: "seconds", arg: "S", default: String(DEFAULTS.serverStartTimeoutMs / 1000), description: "Seconds to wait for every worker's /health at start-up" },
   { section: "serve", name: "stream-start-wait-ms", key: "streamStartWaitMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.streamStartWaitMs), description: "How long a stream may wait for its first worker byte before the client gets headers" },
   { section: "serve", name: "keepalive-interval-ms", key: "keepaliveIntervalMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.keepaliveIntervalMs), description: "SSE comment sent to a silent client stream this often; 0 = never" },
   { section: "serve", name: "node-id", key: "nodeId", kind: "int", arg: "N", min: 0, max: 255, default: "MAC % 256", description: "Part of every disagg_request_id; give each proxy host its own" },
-  { section: "serve", name: "log-level", short: "l", key: "logLevel", kind: "enum", arg: "LEVEL", choices: ["debug", "info", "warn", "error"], aliases: { warning: "warn", verbose: "debug", trace: "debug", internal_error: "error" }, default: DEFAULTS.logLevel, description: "Least severe log line written" },
+  { section: "serve", name: "log-level", short: "l", spellings: ["log_level"], key: "logLevel", kind: "enum", arg: "LEVEL", choices: ["debug", "info", "warn", "error"], aliases: { warning: "warn", verbose: "debug", trace: "debug", internal_error: "error" }, default: DEFAULTS.logLevel, description: "Least severe log line written" },
   { section: "serve", name: "health-check-interval-ms", key: "healthCheckIntervalMs", kind: "int", arg: "MS", min: 1, default: String(DEFAULTS.healthCheckIntervalMs), description: "How often each worker's /health is checked after start-up" },
   { section: "serve", name: "health-check-timeout-ms", key: "healthCheckTimeoutMs", kind: "int", arg: "MS", min: 1, default: String(DEFAULTS.healthCheckTimeoutMs), description: "A /health check slower than this failed" },
   { section: "serve", name: "health-check-failures", key: "healthCheckFailures", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.healthCheckFailures), description: "Consecutive failed checks that take a worker out of rotation" },
@@ -71,10 +78,16 @@ export const OPTIONS = [
   { section: "serve", name: "internal-auth-key-file", key: "internalAuthKeyFile", kind: "string", arg: "FILE", description: "Shared key signing generation requests (x-trtllm-disagg-auth), as internal_request_auth_key" },
   { section: "serve", name: "body-min-rate", key: "bodyMinBytesPerSecond", kind: "int", arg: "BYTES", min: 1, default: String(DEFAULTS.bodyMinBytesPerSecond), description: "Bytes per second a request body must average once --body-grace-ms is over (slower: 408)" },
   { section: "serve", name: "body-grace-ms", key: "bodyGraceMs", kind: "int", arg: "MS", min: 0, default: String(DEFAULTS.bodyGraceMs), description: "How long a request body may take before its rate is judged" },
-  { section: "serve", name: "metadata-config", short: "m", key: "metadataConfigFile", kind: "string", arg: "FILE", description: "TensorRT-LLM metadata_config.yaml: discover workers under etcd's trtllm/ keys" },
+  { section: "serve", name: "metadata-config", short: "m", spellings: ["metadata_server_config_file"], key: "metadataConfigFile", kind: "string", arg: "FILE", description: "TensorRT-LLM metadata_config.yaml: discover workers under etcd's trtllm/ keys" },
   { section: "serve", name: "worker-msgpack", key: "workerMsgpack", kind: "flag", description: "Send bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy does" },
   { section: "serve", name: "max-answer-bytes", key: "maxAnswerBytes", kind: "int", arg: "N", min: 1024, default: String(DEFAULTS.maxAnswerBytes), description: "Largest non-streamed worker answer accepted (larger: 502)" },
   { section: "serve", name: "max-sse-event-bytes", key: "maxSseEventBytes", kind: "int", arg: "N", min: 1024, default: String(DEFAULTS.maxSseEventBytes), description: "Largest single SSE line or event from a worker stream (larger: the stream ends with an error)" },
+  { section: "serve", name: "report-addr", spellings: ["report_addr"], key: "reportAddrFile", kind: "string", arg: "FILE", description: "Once listening, write the bound host:port to FILE (atomically), as trtllm-serve's --report_addr does" },
+  { section: "serve", name: "cluster-allow-from", key: "clusterAllowFrom", kind: "list", arg: "CIDR", repeatable: true, description: "With an http:// disagg_cluster.cluster_uri: networks besides loopback whose workers may register (e.g. 10.0.0.0/8; a comma list)" },
+  { section: "serve", name: "cluster-key-file", key: "clusterKeyFile", kind: "string", arg: "FILE", description: "With an http:// disagg_cluster.cluster_uri: workers must register with this key as a Bearer token (from any address)" },
+  { section: "serve", name: "metrics-log-interval", key: "metricsLogIntervalS", kind: "int", arg: "S", min: 0, default: "0", description: "Accepted for trtllm-serve command lines; no periodic statistics lines are logged (see /prometheus/metrics)" },
+  { section: "serve", name: "telemetry", key: "telemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
+  { section: "serve", name: "no-telemetry", key: "noTelemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },
@@ -107,7 +120,7 @@ type Entry = (typeof OPTIONS)[number];
 
 type ValueOf<E extends Entry> = E extends { kind: "enum"; choices: readonly (infer C)[] }
   ? C
-  : E extends { kind: "urls" }
+  : E extends { kind: "urls" | "list" }
     ? string[]
     : E extends { kind: "string" }
       ? string

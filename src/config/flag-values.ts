@@ -12,11 +12,11 @@ type Value = string | number | boolean | string[];
 export function parseArgsConfig(section: Section): ParseArgsOptionsConfig {
   const config: ParseArgsOptionsConfig = {};
   for (const spec of [...specsOf(section), ...specsOf("global")]) {
-    config[spec.name] = {
-      type: spec.kind === "flag" ? "boolean" : "string",
-      multiple: spec.repeatable === true,
-      ...(spec.short === undefined ? {} : { short: spec.short }),
-    };
+    const type = spec.kind === "flag" ? "boolean" : "string";
+    // Every spelling collects its words as a list, so the last one given wins whichever spelling it used.
+    const multiple = spec.kind !== "flag";
+    config[spec.name] = { type, multiple, ...(spec.short === undefined ? {} : { short: spec.short }) };
+    for (const spelling of spec.spellings ?? []) config[spelling] = { type, multiple };
   }
   return config;
 }
@@ -26,10 +26,10 @@ export function parseArgsConfig(section: Section): ParseArgsOptionsConfig {
  * only one, and a stray word is more likely a forgotten `--flag` than something to ignore.
  */
 export function parseSection<S extends Section>(section: S, args: readonly string[]): OptionValues<S> & OptionValues<"global"> {
-  const { values } = parseWords(section, args);
+  const { values, tokens } = parseWords(section, args);
   const out: Record<string, Value> = {};
   for (const spec of [...specsOf(section), ...specsOf("global")]) {
-    const raw = values[spec.name];
+    const raw = wordsOf(spec, values, tokens);
     if (raw !== undefined) out[spec.key] = convert(spec, raw);
   }
   for (const spec of specsOf(section)) {
@@ -53,15 +53,34 @@ function fitsSection<S extends Section>(section: S, out: Record<string, Value>):
 
 function fitsKind(spec: OptionSpec, value: Value): boolean {
   if (spec.kind === "flag") return typeof value === "boolean";
-  if (spec.kind === "urls") return Array.isArray(value);
+  if (spec.kind === "urls" || spec.kind === "list") return Array.isArray(value);
   if (spec.kind === "string") return typeof value === "string";
   if (spec.kind === "enum") return typeof value === "string" && spec.choices?.includes(value) === true;
   return typeof value === "number";
 }
 
-function parseWords(section: Section, args: readonly string[]): { values: Record<string, RawValue | undefined> } {
+interface Token {
+  readonly kind: string;
+  readonly name?: string;
+  readonly value?: string | undefined;
+}
+
+/** Whether the user spelled an option this way (e.g. the deprecated `--config_file`). */
+export function usedSpelling(section: Section, args: readonly string[], spelling: string): boolean {
+  return parseWords(section, args).tokens.some((token) => token.kind === "option" && token.name === spelling);
+}
+
+/** The words given for a spec under any of its spellings, in command-line order. */
+function wordsOf(spec: OptionSpec, values: Record<string, RawValue | undefined>, tokens: readonly Token[]): RawValue | undefined {
+  const names = new Set([spec.name, ...(spec.spellings ?? [])]);
+  if (spec.kind === "flag") return [...names].some((name) => values[name] === true) ? true : undefined;
+  const words = tokens.filter((token) => token.kind === "option" && token.name !== undefined && names.has(token.name)).map((token) => token.value ?? "");
+  return words.length === 0 ? undefined : words;
+}
+
+function parseWords(section: Section, args: readonly string[]): { values: Record<string, RawValue | undefined>; tokens: readonly Token[] } {
   try {
-    return parseArgs({ args: [...args], options: parseArgsConfig(section), strict: true, allowPositionals: false });
+    return parseArgs({ args: [...args], options: parseArgsConfig(section), strict: true, allowPositionals: false, tokens: true });
   } catch (error) {
     // parseArgs throws TypeError with a clear message; keep it, drop the stack.
     throw new UsageError(error instanceof Error ? error.message : String(error));
@@ -74,6 +93,7 @@ function convert(spec: OptionSpec, raw: RawValue): Value {
   if (spec.kind === "urls") {
     return normaliseUrlList(texts, (bad) => invalid(spec, bad, `host:port or http(s)://host:port`));
   }
+  if (spec.kind === "list") return texts.flatMap((text) => text.split(",")).map((item) => item.trim()).filter((item) => item !== "");
   // Not repeatable: parseArgs gave one string.
   const text = texts.at(-1) ?? "";
   if (spec.kind === "enum") return choiceOf(spec, text);
@@ -84,7 +104,8 @@ function convert(spec: OptionSpec, raw: RawValue): Value {
 }
 
 function choiceOf(spec: OptionSpec, text: string): string {
-  const choice = spec.aliases?.[text] ?? text;
+  const given = spec.caseInsensitive === true ? text.toLowerCase() : text;
+  const choice = spec.aliases?.[given] ?? given;
   if (spec.choices?.includes(choice) !== true) throw invalid(spec, text, `one of ${(spec.choices ?? []).join(", ")}`);
   return choice;
 }

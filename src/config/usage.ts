@@ -21,7 +21,8 @@ const COMMANDS: readonly Command[] = ["serve", "worker", "demo"];
 /** `<flag words>` as the README and help show them, e.g. `-c, --config FILE`. */
 export function flagWords(spec: OptionSpec): string {
   const arg = spec.kind === "flag" ? "" : ` ${spec.arg ?? "VALUE"}`;
-  return `${spec.short === undefined ? "    " : `-${spec.short}, `}--${spec.name}${arg}`;
+  const names = [spec.name, ...(spec.spellings ?? [])].map((name) => `--${name}`).join(", ");
+  return `${spec.short === undefined ? "    " : `-${spec.short}, `}${names}${arg}`;
 }
 
 /** Description plus the notes a reader needs: choices, repeatable, required, default (unless a table shows it apart). */

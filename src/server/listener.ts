@@ -11,8 +11,42 @@ export interface ListenerOptions {
   readonly idleTimeoutS?: number;
 }
 
+/** The listening socket could not be opened: names the address and the system's reason. */
+export class ListenError extends Error {
+  readonly port: number;
+  /** The system error code (EADDRINUSE, EADDRNOTAVAIL, EACCES, EINVAL, …), when there is one. */
+  readonly code: string | undefined;
+
+  constructor(host: string, port: number, code: string | undefined, cause: unknown) {
+    super(`cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}: ${reasonOf(code, cause)}`, { cause });
+    this.port = port;
+    this.code = code;
+  }
+}
+
+const REASONS: Readonly<Record<string, string>> = {
+  EADDRINUSE: "the port is already in use",
+  EADDRNOTAVAIL: "the address is not one of this machine's",
+  EACCES: "permission denied (ports below 1024 need privileges)",
+  // Bun reports a hostname that does not resolve as EINVAL on listen (measured on Bun 1.4.5).
+  EINVAL: "hostname does not resolve",
+};
+
+function reasonOf(code: string | undefined, cause: unknown): string {
+  return (code === undefined ? undefined : REASONS[code]) ?? (cause instanceof Error ? cause.message : String(cause));
+}
+
 /** The Bun.serve listener: TLS when configured, Bun's error page never shown, idle bound per route. */
 export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
+  try {
+    return serve(config, port, dispatch, logger, options);
+  } catch (error) {
+    const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
+    throw new ListenError(config.host, port, code, error);
+  }
+}
+
+function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
   return Bun.serve({
     hostname: config.host,
     port,

@@ -29,13 +29,25 @@ export async function waitForWorkers(
       logger.info("all workers are ready");
       return true;
     }
+    if (config.discovered) logger.info(`waiting for workers to register: ${missingText(pool)}`);
     const left = deadline - performance.now();
     if (left <= 0) break;
     await delay(Math.min(config.serverStartPollMs, left), signal);
   }
+  // Stopped (a signal during start-up): not a timeout, nothing to warn about.
+  if (signal.aborted) return pool.isReady();
   const waiting = [...pool.all("context"), ...pool.all("generation")].filter((w) => !w.ready).map((w) => `${w.role} ${w.origin}`);
   logger.warn("workers not ready at the end of the start timeout", { waiting });
   return pool.isReady();
+}
+
+/** What discovery still lacks, e.g. "need 2 context workers, have 1; need 1 generation worker, have 1". */
+export function missingText(pool: WorkerPool): string {
+  const role = (name: "context" | "generation"): string => {
+    const need = pool.minimal[name];
+    return `need ${need} ${name} worker${need === 1 ? "" : "s"}, have ${pool.ready(name).length}`;
+  };
+  return `${role("context")}; ${role("generation")}`;
 }
 
 /** After start-up: one round of checks every interval until stopped. */

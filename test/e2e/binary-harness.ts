@@ -18,20 +18,55 @@ export type Child = Bun.Subprocess<"ignore", "pipe", "pipe">;
 
 /** Spawns the binary and resolves with its first stdout line (the bound URL with --port 0). */
 export async function spawnBinary(args: string[], children: Child[]): Promise<{ child: Child; url: string }> {
-  const child = Bun.spawn([BINARY, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const { child, url, log } = await spawnBinaryWithLog(args, children);
+  // Keep draining stdout (request logs) so the child never blocks on a full pipe.
+  void log.until(() => false);
+  return { child, url };
+}
+
+/** The stdout lines of a child, read on demand. */
+export interface LogLines {
+  /** Lines read so far and up to the first one `done` accepts (or the end of the stream). */
+  until(done: (line: string) => boolean): Promise<string[]>;
+}
+
+/** As spawnBinary, but the caller reads the log lines that follow the URL. */
+export async function spawnBinaryWithLog(args: string[], children: Child[], env?: Record<string, string | undefined>): Promise<{ child: Child; url: string; log: LogLines }> {
+  const child = Bun.spawn([BINARY, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(env === undefined ? {} : { env }) });
   children.push(child);
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
+  const pending: string[] = [];
   let text = "";
-  while (!text.includes("\n")) {
+  let ended = false;
+  const readMore = async (): Promise<void> => {
     const { done, value } = await reader.read();
-    if (done) throw new Error(`binary exited early: ${await new Response(child.stderr).text()}`);
-    text += decoder.decode(value, { stream: true });
+    if (done) ended = true;
+    else text += decoder.decode(value, { stream: true });
+    const parts = text.split("\n");
+    text = parts.pop() ?? "";
+    pending.push(...parts);
+  };
+  while (pending.length === 0) {
+    if (ended) throw new Error(`binary exited early: ${await new Response(child.stderr).text()}`);
+    await readMore();
   }
-  reader.releaseLock();
-  // Keep draining stdout (request logs) so the child never blocks on a full pipe.
-  void child.stdout.pipeTo(new WritableStream()).catch(() => {});
-  return { child, url: text.slice(0, text.indexOf("\n")).trim() };
+  const url = (pending.shift() ?? "").trim();
+  const log: LogLines = {
+    async until(done) {
+      const lines: string[] = [];
+      for (;;) {
+        while (pending.length > 0) {
+          const line = pending.shift() ?? "";
+          lines.push(line);
+          if (done(line)) return lines;
+        }
+        if (ended) return lines;
+        await readMore();
+      }
+    },
+  };
+  return { child, url, log };
 }
 
 /** Emulated workers and the proxy, all from the binary, with the given proxy flags. */

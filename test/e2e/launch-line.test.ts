@@ -1,0 +1,102 @@
+/**
+ * `trtllm-serve disaggregated` command lines, as upstream's scripts and tests write them
+ * (tensorrt_llm/commands/serve.py @ 00209af1 and newer), start the compiled binary unchanged.
+ */
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BINARY, ensureBinary, spawnBinary, spawnBinaryWithLog, type Child } from "./binary-harness.ts";
+
+const children: Child[] = [];
+
+describe("the compiled binary takes trtllm-serve's launch line", () => {
+  let dir = "";
+  let yaml = "";
+
+  beforeAll(async () => {
+    await ensureBinary();
+    const context = await spawnBinary(["worker", "--role", "context", "--port", "0"], children);
+    const generation = await spawnBinary(["worker", "--role", "generation", "--port", "0"], children);
+    dir = mkdtempSync(join(tmpdir(), "disagg-launch-"));
+    yaml = join(dir, "disagg_config.yaml");
+    // Upstream's own test config shape (tests/integration/defs/disaggregated/test_configs/disagg_config.yaml), worker keys included.
+    writeFileSync(
+      yaml,
+      [
+        "hostname: 127.0.0.1",
+        "port: 0",
+        "backend: pytorch",
+        "model: TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        "free_gpu_memory_fraction: 0.2",
+        "context_servers:",
+        "  num_instances: 1",
+        "  tensor_parallel_size: 1",
+        "  kv_cache_config: { free_gpu_memory_fraction: 0.2, enable_block_reuse: false }",
+        "  cache_transceiver_config: { backend: DEFAULT }",
+        `  urls: ["${context.url.replace("http://", "")}"]`,
+        "generation_servers:",
+        "  num_instances: 1",
+        "  router: { type: load_balancing, use_tokens: true }",
+        `  urls: ["${generation.url.replace("http://", "")}"]`,
+        "",
+      ].join("\n"),
+    );
+  }, 120_000);
+
+  afterAll(() => {
+    for (const child of children) child.kill("SIGKILL");
+  });
+
+  test.each([
+    ["newest", ["disaggregated", "-c", "CONFIG", "-t", "60", "-r", "30", "-l", "info", "-s", "context_first"]],
+    ["long", ["disaggregated", "--config", "CONFIG", "--server_start_timeout", "60", "--request_timeout", "30", "--log_level", "info", "--schedule_style", "CONTEXT_FIRST"]],
+    ["older", ["disaggregated", "--config_file", "CONFIG", "--server_start_timeout", "60", "--request_timeout", "30", "--log_level", "verbose", "--metrics-log-interval", "0"]],
+    ["with telemetry flags", ["disaggregated", "-c", "CONFIG", "--no-telemetry", "--metrics-log-interval", "0"]],
+    ["ours", ["serve", "-c", "CONFIG", "--server-start-timeout", "60", "--request-timeout", "30", "--log-level", "info"]],
+  ])("the %s spelling starts, reports its address, serves, and warns about nothing", async (_name, words) => {
+    const report = join(dir, `addr-${_name.replaceAll(" ", "-")}`);
+    const args = [...words.map((word) => (word === "CONFIG" ? yaml : word)), "--report_addr", report];
+    const proxy = await spawnBinaryWithLog(args, children);
+    const lines = await proxy.log.until((line) => line.includes("all workers are ready"));
+    expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
+    expect(existsSync(report)).toBe(true);
+    expect(readFileSync(report, "utf8")).toBe(`127.0.0.1:${new URL(proxy.url).port}`);
+    const answer = await fetch(`${proxy.url}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 2 }) });
+    expect(answer.status).toBe(200);
+    proxy.child.kill("SIGTERM");
+    expect(await proxy.child.exited).toBe(0);
+  }, 30_000);
+
+  test("SIGTERM during the start-up wait exits 0, saying it stopped before workers were ready", async () => {
+    // A port nothing listens on: the workers never become ready.
+    const idle = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const unreachable = `127.0.0.1:${idle.port}`;
+    idle.stop(true);
+    const proxy = await spawnBinaryWithLog(["disaggregated", "--port", "0", "--host", "127.0.0.1", "--context", unreachable, "--generation", unreachable, "-t", "600"], children);
+    await proxy.log.until((line) => line.includes("waiting for workers"));
+    proxy.child.kill("SIGTERM");
+    const rest = await proxy.log.until(() => false);
+    expect(await proxy.child.exited).toBe(0);
+    expect(rest.some((line) => line.includes("stopped before workers were ready"))).toBe(true);
+    expect(rest.some((line) => line.includes("Timeout waiting"))).toBe(false);
+  }, 30_000);
+
+  test("a hostname that does not resolve exits 2 naming host, port and cause", () => {
+    const run = Bun.spawnSync([BINARY, "disaggregated", "--host", "no-such-host.invalid", "--port", "8333", "--context", "c:1", "--generation", "g:1"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.toString()).toBe("disagg-proxy: cannot listen on no-such-host.invalid:8333: hostname does not resolve\n");
+  });
+
+  test("a port in use exits 2 naming it", () => {
+    const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const run = Bun.spawnSync([BINARY, "serve", "--host", "127.0.0.1", "--port", String(busy.port), "--context", "c:1", "--generation", "g:1"]);
+      expect(run.exitCode).toBe(2);
+      expect(run.stderr.toString()).toBe(`disagg-proxy: cannot listen on 127.0.0.1:${busy.port}: the port is already in use\n`);
+    } finally {
+      busy.stop(true);
+    }
+  });
+});
