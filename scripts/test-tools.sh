@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Tools the tests run for real, installed from Debian's packages when missing: etcd (discovery
-# tests), systemd-analyze (the unit file check) and openssl (TLS certificates for the TLS tests).
+# tests), systemd-analyze (the unit file check), openssl (TLS certificates for the TLS tests),
+# qemu-user with arm64's C library (the release check runs the linux-arm64 binary under
+# qemu-aarch64) and shellcheck (deploy/install.sh).
 set -euo pipefail
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v openssl >/dev/null || missing+=(openssl)
+command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
+command -v shellcheck >/dev/null || missing+=(shellcheck)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "The tests need: ${missing[*]} (Debian packages). Install them, e.g. sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi
 echo "Installing test tools: ${missing[*]}"
-apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Others may be installing at the same time: wait for dpkg's lock instead of failing.
+apt-get update -qq -o DPkg::Lock::Timeout=120 &&
+  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=120 "${missing[@]}" >/dev/null

@@ -3,7 +3,7 @@
  * settings); main.ts prints their message and exits 2. Nothing here starts anything.
  */
 
-import pkg from "../package.json" with { type: "json" };
+import { VERSION } from "./build-info.ts";
 import { OPTIONS } from "./config/cli-options.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import { parseSection, usedSpelling } from "./config/flag-values.ts";
@@ -19,10 +19,7 @@ export type { StartupNote, WorkerRegistrationSettings };
 /** A worker's flags without the command's own words and its registration (which main.ts injects). */
 export type EmulatedWorkerFlags = Omit<WorkerFlags, "help" | "version" | "role" | "register" | "clusterName" | "heartbeatMs" | "ttlMs">;
 
-/** Injected by scripts/build.ts (`--define`); absent when running from source. */
-declare const BUILD_VERSION: string | undefined;
-
-export const VERSION: string = typeof BUILD_VERSION === "string" ? BUILD_VERSION : pkg.version;
+export { VERSION };
 
 export type Command =
   | { kind: "serve"; config: ProxyConfig; warnings: string[]; notes: StartupNote[] }

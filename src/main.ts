@@ -1,3 +1,4 @@
+import { versionLine } from "./build-info.ts";
 import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import type { ProxyConfig } from "./config/types.ts";
@@ -25,7 +26,7 @@ async function main(argv: readonly string[]): Promise<void> {
       process.stdout.write(command.text);
       return;
     case "version":
-      process.stdout.write(`disagg-proxy ${VERSION}\n`);
+      process.stdout.write(`${versionLine()}\n`);
       return;
     case "worker":
       await runWorker(command);
