@@ -17,7 +17,8 @@ import { hostTarget, isTarget, runtimeFor, TARGETS, type Target } from "./releas
 export interface BuildOptions {
   readonly entry: string;
   readonly outfile: string;
-  readonly target: Target;
+  /** This machine's own target when absent. */
+  readonly target?: Target;
 }
 
 /** `git rev-parse --short=12 HEAD`, `-dirty` when tracked files differ from it; `unknown` outside git. */
@@ -33,13 +34,14 @@ export function sourceCommit(cwd = import.meta.dir): string {
 }
 
 export async function buildBinary(options: BuildOptions, commit = sourceCommit()): Promise<void> {
+  const target = options.target ?? hostTarget() ?? fail(`no target for ${process.platform}-${process.arch}: pass one of ${Object.keys(TARGETS).join(", ")}`);
   const result = await Bun.build({
     entrypoints: [options.entry],
     compile: {
       outfile: options.outfile,
-      target: options.target,
+      target,
       // Another target's runtime comes from the npm package package-lock.json pins (runtime.ts).
-      ...(options.target === hostTarget() ? {} : { executablePath: runtimeFor(options.target) }),
+      ...(target === hostTarget() ? {} : { executablePath: runtimeFor(target) }),
       // A stray .env or bunfig.toml in the directory the proxy is started from must not
       // silently change its behaviour.
       autoloadDotenv: false,
@@ -51,12 +53,16 @@ export async function buildBinary(options: BuildOptions, commit = sourceCommit()
     bytecode: true,
     // --bytecode without esm fails on top-level await (style.md §3.11).
     format: "esm",
-    define: { BUILD_COMMIT: JSON.stringify(commit), BUILD_TARGET: JSON.stringify(options.target) },
+    define: { BUILD_COMMIT: JSON.stringify(commit), BUILD_TARGET: JSON.stringify(target) },
     throw: false,
   });
   if (!result.success) {
     throw new AggregateError(result.logs, `Build of ${options.entry} failed:\n${result.logs.map(String).join("\n")}`);
   }
+}
+
+function fail(message: string): never {
+  throw new Error(message);
 }
 
 function optionsFromArgv(argv: readonly string[]): BuildOptions {
@@ -69,16 +75,14 @@ function optionsFromArgv(argv: readonly string[]): BuildOptions {
     },
     strict: true,
   });
-  const target = values.target ?? hostTarget();
-  if (target === undefined || !isTarget(target)) {
-    throw new Error(`--target must be one of ${Object.keys(TARGETS).join(", ")} (this host is ${process.platform}-${process.arch})`);
-  }
-  return { entry: values.entry, outfile: values.outfile, target };
+  const target = values.target;
+  if (target !== undefined && !isTarget(target)) fail(`--target must be one of ${Object.keys(TARGETS).join(", ")}`);
+  return { entry: values.entry, outfile: values.outfile, ...(target === undefined ? {} : { target }) };
 }
 
 if (import.meta.main) {
   const options = optionsFromArgv(Bun.argv.slice(2));
   const commit = sourceCommit();
   await buildBinary(options, commit);
-  console.log(`built ${options.outfile} (${options.target}, commit ${commit})`);
+  console.log(`built ${options.outfile} (${options.target ?? hostTarget()}, commit ${commit})`);
 }

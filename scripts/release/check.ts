@@ -17,7 +17,8 @@ import pkg from "../../package.json" with { type: "json" };
 import { versionLine } from "../../src/build-info.ts";
 import { sourceCommit } from "../build.ts";
 import { buildRelease, RELEASE_DIR, sha256Sums, sourceDateEpoch, TARBALL_FILES, tarballName } from "./release.ts";
-import { hostTarget, TARGETS, type Target } from "./runtime.ts";
+import { isJsonObject } from "../../src/json.ts";
+import { hostTarget, isTarget, TARGETS, type Target } from "./runtime.ts";
 
 /** How to run a binary built for `target` on this machine. */
 export function runnerFor(target: Target): string[] {
@@ -108,8 +109,11 @@ export async function checkDemo(command: readonly string[]): Promise<void> {
         signal: AbortSignal.timeout(60_000),
       });
     const plain = await ask(false);
-    const answer = (await plain.json()) as { choices?: { message?: { content?: string } }[] };
-    if (plain.status !== 200 || typeof answer.choices?.[0]?.message?.content !== "string") {
+    const answer: unknown = await plain.json();
+    const choices = isJsonObject(answer) ? answer["choices"] : undefined;
+    const first = Array.isArray(choices) ? choices[0] : undefined;
+    const message = isJsonObject(first) ? first["message"] : undefined;
+    if (plain.status !== 200 || !isJsonObject(message) || typeof message["content"] !== "string") {
       fail(`non-streamed chat: ${plain.status} ${JSON.stringify(answer)}`);
     }
     const streamed = await ask(true);
@@ -185,7 +189,7 @@ export async function runChecks(checks: readonly Check[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  const targets = Object.keys(TARGETS) as Target[];
+  const targets = Object.keys(TARGETS).filter(isTarget);
   if (!existsSync(join(RELEASE_DIR, "SHA256SUMS"))) fail(`${RELEASE_DIR} has no SHA256SUMS: run npm run release first`);
   const failed = await runChecks(releaseChecks(RELEASE_DIR, targets, sourceCommit()));
   process.exit(failed === 0 ? 0 : 1);

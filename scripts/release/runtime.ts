@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { isJsonObject } from "../../src/json.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
@@ -41,14 +42,17 @@ interface LockedPackage {
 
 /** The runtime package's version and sha512 as package-lock.json records them (as `bun`'s optional dependency). */
 export function lockedRuntime(target: Target, lockfile = join(ROOT, "package-lock.json")): LockedPackage {
-  const lock = JSON.parse(readFileSync(lockfile, "utf8")) as { packages?: Record<string, Partial<LockedPackage>> };
+  const lock: unknown = JSON.parse(readFileSync(lockfile, "utf8"));
   const name = TARGETS[target].runtimePackage;
-  const entry = lock.packages?.[`node_modules/${name}`];
-  if (entry?.version === undefined || entry.integrity === undefined) throw new Error(`${name} is not in package-lock.json`);
-  if (entry.version !== Bun.version) {
-    throw new Error(`package-lock.json pins ${name}@${entry.version} but Bun ${Bun.version} is running: run npm ci`);
+  const packages = isJsonObject(lock) ? lock["packages"] : undefined;
+  const entry = isJsonObject(packages) ? packages[`node_modules/${name}`] : undefined;
+  const version = isJsonObject(entry) ? entry["version"] : undefined;
+  const integrity = isJsonObject(entry) ? entry["integrity"] : undefined;
+  if (typeof version !== "string" || typeof integrity !== "string") throw new Error(`${name} is not in package-lock.json`);
+  if (version !== Bun.version) {
+    throw new Error(`package-lock.json pins ${name}@${version} but Bun ${Bun.version} is running: run npm ci`);
   }
-  return { version: entry.version, integrity: entry.integrity };
+  return { version, integrity };
 }
 
 /** `sha512-<base64>` of a file, as npm writes integrity. */

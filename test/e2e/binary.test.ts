@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import pkg from "../../package.json" with { type: "json" };
+import { sourceCommit } from "../../scripts/build.ts";
 import { BINARY, ensureBinary, spawnBinary, type Child } from "./binary-harness.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,10 +18,10 @@ describe("the compiled binary", () => {
     for (const child of children) child.kill("SIGKILL");
   });
 
-  test("prints its version", () => {
+  test("prints its version, the commit it was built from, its Bun and its compile target", () => {
     const run = Bun.spawnSync([BINARY, "--version"]);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout.toString()).toMatch(/^disagg-proxy \d+\.\d+\.\d+/);
+    expect(run.stdout.toString()).toBe(`disagg-proxy ${pkg.version} (commit ${sourceCommit()}, bun ${Bun.version}, bun-linux-${process.arch})\n`);
   });
 
   test("serves a disaggregated chat request from a TensorRT-LLM YAML config and stops cleanly on SIGTERM", async () => {

@@ -1,0 +1,127 @@
+/**
+ * deploy/install.sh, run by dash (Debian's /bin/sh: POSIX, no bashisms) from a release made for
+ * this machine, into temporary roots. The installed unit is checked by systemd-analyze.
+ */
+
+import { beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { parseCommandLine } from "../src/cli.ts";
+import { hostRelease, type HostRelease } from "./support/release.ts";
+
+const ROOT = join(import.meta.dir, "..");
+let release: HostRelease;
+
+beforeAll(async () => {
+  release = await hostRelease();
+}, 180_000);
+
+function run(command: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
+  const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
+  return { code: result.exitCode, out: result.stdout.toString(), err: result.stderr.toString() };
+}
+
+const install = (args: string[], env: Record<string, string> = {}): ReturnType<typeof run> =>
+  run(["dash", join(release.dir, "install.sh"), ...args], env);
+
+const tempRoot = (): string => mkdtempSync(join(tmpdir(), "disagg-proxy-root-"));
+
+/** The installed unit, checked as systemd would load it, its ExecStart pointed into the temporary root. */
+function verifyUnit(root: string, prefix = "/usr/local"): { code: number; out: string } {
+  const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
+  const copy = join(mkdtempSync(join(tmpdir(), "disagg-proxy-unit-")), "disagg-proxy.service");
+  writeFileSync(copy, unit.replace(`ExecStart=${prefix}/bin/disagg-proxy `, `ExecStart=${root}${prefix}/bin/disagg-proxy `));
+  const result = run(["systemd-analyze", "--no-pager", "verify", copy]);
+  return { code: result.code, out: (result.out + result.err).trim() };
+}
+
+describe("deploy/install.sh", () => {
+  test("installs the binary, the unit, the config and the docs under DESTDIR; the unit verifies and the next command is printed", () => {
+    const root = tempRoot();
+    const result = install(["--destdir", root, release.tarball]);
+    expect(result).toMatchObject({ code: 0, err: "" });
+    const mode = (path: string): number => statSync(join(root, path)).mode & 0o777;
+    expect(mode("usr/local/bin/disagg-proxy")).toBe(0o755);
+    expect(mode("etc/systemd/system/disagg-proxy.service")).toBe(0o644);
+    expect(mode("etc/disagg-proxy/disagg_config.yaml")).toBe(0o644);
+    for (const doc of ["README.md", "LICENSE", "disagg_config.yaml"]) expect(existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc))).toBe(true);
+    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8")).toBe(readFileSync(join(ROOT, "deploy/disagg-proxy.service"), "utf8"));
+    expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).out).toStartWith(`disagg-proxy ${pkg.version} (commit `);
+    expect(verifyUnit(root)).toEqual({ code: 0, out: "" });
+    expect(result.out).toContain(`${release.tarball.split("/").at(-1)}: checksum OK`);
+    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy");
+  });
+
+  test("running it again keeps an edited config, replaces the binary and changes nothing else", () => {
+    const root = tempRoot();
+    expect(install(["--destdir", root, release.tarball]).code).toBe(0);
+    const config = join(root, "etc/disagg-proxy/disagg_config.yaml");
+    writeFileSync(config, "context_servers:\n  urls: [\"gpu1:8001\"]\ngeneration_servers:\n  urls: [\"gpu2:8002\"]\n");
+    const before = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"));
+    writeFileSync(join(root, "usr/local/bin/disagg-proxy"), "not the binary");
+    const again = install(["--destdir", root, release.tarball]);
+    expect(again.code).toBe(0);
+    expect(again.out).toContain(`kept ${root}/etc/disagg-proxy/disagg_config.yaml`);
+    expect(readFileSync(config, "utf8")).toContain("gpu1:8001");
+    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"))).toEqual(before);
+    expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).code).toBe(0);
+    expect(existsSync(join(root, "usr/local/bin/.disagg-proxy.new"))).toBe(false);
+  });
+
+  test("--prefix moves the binary and the unit's ExecStart follows it; DESTDIR from the environment works too", () => {
+    const root = tempRoot();
+    expect(install(["--prefix", "/opt/disagg-proxy", release.tarball], { DESTDIR: root }).code).toBe(0);
+    expect(existsSync(join(root, "opt/disagg-proxy/bin/disagg-proxy"))).toBe(true);
+    const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
+    expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml\n");
+    expect(verifyUnit(root, "/opt/disagg-proxy")).toEqual({ code: 0, out: "" });
+  });
+
+  test("without a tarball argument it installs the one beside it for this machine's architecture", () => {
+    const root = tempRoot();
+    const result = install(["--destdir", root]);
+    expect(result.code).toBe(0);
+    expect(result.out).toContain(`disagg-proxy-${pkg.version}-linux-${process.arch}.tar.gz: checksum OK`);
+  });
+
+  test("a tarball that does not match SHA256SUMS, or is not listed there, installs nothing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-tampered-"));
+    const name = release.tarball.split("/").at(-1) ?? "";
+    const bytes = readFileSync(release.tarball);
+    bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0xff;
+    writeFileSync(join(dir, name), bytes);
+    copyFileSync(join(release.dir, "SHA256SUMS"), join(dir, "SHA256SUMS"));
+    const root = tempRoot();
+    const tampered = install(["--destdir", root, join(dir, name)]);
+    expect(tampered.code).toBe(1);
+    expect(tampered.err).toContain(`${name} does not match its checksum`);
+    writeFileSync(join(dir, "SHA256SUMS"), "0000  something-else.tar.gz\n");
+    expect(install(["--destdir", root, join(dir, name)]).err).toContain(`${name} is not listed in`);
+    expect(existsSync(join(root, "usr"))).toBe(false);
+    expect(existsSync(join(root, "etc"))).toBe(false);
+  });
+
+  test("a relative or odd --prefix and an unknown option are refused with a message", () => {
+    expect(install(["--prefix", "usr/local", release.tarball]).err).toContain("--prefix must be an absolute path");
+    expect(install(["--prefix", "/opt/a b", release.tarball]).err).toContain("--prefix may hold only");
+    expect(install(["--force"])).toMatchObject({ code: 1, err: "install.sh: unknown option --force (see --help)\n" });
+    expect(install(["--help"]).out).toContain("sudo sh install.sh [--prefix DIR] [--destdir DIR]");
+  });
+
+  test("shellcheck finds nothing in it as a POSIX sh script", () => {
+    if (Bun.which("shellcheck") === null) throw new Error("shellcheck is missing: scripts/test-tools.sh installs Debian's shellcheck");
+    expect(run(["shellcheck", "--shell=sh", "--severity=style", join(ROOT, "deploy/install.sh")])).toEqual({ code: 0, out: "", err: "" });
+  });
+
+  test("the example config it installs is a TensorRT-LLM config the proxy reads without a warning", () => {
+    const command = parseCommandLine(["serve", "-c", join(ROOT, "deploy/disagg_config.yaml")]);
+    expect(command.kind).toBe("serve");
+    if (command.kind !== "serve") return;
+    expect(command.warnings).toEqual([]);
+    expect(command.config.port).toBe(8000);
+    expect(command.config.contextServers).toEqual(["http://localhost:8001"]);
+    expect(command.config.generationServers).toEqual(["http://localhost:8002"]);
+  });
+});
