@@ -1,6 +1,7 @@
 /** `bun bench/run.ts` options and what each scenario runs with, full or `--quick`. */
 
 import { parseArgs } from "node:util";
+import type { ClosePlan } from "./scenarios/close.ts";
 import { ROUTING_SETUPS, type ConversationsPlan } from "./scenarios/conversations.ts";
 import type { LatencyPlan } from "./scenarios/latency.ts";
 import type { MemoryPlan } from "./scenarios/memory.ts";
@@ -8,7 +9,7 @@ import type { SoakPlan } from "./scenarios/soak.ts";
 import type { StreamingPlan } from "./scenarios/streaming.ts";
 import type { TtfbPlan } from "./scenarios/ttfb.ts";
 
-export const SCENARIOS = ["latency", "streaming", "memory", "ttfb", "soak", "conversations"] as const;
+export const SCENARIOS = ["latency", "streaming", "memory", "close", "ttfb", "soak", "conversations"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -19,18 +20,21 @@ export interface BenchOptions {
   readonly binary: string | undefined;
   /** Run the proxy from source under `bun --cpu-prof` (profiles in bench/out/profiles). */
   readonly profile: boolean;
+  /** A sentence for RESULTS.md about the conditions of the run (e.g. a shared machine). */
+  readonly note: string | undefined;
 }
 
 export interface BenchPlan {
   readonly latency: LatencyPlan;
   readonly streaming: StreamingPlan;
   readonly memory: MemoryPlan;
+  readonly close: ClosePlan;
   readonly ttfb: TtfbPlan;
   readonly soak: SoakPlan;
   readonly conversations: ConversationsPlan;
 }
 
-export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,ttfb,soak,conversations] [--binary PATH] [--profile]`;
+export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,close,ttfb,soak,conversations] [--binary PATH] [--profile] [--note TEXT]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -41,6 +45,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       only: { type: "string" },
       binary: { type: "string" },
       profile: { type: "boolean", default: false },
+      note: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -52,7 +57,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const quick = values.quick;
   const soakMinutes = values["soak-minutes"] === undefined ? (quick ? 0.5 : 10) : Number(values["soak-minutes"]);
   if (!Number.isFinite(soakMinutes) || soakMinutes <= 0) throw new Error(`--soak-minutes must be a positive number\n${USAGE}`);
-  return { quick, soakMinutes, only: onlyOf(values.only), binary: values.binary, profile: values.profile };
+  return { quick, soakMinutes, only: onlyOf(values.only), binary: values.binary, profile: values.profile, note: values.note };
 }
 
 function onlyOf(list: string | undefined): Scenario[] {
@@ -68,13 +73,20 @@ export function benchPlan(options: BenchOptions, maxStreams: number, logDir: str
   const quick = options.quick;
   return {
     latency: { concurrencies: [1, 16, 64], rounds: quick ? 2 : 6, roundSeconds: quick ? 1 : 2, warmupSeconds: quick ? 0.5 : 1.5, tokens: 16 },
-    streaming: { concurrency: 16, tokens: 256, rounds: quick ? 2 : 4, requestsPerRound: quick ? 100 : 500 },
+    streaming: {
+      concurrency: 16,
+      tokens: 256,
+      rounds: quick ? 2 : 4,
+      requestsPerRound: quick ? 100 : 500,
+      firstEvent: { tokens: 32, tokenMs: 2, requestsPerRound: quick ? 80 : 240 },
+    },
     memory: {
       levels: (quick ? [500, 2000] : [1000, 10_000]).map((n) => Math.min(n, maxStreams)),
       keepaliveMs: 2000,
       maxHttpRequests: 32_768,
       logDir,
     },
+    close: { streams: quick ? 500 : 1000, repetitions: quick ? 2 : 3 },
     ttfb: { clients: 100, prefillMs: 5000, startWaitMs: 1000, slackMs: 50 },
     soak: {
       minutes: options.soakMinutes,

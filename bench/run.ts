@@ -3,7 +3,8 @@
  *
  * Builds dist/disagg-proxy, then runs each scenario on its own fresh cluster of processes
  * (emulated context and generation workers with zero latency, and the proxy): (a) latency,
- * (b) streaming, (c) memory, (d) ttfb, (e) soak. Raw figures go to bench/out/*.json; a full
+ * (b) streaming, (c) memory, (g) close, (d) ttfb, (e) soak, (f) conversations; the floor relay
+ * (bench/cluster/floor-relay.ts) runs beside the proxy in (a), (b), (c) and (g). Raw figures go to bench/out/*.json; a full
  * run of every scenario rewrites bench/RESULTS.md and the charts beside it, a --quick or
  * partial run writes them under bench/out/ instead.
  */
@@ -14,10 +15,11 @@ import { buildBinary } from "../scripts/build.ts";
 import { startCluster, type Cluster, type ClusterSpec } from "./cluster/cluster.ts";
 import { raiseOpenFileLimit } from "./cluster/limits.ts";
 import { benchPlan, parseBenchArgs, SCENARIOS, type BenchOptions, type Scenario } from "./plan.ts";
-import { latencyChart, memoryChart, soakChart } from "./report/charts.ts";
+import { floorChart, latencyChart, memoryChart, soakChart } from "./report/charts.ts";
 import { describeMachine } from "./report/machine.ts";
 import type { BenchResults } from "./report/results.ts";
 import { resultsMarkdown } from "./report/results-md.ts";
+import { runClose } from "./scenarios/close.ts";
 import { runConversationsScenario } from "./scenarios/conversations.ts";
 import { runLatency } from "./scenarios/latency.ts";
 import { runMemory } from "./scenarios/memory.ts";
@@ -53,8 +55,9 @@ async function main(): Promise<void> {
   for (const scenario of options.only) {
     progress(`${scenario}…`);
     const started = performance.now();
-    if (scenario === "latency") results.latency = await withCluster(spec("latency", {}), (c) => runLatency(c, plan.latency, cores));
-    if (scenario === "streaming") results.streaming = await withCluster(spec("streaming", {}), (c) => runStreaming(c, plan.streaming, cores));
+    if (scenario === "latency") results.latency = await withCluster(spec("latency", { withFloor: true }), (c) => runLatency(c, plan.latency, cores));
+    if (scenario === "streaming") results.streaming = await withCluster(spec("streaming", { withFloor: true }), (c) => runStreaming(c, plan.streaming, cores));
+    if (scenario === "close") results.close = await withCluster(spec("close", { withFloor: true }), (c) => runClose(c, plan.close));
     if (scenario === "memory") {
       const flags = ["--keepalive-interval-ms", String(plan.memory.keepaliveMs)];
       const memorySpec = spec("memory", { proxyFlags: flags, maxHttpRequests: plan.memory.maxHttpRequests });
@@ -99,6 +102,7 @@ async function withCluster<T>(spec: ClusterSpec, run: (cluster: Cluster) => Prom
 function writeReport(dir: string, results: BenchResults): void {
   writeFileSync(join(dir, "RESULTS.md"), resultsMarkdown(results));
   if (results.latency) writeFileSync(join(dir, "latency.svg"), latencyChart(results.latency));
+  if (results.latency) writeFileSync(join(dir, "floor.svg"), floorChart(results.latency));
   if (results.memory) writeFileSync(join(dir, "memory.svg"), memoryChart(results.memory));
   if (results.soak) writeFileSync(join(dir, "soak.svg"), soakChart(results.soak));
 }

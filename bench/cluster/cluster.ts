@@ -16,14 +16,20 @@ export interface ClusterSpec {
   /** Run the proxy from source under `bun --cpu-prof`, writing profiles here. */
   readonly profileDir?: string | undefined;
   readonly root: string;
+  /** Also start the floor relay (bench/cluster/floor-relay.ts, native pipe) on the same workers. */
+  readonly withFloor?: boolean;
 }
 
 export interface Cluster {
   readonly context: Service;
   readonly generation: Service;
   readonly proxy: Service;
+  /** The floor relay, when the spec asked for it. */
+  readonly floor: Service | undefined;
   /** Process ids by role, for /proc sampling. */
   readonly pids: Readonly<Record<"proxy" | "context" | "generation", number>>;
+  /** Every process of the cluster by name (the floor's too when it runs), for CPU accounting. */
+  readonly sampled: Readonly<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -50,17 +56,31 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     });
     started.push(proxy);
     await waitReady(proxy.url);
+    const floor = spec.withFloor === true ? await spawnFloor(spec, context.url, generation.url, "native") : undefined;
+    if (floor !== undefined) started.push(floor);
     return {
       context,
       generation,
       proxy,
+      floor,
       pids: { proxy: proxy.pid, context: context.pid, generation: generation.pid },
+      sampled: { proxy: proxy.pid, context: context.pid, generation: generation.pid, ...(floor ? { floor: floor.pid } : {}) },
       stop: () => stopAll(started),
     };
   } catch (error) {
     await stopAll(started);
     throw error;
   }
+}
+
+/** The floor relay (or its JS-stream variant) in front of the given workers. */
+export function spawnFloor(spec: Pick<ClusterSpec, "name" | "logDir" | "maxHttpRequests">, contextUrl: string, generationUrl: string, mode: "native" | "js"): Promise<Service> {
+  return spawnService({
+    name: `${spec.name}-floor-${mode}`,
+    cmd: [process.execPath, join(import.meta.dir, "floor-relay.ts"), contextUrl, generationUrl, mode],
+    env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests) },
+    logDir: spec.logDir,
+  });
 }
 
 /** The compiled binary, or `bun --cpu-prof src/main.ts` when profiling (the binary carries no profiler flag). */

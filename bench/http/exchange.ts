@@ -8,6 +8,8 @@ export interface Exchange {
   readonly sentAt: number;
   readonly headAt: number;
   readonly firstBodyAt: number | undefined;
+  /** When the first complete SSE frame had arrived (time to first event). */
+  readonly firstFrameAt: number | undefined;
   readonly endAt: number;
   /** Complete SSE frames (blank-line terminated) in the body. */
   readonly frames: number;
@@ -43,6 +45,7 @@ export function exchange(conn: HttpConnection, request: Uint8Array, options: Exc
     let status = 0;
     let headAt = 0;
     let firstBodyAt: number | undefined;
+    let firstFrameAt: number | undefined;
     let frames = 0;
     let bodyBytes = 0;
     let lastWasLf = false;
@@ -61,12 +64,13 @@ export function exchange(conn: HttpConnection, request: Uint8Array, options: Exc
           if (i === 0 ? lastWasLf : bytes[i - 1] === LF) frames++;
         }
         if (bytes.length > 0) lastWasLf = bytes[bytes.length - 1] === LF;
+        if (frames > 0) firstFrameAt ??= performance.now();
         options.onBody?.(frames);
       },
       end(reusable) {
         const endAt = performance.now();
         const body = options.keepBody === true ? join(parts, bodyBytes) : undefined;
-        resolve({ status, sentAt, headAt, firstBodyAt, endAt, frames, bodyBytes, body, reusable });
+        resolve({ status, sentAt, headAt, firstBodyAt, firstFrameAt, endAt, frames, bodyBytes, body, reusable });
       },
       failed: reject,
     });

@@ -1,19 +1,29 @@
 /**
- * Side by side in one run: the direct and the proxied path take turns in short rounds on the
- * same workers (alternating which goes first), so slow drifts and other tenants' bursts on a
- * noisy machine fall on both, and their ratio holds.
+ * Side by side in one run: the paths (direct, proxy, floor) take turns in short rounds on the
+ * same workers, the order rotating each round, so slow drifts and other tenants' bursts on a
+ * noisy machine fall on all of them, and their ratios hold.
  */
 
 import type { Cluster } from "../cluster/cluster.ts";
 import { addCpu, measure } from "../lib/measure.ts";
+import { median } from "../lib/stats.ts";
 import { closedLoop, type LoopLimit } from "./closed-loop.ts";
 import type { Path } from "./paths.ts";
 
-export type Kind = "direct" | "proxy";
+/** direct: the load generator calls both workers; proxy: through the proxy; floor: through the floor relay. */
+export type Kind = "direct" | "proxy" | "floor";
 
-/** Everything both paths' rounds added up to. */
+/** One round of one path. */
+export interface RoundFigures {
+  readonly ok: number;
+  readonly seconds: number;
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+/** Everything one path's rounds added up to. */
 export interface Tally {
   readonly latenciesUs: number[];
+  readonly firstEventUs: number[];
   ok: number;
   errors: number;
   frames: number;
@@ -21,8 +31,9 @@ export interface Tally {
   /** CPU seconds of processes outside the benchmark during these rounds. */
   foreignCpu: number;
   readonly errorSamples: string[];
-  /** CPU seconds per process (proxy, context, generation, loadgen). */
+  /** CPU seconds per process (proxy, floor, context, generation, loadgen). */
   readonly cpu: Record<string, number>;
+  readonly rounds: RoundFigures[];
 }
 
 export interface AbPlan {
@@ -31,15 +42,17 @@ export interface AbPlan {
   readonly round: LoopLimit;
 }
 
-export async function alternateRounds(cluster: Cluster, users: Record<Kind, Path[]>, plan: AbPlan): Promise<Record<Kind, Tally>> {
-  const tally: Record<Kind, Tally> = { direct: emptyTally(), proxy: emptyTally() };
-  for (const kind of ["direct", "proxy"] as const) await closedLoop(users[kind], plan.warmup);
+export async function alternateRounds<K extends Kind>(cluster: Cluster, users: Record<K, Path[]>, plan: AbPlan): Promise<Record<K, Tally>> {
+  const kinds = Object.keys(users) as K[];
+  const tally = Object.fromEntries(kinds.map((kind) => [kind, emptyTally()])) as Record<K, Tally>;
+  for (const kind of kinds) await closedLoop(users[kind], plan.warmup);
   for (let round = 0; round < plan.rounds; round++) {
-    const order: Kind[] = round % 2 === 0 ? ["direct", "proxy"] : ["proxy", "direct"];
+    const order = kinds.map((_, i) => kinds[(i + round) % kinds.length] as K);
     for (const kind of order) {
-      const run = await measure(cluster.pids, () => closedLoop(users[kind], plan.round));
+      const run = await measure(cluster.sampled, () => closedLoop(users[kind], plan.round));
       const into = tally[kind];
       for (const sample of run.result.latenciesUs) into.latenciesUs.push(sample);
+      for (const sample of run.result.firstEventUs) into.firstEventUs.push(sample);
       into.ok += run.result.ok;
       into.errors += run.result.errors;
       into.frames += run.result.frames;
@@ -47,16 +60,22 @@ export async function alternateRounds(cluster: Cluster, users: Record<Kind, Path
       into.foreignCpu += run.foreignCpu;
       for (const message of run.result.errorSamples) if (into.errorSamples.length < 5) into.errorSamples.push(message);
       addCpu(into.cpu, run.cpu);
+      into.rounds.push({ ok: run.result.ok, seconds: run.result.seconds, cpu: run.cpu });
     }
   }
   return tally;
 }
 
-/** CPU per successful request, per process, in the given unit (1e6: µs; 1000: s per 1,000). */
+/** CPU per successful request, per process, over all rounds, in the given unit (1e6: µs; 1000: s per 1,000). */
 export function cpuPerRequest(tally: Tally, unit: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, seconds] of Object.entries(tally.cpu)) out[name] = tally.ok === 0 ? 0 : (seconds / tally.ok) * unit;
   return out;
+}
+
+/** The median over rounds of one process's CPU per successful request (a burst of other load moves one round, not the figure). */
+export function medianCpuPerRequest(tally: Tally, process: string, unit: number): number {
+  return median(tally.rounds.filter((r) => r.ok > 0).map((r) => ((r.cpu[process] ?? 0) / r.ok) * unit));
 }
 
 /** Share of the machine's cores used by processes outside the benchmark. */
@@ -65,5 +84,5 @@ export function foreignLoad(tally: Tally, cores: number): number {
 }
 
 function emptyTally(): Tally {
-  return { latenciesUs: [], ok: 0, errors: 0, frames: 0, seconds: 0, foreignCpu: 0, errorSamples: [], cpu: {} };
+  return { latenciesUs: [], firstEventUs: [], ok: 0, errors: 0, frames: 0, seconds: 0, foreignCpu: 0, errorSamples: [], cpu: {}, rounds: [] };
 }

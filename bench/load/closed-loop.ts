@@ -12,6 +12,8 @@ export interface LoopLimit {
 export interface LoopResult {
   /** Latency of every successful request, request written → response complete, in µs. */
   readonly latenciesUs: number[];
+  /** Request written → first complete SSE frame, µs, for every successful streamed request. */
+  readonly firstEventUs: number[];
   readonly ok: number;
   readonly errors: number;
   /** SSE frames received over all successful requests. */
@@ -24,7 +26,7 @@ export interface LoopResult {
 const MAX_ERROR_SAMPLES = 5;
 
 export async function closedLoop(paths: readonly Path[], limit: LoopLimit): Promise<LoopResult> {
-  const result = { latenciesUs: [] as number[], ok: 0, errors: 0, frames: 0, seconds: 0, errorSamples: [] as string[] };
+  const result = { latenciesUs: [] as number[], firstEventUs: [] as number[], ok: 0, errors: 0, frames: 0, seconds: 0, errorSamples: [] as string[] };
   const started = performance.now();
   const deadline = started + limit.seconds * 1000;
   let claimed = 0;
@@ -42,6 +44,7 @@ export async function closedLoop(paths: readonly Path[], limit: LoopLimit): Prom
           result.ok++;
           result.frames += answer.frames;
           result.latenciesUs.push((answer.endAt - answer.sentAt) * 1000);
+          if (answer.firstFrameAt !== undefined) result.firstEventUs.push((answer.firstFrameAt - answer.sentAt) * 1000);
         } else {
           noteError(result, `HTTP ${answer.status}`);
         }

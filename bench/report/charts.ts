@@ -21,6 +21,18 @@ export function latencyChart(points: readonly LatencyPoint[]): string {
   });
 }
 
+/** Issue #18's first target: the proxy's CPU per non-streamed request over the floor relay's, from the same rounds. */
+export function floorChart(points: readonly LatencyPoint[]): string {
+  return lineChart({
+    title: "Proxy CPU per non-streamed request ÷ the floor's",
+    xLabel: "concurrent clients (log scale)",
+    yLabel: "proxy CPU ÷ floor CPU",
+    xScale: "log2",
+    series: [{ name: "proxy ÷ floor", color: "#1f77b4", points: points.map((p) => [p.concurrency, p.cpuOverFloor]) }],
+    reference: { y: 1.5, label: "target 1.5 ×" },
+  });
+}
+
 export function memoryChart(memory: MemoryResult): string {
   const levels = memory.levels;
   const budget = 20 * 1024;

@@ -2,21 +2,22 @@
 
 import { conversationsSection } from "./conversations-md.ts";
 import type { BenchResults } from "./results.ts";
-import { latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
-import { judgeTargets } from "./targets.ts";
+import { closeTable, firstEventTable, latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
+import { judgeFloorTargets, judgeTargets, type TargetVerdict } from "./targets.ts";
 
 export function resultsMarkdown(r: BenchResults): string {
   const m = r.machine;
+  const floorVerdicts = judgeFloorTargets(r);
   const verdicts = judgeTargets(r);
-  const missed = verdicts.filter((v) => v.pass === false);
   return [
     `# disagg-proxy benchmark results`,
     ``,
     `<!-- Written by \`${r.command}\` (bench/run.ts). Do not edit by hand: run it again. -->`,
     ``,
-    `What the proxy costs next to a client that calls the two workers itself, measured side by side in one run: the direct and the proxied path take turns in short rounds against the same emulated workers (zero prefill and token latency), so both see the same machine. Section (f) is of another kind: the same multi-turn conversations through the proxy under each routing setup, on workers whose prefill is charged per uncached token.`,
+    `What the proxy costs next to a client that calls the two workers itself, and next to the *floor* — the least any two-leg Bun proxy can do (bench/cluster/floor-relay.ts: \`Bun.serve\`, the client body parsed, a context_only \`fetch\` whose JSON answer is parsed, a generation_only \`fetch\` built from its hand-off, the answer handed back with \`new Response(upstream.body)\`; no validation, keepalives, frame scanning, logging, metrics or retries) — measured side by side in one run: the direct, floor and proxied paths take turns in short rounds against the same emulated workers (zero prefill and token latency), the order rotating, so all see the same machine; figures against the floor are ratios from the same rounds. Section (f) is of another kind: the same multi-turn conversations through the proxy under each routing setup, on workers whose prefill is charged per uncached token.`,
     ``,
     `Command: \`${r.command}\` (${r.machine.date}). Proxy: \`${m.proxyVersion}\`.`,
+    ...(r.options.note === undefined ? [] : [``, `**Note on this run:** ${r.options.note}`]),
     ``,
     table(
       ["machine", ""],
@@ -31,22 +32,47 @@ export function resultsMarkdown(r: BenchResults): string {
       ],
     ),
     ``,
-    `## Targets`,
+    `## Targets against the floor (issue #18)`,
     ``,
+    ...targetsTable(floorVerdicts),
+    ...(r.latency ? [`![proxy CPU per request over the floor's](floor.svg)`, ``] : []),
+    `## Earlier targets (absolute)`,
+    ``,
+    ...targetsTable(verdicts),
+    ...latencySection(r),
+    ...streamingSection(r),
+    ...memorySection(r),
+    ...closeSection(r),
+    ...ttfbSection(r),
+    ...soakSection(r),
+    ...(r.conversations ? conversationsSection(r.conversations) : []),
+    ...method(),
+  ].join("\n");
+}
+
+function targetsTable(verdicts: readonly TargetVerdict[]): string[] {
+  const missed = verdicts.filter((v) => v.pass === false);
+  return [
     table(
       ["target", "this run", "met"],
       verdicts.map((v) => [v.target, v.figure, v.pass === undefined ? "not run" : v.pass ? "yes" : "**no**"]),
     ),
     ``,
     ...(missed.length === 0 ? [] : [`What limits the missed ones:`, ``, ...missed.map((v) => `- *${v.target}*: ${v.limit}`), ``]),
-    ...latencySection(r),
-    ...streamingSection(r),
-    ...memorySection(r),
-    ...ttfbSection(r),
-    ...soakSection(r),
-    ...(r.conversations ? conversationsSection(r.conversations) : []),
-    ...method(),
-  ].join("\n");
+  ];
+}
+
+function closeSection(r: BenchResults): string[] {
+  const c = r.close;
+  if (!c) return [];
+  return [
+    `## (g) Upstream connections closed after clients leave`,
+    ``,
+    `${c.plan.streams.toLocaleString("en-US")} clients hold streamed chat requests that the generation worker keeps silent after the first token, then all drop their connections at once; the figure is the time from then until as many of the relay's connections to the generation worker as there were open streams have left ESTABLISHED, i.e. the relay (proxy or floor) has closed each stream's upstream connection; idle pooled connections may stay (read from /proc/net/tcp every ${c.pollMs} ms, so a figure is up to that much late, and the polling itself takes a little CPU from the relays). ${c.plan.repetitions} repetitions each, proxy and floor alternating. Medians: proxy **${c.proxyMedianMs.toFixed(1)} ms**, floor **${c.floorMedianMs.toFixed(1)} ms**.`,
+    ``,
+    closeTable(c),
+    ``,
+  ];
 }
 
 function latencySection(r: BenchResults): string[] {
@@ -55,7 +81,7 @@ function latencySection(r: BenchResults): string[] {
   return [
     `## (a) Added latency, non-streamed chat`,
     ``,
-    `A chat request with a ${p.tokens}-token answer; closed loop (each client sends its next request when its answer is complete), ${p.rounds} rounds of ${p.roundSeconds} s per path and concurrency. *Direct*: the load generator sends context_only to the context worker, builds the generation_only body from its answer with the proxy's own code (src/pipeline/bodies.ts), and sends it to the generation worker. *Added* is proxy percentile minus direct percentile. CPU per request is read from /proc/<pid>/stat; *other load* is the share of the machine used by processes outside the benchmark meanwhile.`,
+    `A chat request with a ${p.tokens}-token answer; closed loop (each client sends its next request when its answer is complete), ${p.rounds} rounds of ${p.roundSeconds} s per path and concurrency, the three paths in rotating order. *Direct*: the load generator sends context_only to the context worker, builds the generation_only body from its answer with the proxy's own code (src/pipeline/bodies.ts), and sends it to the generation worker. *Floor*: the floor relay. *Added* is a relay's percentile minus direct's. CPU per request is read from /proc/<pid>/stat; the relay's is the median over rounds of (CPU in the round / requests in the round). *Other load* is the share of the machine used by processes outside the benchmark meanwhile (direct / floor / proxy rounds).`,
     ``,
     latencyTable(r.latency),
     ``,
@@ -70,9 +96,13 @@ function streamingSection(r: BenchResults): string[] {
   return [
     `## (b) Streamed relay`,
     ``,
-    `${s.plan.concurrency} concurrent clients, streamed chat of ${s.plan.tokens} tokens each, ${s.plan.rounds} rounds of ${s.plan.requestsPerRound} requests per path. Proxied events/s are **${s.throughputRatio.toFixed(2)} ×** direct; the proxy spends **${s.proxyOverGenerationCpu.toFixed(2)} ×** the generation worker's CPU per streamed request.`,
+    `${s.plan.concurrency} concurrent clients, streamed chat of ${s.plan.tokens} tokens each, ${s.plan.rounds} rounds of ${s.plan.requestsPerRound} requests per path, the three paths in rotating order. Proxied events/s are **${s.throughputRatio.toFixed(2)} ×** direct (floor ${s.floorThroughputRatio.toFixed(2)} ×); the proxy spends **${s.proxyOverGenerationCpu.toFixed(2)} ×** the generation worker's CPU per streamed request. In these saturated rounds a stream comes nearly whole at once, so its first event (request written → first complete SSE event) is mostly waiting for the cores; the paced rounds below measure the first event proper. Relay CPU is the median over rounds.`,
     ``,
     streamingTable(s),
+    ``,
+    `Time to first event, the figure a client waits for its first token: ${s.plan.concurrency} clients again, streams of ${s.plan.firstEvent.tokens} tokens that the generation worker paces at one per ${s.plan.firstEvent.tokenMs} ms (so the first event is not held behind an instant whole stream, and the cores are not saturated), ${s.plan.rounds} rounds of ${s.plan.firstEvent.requestsPerRound} requests per path, rotating; request written → first complete SSE event (direct: the context request written → the generation worker's first event)${s.firstEvent.errors > 0 ? `; ${s.firstEvent.errors} errors` : ""}:`,
+    ``,
+    firstEventTable(s),
     ``,
   ];
 }
@@ -91,7 +121,7 @@ function memorySection(r: BenchResults): string[] {
     ``,
     memoryTable(mem),
     ``,
-    `For comparison, a minimal relay (bench/cluster/reference-relay.ts: the context leg, then the generation stream) holding the same silent streams on the same workers in this run; neither sends keepalives or looks at the frames:`,
+    `The floor relay (bench/cluster/floor-relay.ts) holding the same silent streams on the same workers in this run, at every level, and its variant that reads the body through a JS pull stream at the first; neither sends keepalives or looks at the frames:`,
     ``,
     memoryReferenceTable(mem),
     ``,

@@ -1,6 +1,7 @@
 /** Everything one benchmark run produced (bench/out/results.json). */
 
 import type { BenchOptions, BenchPlan } from "../plan.ts";
+import type { CloseResult } from "../scenarios/close.ts";
 import type { ConversationsResult } from "../scenarios/conversations.ts";
 import type { LatencyPoint } from "../scenarios/latency.ts";
 import type { MemoryResult } from "../scenarios/memory.ts";
@@ -17,6 +18,7 @@ export interface BenchResults {
   latency?: LatencyPoint[];
   streaming?: StreamingResult;
   memory?: MemoryResult;
+  close?: CloseResult;
   ttfb?: TtfbResult;
   soak?: SoakResult;
   conversations?: ConversationsResult;

@@ -1,5 +1,6 @@
 /** One Markdown table per scenario. */
 
+import type { CloseResult } from "../scenarios/close.ts";
 import type { LatencyPoint } from "../scenarios/latency.ts";
 import type { MemoryResult } from "../scenarios/memory.ts";
 import type { SoakResult } from "../scenarios/soak.ts";
@@ -19,22 +20,25 @@ export function table(head: readonly string[], rows: readonly (readonly string[]
 
 const n0 = (v: number): string => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "—");
 const n1 = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : "—");
+const n2 = (v: number): string => (Number.isFinite(v) ? v.toFixed(2) : "—");
 const n3 = (v: number): string => (Number.isFinite(v) ? v.toFixed(3) : "—");
 const pct = (v: number): string => `${Math.round(v * 100)} %`;
 
 export function latencyTable(points: readonly LatencyPoint[]): string {
   return table(
-    ["clients", "direct p50 / p99 µs", "proxy p50 / p99 µs", "added p50 µs", "added p99 µs", "req/s direct / proxy", "proxy CPU µs/req", "workers CPU µs/req direct / proxied", "other load"],
+    ["clients", "direct p50 / p99 µs", "floor p50 / p99 µs", "proxy p50 / p99 µs", "added p50 µs floor / proxy", "added p99 µs proxy", "req/s direct / floor / proxy", "relay CPU µs/req floor / proxy", "proxy ÷ floor CPU", "workers CPU µs/req direct / proxied", "other load"],
     points.map((p) => [
       String(p.concurrency),
       `${n0(p.direct.latencyUs.p50)} / ${n0(p.direct.latencyUs.p99)}`,
+      `${n0(p.floor.latencyUs.p50)} / ${n0(p.floor.latencyUs.p99)}`,
       `${n0(p.proxy.latencyUs.p50)} / ${n0(p.proxy.latencyUs.p99)}`,
-      n0(p.addedP50Us),
+      `${n0(p.floorAddedP50Us)} / ${n0(p.addedP50Us)}`,
       n0(p.addedP99Us),
-      `${n0(p.direct.requestsPerSecond)} / ${n0(p.proxy.requestsPerSecond)}`,
-      n0(p.proxy.cpuUsPerRequest["proxy"] ?? Number.NaN),
+      `${n0(p.direct.requestsPerSecond)} / ${n0(p.floor.requestsPerSecond)} / ${n0(p.proxy.requestsPerSecond)}`,
+      `${n0(p.floor.relayCpuUs)} / ${n0(p.proxy.relayCpuUs)}`,
+      `${n2(p.cpuOverFloor)} ×`,
       `${n0(workers(p.direct.cpuUsPerRequest))} / ${n0(workers(p.proxy.cpuUsPerRequest))}`,
-      `${pct(p.direct.foreignLoad)} / ${pct(p.proxy.foreignLoad)}`,
+      `${pct(p.direct.foreignLoad)} / ${pct(p.floor.foreignLoad)} / ${pct(p.proxy.foreignLoad)}`,
     ]),
   );
 }
@@ -49,8 +53,9 @@ function streamRow(name: string, f: StreamingResult["direct"]): string[] {
     n0(f.requests),
     n0(f.eventsPerSecond),
     n1(f.eventsPerRequest),
+    `${n2(f.firstEventUs.p50 / 1000)} / ${n2(f.firstEventUs.p99 / 1000)}`,
     n0(f.durationUs.p50 / 1000),
-    n3(f.cpuSecondsPer1000["proxy"] ?? 0),
+    n3(f.relayCpuSecondsPer1000),
     n3(f.cpuSecondsPer1000["context"] ?? 0),
     n3(f.cpuSecondsPer1000["generation"] ?? 0),
     n3(f.cpuSecondsPer1000["loadgen"] ?? 0),
@@ -60,8 +65,16 @@ function streamRow(name: string, f: StreamingResult["direct"]): string[] {
 
 export function streamingTable(s: StreamingResult): string {
   return table(
-    ["path", "requests", "events/s", "events/request", "stream p50 ms", "proxy CPU s/1k", "context CPU s/1k", "generation CPU s/1k", "load generator CPU s/1k", "errors"],
-    [streamRow("direct", s.direct), streamRow("proxy", s.proxy)],
+    ["path", "requests", "events/s", "events/request", "first event p50 / p99 ms (saturated)", "stream p50 ms", "relay CPU s/1k", "context CPU s/1k", "generation CPU s/1k", "load generator CPU s/1k", "errors"],
+    [streamRow("direct", s.direct), streamRow("floor", s.floor), streamRow("proxy", s.proxy)],
+  );
+}
+
+export function firstEventTable(s: StreamingResult): string {
+  const row = (name: string, f: StreamingResult["firstEvent"]["direct"]): string[] => [name, n0(f.count), n2(f.p50 / 1000), n2(f.p90 / 1000), n2(f.p99 / 1000)];
+  return table(
+    ["path", "streams", "first event p50 ms", "p90 ms", "p99 ms"],
+    [row("direct", s.firstEvent.direct), row("floor", s.firstEvent.floor), row("proxy", s.firstEvent.proxy)],
   );
 }
 
@@ -83,9 +96,9 @@ export function memoryTable(m: MemoryResult): string {
 }
 
 export function memoryReferenceTable(m: MemoryResult): string {
-  const names = { native: "native pipe (`new Response(upstream.body)`)", js: "JS pull stream over the upstream reader" };
+  const names = { native: "floor: native pipe (`new Response(upstream.body)`)", js: "floor relay with a JS pull stream over the upstream reader" };
   return table(
-    ["minimal relay, same streams and workers", "open streams", "alive", "KiB/stream"],
+    ["relay, same streams and workers", "open streams", "alive", "KiB/stream"],
     m.references.map((r) => [names[r.relay], n0(r.streams), n0(r.alive), n1(r.bytesPerStream / KIB)]),
   );
 }
@@ -140,4 +153,11 @@ export function soakOutcomes(s: SoakResult): string {
 
 function sumOf(s: SoakResult, key: "started"): number {
   return Object.values(s.outcomes).reduce((sum, o) => sum + o[key], 0);
+}
+
+export function closeTable(c: CloseResult): string {
+  return table(
+    ["run", "relay", "streams open", "upstream connections open", "all closed after ms"],
+    c.runs.map((r, i) => [String(Math.floor(i / 2) + 1), r.relay, n0(r.open), n0(r.upstream), Number.isFinite(r.closeMs) ? n1(r.closeMs) : "not within 10 s"]),
+  );
 }

@@ -1,4 +1,4 @@
-/** The issue's targets, judged from one run's figures. */
+/** The targets, judged from one run's figures: against the floor (issue #18), and the earlier absolute ones. */
 
 import type { BenchResults } from "./results.ts";
 
@@ -13,6 +13,83 @@ export interface TargetVerdict {
 
 const KIB = 1024;
 
+/** Issue #18: the proxy against the floor relay measured in the same rounds. */
+export function judgeFloorTargets(r: BenchResults): TargetVerdict[] {
+  const verdicts: TargetVerdict[] = [];
+  for (const p of r.latency ?? []) {
+    verdicts.push({
+      target: `CPU per non-streamed two-leg request ≤ 1.5 × the floor's, ${p.concurrency} client${p.concurrency === 1 ? "" : "s"}`,
+      figure: `${Math.round(p.proxy.relayCpuUs)} vs ${Math.round(p.floor.relayCpuUs)} µs (${p.cpuOverFloor.toFixed(2)} ×)`,
+      pass: p.cpuOverFloor <= 1.5,
+      limit: FLOOR_LIMITS.cpu(p.proxy.relayCpuUs, p.floor.relayCpuUs),
+    });
+  }
+  const s = r.streaming;
+  if (s) {
+    const proxy = s.firstEvent.proxy.p50 / 1000;
+    const floor = s.firstEvent.floor.p50 / 1000;
+    verdicts.push({
+      target: `time to first event, ${s.plan.concurrency} streamed clients, p50 ≤ floor + 1 ms`,
+      figure: `${proxy.toFixed(2)} vs ${floor.toFixed(2)} ms (+${(proxy - floor).toFixed(2)} ms; direct ${(s.firstEvent.direct.p50 / 1000).toFixed(2)} ms)`,
+      pass: proxy <= floor + 1,
+      limit: FLOOR_LIMITS.firstEvent(proxy, floor),
+    });
+  }
+  const mem = r.memory;
+  for (const level of mem?.levels ?? []) {
+    const floor = mem?.references.find((ref) => ref.relay === "native" && ref.streams === level.streams);
+    const kib = level.proxyBytesPerStream / KIB;
+    verdicts.push({
+      target: `≤ 14 KiB RSS per idle open stream at ${level.streams.toLocaleString("en-US")} streams`,
+      figure: `${kib.toFixed(1)} KiB (floor ${floor ? (floor.bytesPerStream / KIB).toFixed(1) : "—"} KiB)`,
+      pass: kib <= 14,
+      limit: FLOOR_LIMITS.memory(kib, floor === undefined ? Number.NaN : floor.bytesPerStream / KIB, jsRelayKib(r)),
+    });
+  }
+  if (s) {
+    verdicts.push({
+      target: "streamed events/s ≥ 0.95 × direct",
+      figure: `${s.throughputRatio.toFixed(2)} × (floor ${s.floorThroughputRatio.toFixed(2)} ×)`,
+      pass: s.throughputRatio >= 0.95,
+      limit: streamingLimit(r),
+    });
+    verdicts.push({
+      target: `SSE relay CPU per ${s.plan.tokens}-token stream ≤ the floor's (native pipe)`,
+      figure: `${s.proxy.relayCpuSecondsPer1000.toFixed(3)} vs ${s.floor.relayCpuSecondsPer1000.toFixed(3)} ms per stream`,
+      pass: s.proxy.relayCpuSecondsPer1000 <= s.floor.relayCpuSecondsPer1000,
+      limit: "See the streaming table.",
+    });
+  }
+  const c = r.close;
+  if (c) {
+    verdicts.push({
+      target: `every upstream connection closed ≤ 45 ms after ${c.plan.streams.toLocaleString("en-US")} clients leave`,
+      figure: `${c.proxyMedianMs.toFixed(0)} ms (floor ${c.floorMedianMs.toFixed(0)} ms; medians of ${c.plan.repetitions})`,
+      pass: c.proxyMedianMs <= 45,
+      limit: FLOOR_LIMITS.close(c.proxyMedianMs, c.floorMedianMs),
+    });
+  }
+  if (r.soak) verdicts.push({ target: "no regression of the soak (flat RSS and sockets)", figure: soakFigure(r), pass: r.soak.pass, limit: "See the soak table." });
+  return verdicts;
+}
+
+/** Why a floor target is missed: the floor's own cost there, and what the proxy does on top, as measured. */
+const FLOOR_LIMITS = {
+  cpu: (proxy: number, floor: number): string =>
+    `The floor itself costs ${Math.round(floor)} µs per request here (Bun.serve, two fetches, two JSON parses and stringifies); the proxy's other ${Math.round(proxy - floor)} µs are its features, measured in bench/README.md ("What each change bought").`,
+  firstEvent: (proxy: number, floor: number): string =>
+    `The floor's first event comes at ${floor.toFixed(2)} ms; the proxy's ${(proxy - floor).toFixed(2)} ms more, see bench/README.md.`,
+  memory: (proxy: number, floor: number, js: number): string =>
+    `The floor holds ${floor.toFixed(1)} KiB per stream with Bun piping the body natively, and ${js.toFixed(1)} KiB when it reads the body through a JS stream, as the proxy must to watch frames and send keepalives; the proxy's other ${(proxy - js).toFixed(1)} KiB are its per-request state.`,
+  close: (proxy: number, floor: number): string => `The floor closes them in ${floor.toFixed(0)} ms, the proxy ${(proxy - floor).toFixed(0)} ms later; see the close table.`,
+};
+
+function jsRelayKib(r: BenchResults): number {
+  const js = r.memory?.references.find((ref) => ref.relay === "js");
+  return js === undefined ? Number.NaN : js.bytesPerStream / KIB;
+}
+
+/** The targets of the first performance issue, in absolute terms. */
 export function judgeTargets(r: BenchResults): TargetVerdict[] {
   const at16 = r.latency?.find((p) => p.concurrency === 16);
   const perStream = r.memory?.levels.map((l) => l.proxyBytesPerStream / KIB);

@@ -1,11 +1,13 @@
 /**
- * (a) Added latency of a non-streamed chat request: through the proxy vs the two worker calls
- * made in sequence by the load generator, at several concurrencies (closed loop: each user
- * sends its next request when its previous answer is complete).
+ * (a) Added latency and CPU of a non-streamed chat request: through the proxy, through the
+ * floor relay (the least a two-leg Bun proxy can do), and the two worker calls made in
+ * sequence by the load generator, in the same rotating rounds, at several concurrencies
+ * (closed loop: each user sends its next request when its previous answer is complete).
  */
 
 import type { Cluster } from "../cluster/cluster.ts";
-import { alternateRounds, cpuPerRequest, foreignLoad, type Kind, type Tally } from "../load/ab-rounds.ts";
+import type { Service } from "../cluster/service.ts";
+import { alternateRounds, cpuPerRequest, foreignLoad, medianCpuPerRequest, type Kind, type Tally } from "../load/ab-rounds.ts";
 import { directPath, endpointOf, newIds, proxyPath, type Path } from "../load/paths.ts";
 import { chatJson } from "../load/workloads.ts";
 import { summarize, type Summary } from "../lib/stats.ts";
@@ -25,8 +27,10 @@ export interface PathFigures {
   readonly ok: number;
   readonly errors: number;
   readonly errorSamples: readonly string[];
-  /** CPU µs per successful request, per process. */
+  /** CPU µs per successful request, per process, over all rounds. */
   readonly cpuUsPerRequest: Record<string, number>;
+  /** The relay's (proxy's or floor's) CPU µs per request: the median over rounds; NaN for direct. */
+  readonly relayCpuUs: number;
   /** Share of the machine's cores used by processes outside the benchmark meanwhile. */
   readonly foreignLoad: number;
 }
@@ -35,9 +39,14 @@ export interface LatencyPoint {
   readonly concurrency: number;
   readonly direct: PathFigures;
   readonly proxy: PathFigures;
+  readonly floor: PathFigures;
   /** Proxy percentile minus direct percentile. */
   readonly addedP50Us: number;
   readonly addedP99Us: number;
+  /** Floor p50 minus direct p50. */
+  readonly floorAddedP50Us: number;
+  /** Proxy CPU per request over the floor's (medians over rounds). */
+  readonly cpuOverFloor: number;
 }
 
 export async function runLatency(cluster: Cluster, plan: LatencyPlan, cores: number): Promise<LatencyPoint[]> {
@@ -54,6 +63,7 @@ async function measurePoint(cluster: Cluster, plan: LatencyPlan, concurrency: nu
       directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids),
     ),
     proxy: Array.from({ length: concurrency }, () => proxyPath(endpointOf(cluster.proxy.url), workload)),
+    floor: Array.from({ length: concurrency }, () => proxyPath(endpointOf(floorOf(cluster).url), workload)),
   };
   try {
     const tally = await alternateRounds(cluster, users, {
@@ -61,22 +71,32 @@ async function measurePoint(cluster: Cluster, plan: LatencyPlan, concurrency: nu
       rounds: plan.rounds,
       round: { seconds: plan.roundSeconds },
     });
-    const direct = figures(tally.direct, cores);
-    const proxy = figures(tally.proxy, cores);
+    const direct = figures(tally.direct, cores, undefined);
+    const proxy = figures(tally.proxy, cores, "proxy");
+    const floor = figures(tally.floor, cores, "floor");
     return {
       concurrency,
       direct,
       proxy,
+      floor,
       addedP50Us: proxy.latencyUs.p50 - direct.latencyUs.p50,
       addedP99Us: proxy.latencyUs.p99 - direct.latencyUs.p99,
+      floorAddedP50Us: floor.latencyUs.p50 - direct.latencyUs.p50,
+      cpuOverFloor: proxy.relayCpuUs / floor.relayCpuUs,
     };
   } finally {
-    for (const path of [...users.direct, ...users.proxy]) path.close();
+    for (const path of [...users.direct, ...users.proxy, ...users.floor]) path.close();
   }
 }
 
-function figures(tally: Tally, cores: number): PathFigures {
+export function floorOf(cluster: Cluster): Service {
+  if (cluster.floor === undefined) throw new Error("This scenario needs the floor relay: start its cluster withFloor");
+  return cluster.floor;
+}
+
+function figures(tally: Tally, cores: number, relay: "proxy" | "floor" | undefined): PathFigures {
   return {
+    relayCpuUs: relay === undefined ? Number.NaN : medianCpuPerRequest(tally, relay, 1e6),
     latencyUs: summarize(tally.latenciesUs),
     requestsPerSecond: tally.seconds === 0 ? 0 : tally.ok / tally.seconds,
     ok: tally.ok,

@@ -4,9 +4,7 @@
  * before any stream is open and with each level held, after every stream saw a keepalive.
  */
 
-import { join } from "node:path";
-import type { Cluster } from "../cluster/cluster.ts";
-import { spawnService } from "../cluster/service.ts";
+import { spawnFloor, type Cluster } from "../cluster/cluster.ts";
 import { rssBytes, socketCount } from "../cluster/proc-stats.ts";
 import { closedLoop } from "../load/closed-loop.ts";
 import { OpenStreams } from "../load/open-streams.ts";
@@ -37,7 +35,11 @@ export interface MemoryLevel {
   readonly openSeconds: number;
 }
 
-/** The same streams through a minimal relay: the floor any Bun relay of this shape pays. */
+/**
+ * The same streams through the floor relay (bench/cluster/floor-relay.ts): `native` is the
+ * floor (Bun pipes the upstream body); `js` reads it through a JS pull stream, as any relay
+ * that watches frames or sends keepalives must.
+ */
 export interface ReferenceLevel {
   readonly relay: "native" | "js";
   readonly streams: number;
@@ -95,19 +97,13 @@ export async function runMemory(cluster: Cluster, plan: MemoryPlan): Promise<Mem
   }
   await Bun.sleep(3000);
   const after = { proxyRssBytes: await settledRss(cluster.pids.proxy), proxySockets: socketCount(cluster.pids.proxy) };
-  const references: ReferenceLevel[] = [];
-  for (const relay of ["native", "js"] as const) references.push(await referenceLevel(cluster, plan, relay));
+  // The floor at every level; the JS-stream variant at the first, to show what reading the body in JS costs.
+  const references = [...(await referenceLevels(cluster, plan, "native", plan.levels)), ...(await referenceLevels(cluster, plan, "js", plan.levels.slice(0, 1)))];
   return { plan, references, baseline, levels, after };
 }
 
-async function referenceLevel(cluster: Cluster, plan: MemoryPlan, relay: "native" | "js"): Promise<ReferenceLevel> {
-  const service = await spawnService({
-    name: `memory-reference-${relay}`,
-    cmd: [process.execPath, join(import.meta.dir, "..", "cluster", "reference-relay.ts"), cluster.context.url, cluster.generation.url, relay],
-    env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(plan.maxHttpRequests) },
-    logDir: plan.logDir,
-  });
-  const streamsCount = plan.levels[0] ?? 0;
+async function referenceLevels(cluster: Cluster, plan: MemoryPlan, relay: "native" | "js", levels: readonly number[]): Promise<ReferenceLevel[]> {
+  const service = await spawnFloor({ name: "memory", logDir: plan.logDir, maxHttpRequests: plan.maxHttpRequests }, cluster.context.url, cluster.generation.url, relay);
   const streams = new OpenStreams(endpointOf(service.url), chatStream(8, `gen.silence_ms=${SILENCE_MS} gen.silence_after=1`));
   try {
     const warm = Array.from({ length: 8 }, () => proxyPath(endpointOf(service.url), chatStream(4)));
@@ -115,10 +111,15 @@ async function referenceLevel(cluster: Cluster, plan: MemoryPlan, relay: "native
     for (const path of warm) path.close();
     await Bun.sleep(1000);
     const baseline = await settledRss(service.pid);
-    await streams.growTo(streamsCount);
-    const alive = await streams.waitFor(FRAMES_BEFORE_SILENCE, OPEN_TIMEOUT_MS);
-    await Bun.sleep(plan.keepaliveMs);
-    return { relay, streams: streamsCount, alive, bytesPerStream: ((await settledRss(service.pid)) - baseline) / streamsCount };
+    const out: ReferenceLevel[] = [];
+    for (const level of levels) {
+      await streams.growTo(level);
+      const alive = await streams.waitFor(FRAMES_BEFORE_SILENCE, OPEN_TIMEOUT_MS);
+      // As long as the proxy's streams were held before their reading (one keepalive interval).
+      await Bun.sleep(plan.keepaliveMs);
+      out.push({ relay, streams: level, alive, bytesPerStream: ((await settledRss(service.pid)) - baseline) / level });
+    }
+    return out;
   } finally {
     streams.closeAll();
     await service.stop();

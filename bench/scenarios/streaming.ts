@@ -1,19 +1,31 @@
 /**
- * (b) Streamed relay: SSE events per second and CPU per 1,000 streamed requests, through the
- * proxy vs straight to the workers, in alternating rounds of a fixed number of requests.
+ * (b) Streamed relay: SSE events per second, CPU per 1,000 streamed requests and time to first
+ * event, through the proxy, through the floor relay and straight to the workers, in rotating
+ * rounds of a fixed number of requests.
  */
 
 import type { Cluster } from "../cluster/cluster.ts";
-import { alternateRounds, cpuPerRequest, foreignLoad, type Kind, type Tally } from "../load/ab-rounds.ts";
-import { directPath, endpointOf, newIds, proxyPath, type Path } from "../load/paths.ts";
+import { alternateRounds, cpuPerRequest, foreignLoad, medianCpuPerRequest, type Kind, type Tally } from "../load/ab-rounds.ts";
+import { directPath, endpointOf, newIds, proxyPath, type Path, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
 import { summarize, type Summary } from "../lib/stats.ts";
+import { floorOf } from "./latency.ts";
 
 export interface StreamingPlan {
   readonly concurrency: number;
   readonly tokens: number;
   readonly rounds: number;
   readonly requestsPerRound: number;
+  /** The first-event rounds: streams paced by the generation worker, so the first event is not the whole stream. */
+  readonly firstEvent: { readonly tokens: number; readonly tokenMs: number; readonly requestsPerRound: number };
+}
+
+/** Time to first event in the paced rounds, per path. */
+export interface FirstEventFigures {
+  readonly direct: Summary;
+  readonly floor: Summary;
+  readonly proxy: Summary;
+  readonly errors: number;
 }
 
 export interface StreamFigures {
@@ -24,6 +36,10 @@ export interface StreamFigures {
   readonly eventsPerRequest: number;
   /** Whole-stream duration per request, µs. */
   readonly durationUs: Summary;
+  /** Request written → first complete SSE event, µs. */
+  readonly firstEventUs: Summary;
+  /** The relay's (proxy's or floor's) CPU s per 1,000 requests, median over rounds; NaN for direct. */
+  readonly relayCpuSecondsPer1000: number;
   /** CPU seconds per 1,000 streamed requests, per process. */
   readonly cpuSecondsPer1000: Record<string, number>;
   readonly foreignLoad: number;
@@ -33,8 +49,11 @@ export interface StreamingResult {
   readonly plan: StreamingPlan;
   readonly direct: StreamFigures;
   readonly proxy: StreamFigures;
+  readonly floor: StreamFigures;
   /** Proxied events/s over direct events/s. */
   readonly throughputRatio: number;
+  readonly floorThroughputRatio: number;
+  readonly firstEvent: FirstEventFigures;
   /** Proxy CPU per streamed request over the generation worker's, in the proxied rounds. */
   readonly proxyOverGenerationCpu: number;
 }
@@ -44,35 +63,68 @@ const ROUND_TIMEOUT_S = 120;
 
 export async function runStreaming(cluster: Cluster, plan: StreamingPlan, cores: number): Promise<StreamingResult> {
   const workload = chatStream(plan.tokens);
-  const ids = newIds();
-  const users: Record<Kind, Path[]> = {
-    direct: Array.from({ length: plan.concurrency }, () =>
-      directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids),
-    ),
-    proxy: Array.from({ length: plan.concurrency }, () => proxyPath(endpointOf(cluster.proxy.url), workload)),
-  };
+  const users = usersOf(cluster, workload, plan.concurrency);
   try {
     const tally = await alternateRounds(cluster, users, {
       warmup: { seconds: ROUND_TIMEOUT_S, requests: plan.concurrency * 4 },
       rounds: plan.rounds,
       round: { seconds: ROUND_TIMEOUT_S, requests: plan.requestsPerRound },
     });
-    const direct = figures(tally.direct, cores);
-    const proxy = figures(tally.proxy, cores);
+    const direct = figures(tally.direct, cores, undefined);
+    const proxy = figures(tally.proxy, cores, "proxy");
+    const floor = figures(tally.floor, cores, "floor");
     return {
       plan,
       direct,
       proxy,
+      floor,
+      firstEvent: await firstEventRounds(cluster, plan),
       throughputRatio: proxy.eventsPerSecond / direct.eventsPerSecond,
+      floorThroughputRatio: floor.eventsPerSecond / direct.eventsPerSecond,
       proxyOverGenerationCpu: (proxy.cpuSecondsPer1000["proxy"] ?? 0) / (proxy.cpuSecondsPer1000["generation"] ?? Number.NaN),
     };
   } finally {
-    for (const path of [...users.direct, ...users.proxy]) path.close();
+    for (const path of [...users.direct, ...users.proxy, ...users.floor]) path.close();
   }
 }
 
-function figures(tally: Tally, cores: number): StreamFigures {
+/**
+ * Time to first event with the generation worker pacing its tokens (the stream of a real
+ * model), so the first event is not held behind the rest of an instant stream and the cores
+ * are not saturated: what a client waits for its first token with 15 other streams running.
+ */
+async function firstEventRounds(cluster: Cluster, plan: StreamingPlan): Promise<FirstEventFigures> {
+  const users = usersOf(cluster, chatStream(plan.firstEvent.tokens, `gen.token_ms=${plan.firstEvent.tokenMs}`), plan.concurrency);
+  try {
+    const tally = await alternateRounds(cluster, users, {
+      warmup: { seconds: ROUND_TIMEOUT_S, requests: plan.concurrency * 2 },
+      rounds: plan.rounds,
+      round: { seconds: ROUND_TIMEOUT_S, requests: plan.firstEvent.requestsPerRound },
+    });
+    return {
+      direct: summarize(tally.direct.firstEventUs),
+      floor: summarize(tally.floor.firstEventUs),
+      proxy: summarize(tally.proxy.firstEventUs),
+      errors: tally.direct.errors + tally.floor.errors + tally.proxy.errors,
+    };
+  } finally {
+    for (const path of [...users.direct, ...users.proxy, ...users.floor]) path.close();
+  }
+}
+
+function usersOf(cluster: Cluster, workload: Workload, concurrency: number): Record<Kind, Path[]> {
+  const ids = newIds();
   return {
+    direct: Array.from({ length: concurrency }, () => directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids)),
+    proxy: Array.from({ length: concurrency }, () => proxyPath(endpointOf(cluster.proxy.url), workload)),
+    floor: Array.from({ length: concurrency }, () => proxyPath(endpointOf(floorOf(cluster).url), workload)),
+  };
+}
+
+function figures(tally: Tally, cores: number, relay: "proxy" | "floor" | undefined): StreamFigures {
+  return {
+    firstEventUs: summarize(tally.firstEventUs),
+    relayCpuSecondsPer1000: relay === undefined ? Number.NaN : medianCpuPerRequest(tally, relay, 1000),
     requests: tally.ok,
     errors: tally.errors,
     errorSamples: tally.errorSamples,
