@@ -70,8 +70,12 @@ export function streamingTable(s: StreamingResult): string {
   );
 }
 
+function firstEventRow(name: string, f: StreamingResult["firstEvent"]["direct"]): string[] {
+  return [name, n0(f.count), n2(f.p50 / 1000), n2(f.p90 / 1000), n2(f.p99 / 1000)];
+}
+
 export function firstEventTable(s: StreamingResult): string {
-  const row = (name: string, f: StreamingResult["firstEvent"]["direct"]): string[] => [name, n0(f.count), n2(f.p50 / 1000), n2(f.p90 / 1000), n2(f.p99 / 1000)];
+  const row = firstEventRow;
   return table(
     ["path", "streams", "first event p50 ms", "p90 ms", "p99 ms"],
     [row("direct", s.firstEvent.direct), row("floor", s.firstEvent.floor), row("proxy", s.firstEvent.proxy)],
