@@ -4,7 +4,6 @@
  * noisy machine fall on all of them, and their ratios hold.
  */
 
-import type { Cluster } from "../cluster/cluster.ts";
 import { addCpu, measure } from "../lib/measure.ts";
 import { median } from "../lib/stats.ts";
 import { closedLoop, type LoopLimit } from "./closed-loop.ts";
@@ -42,14 +41,15 @@ export interface AbPlan {
   readonly round: LoopLimit;
 }
 
-export async function alternateRounds<K extends Kind>(cluster: Cluster, users: Record<K, Path[]>, plan: AbPlan): Promise<Record<K, Tally>> {
+/** `pids`: the processes whose CPU each round is charged (by name). */
+export async function alternateRounds<K extends string>(pids: Readonly<Record<string, number>>, users: Record<K, Path[]>, plan: AbPlan): Promise<Record<K, Tally>> {
   const kinds = Object.keys(users) as K[];
   const tally = Object.fromEntries(kinds.map((kind) => [kind, emptyTally()])) as Record<K, Tally>;
   for (const kind of kinds) await closedLoop(users[kind], plan.warmup);
   for (let round = 0; round < plan.rounds; round++) {
     const order = kinds.map((_, i) => kinds[(i + round) % kinds.length] as K);
     for (const kind of order) {
-      const run = await measure(cluster.sampled, () => closedLoop(users[kind], plan.round));
+      const run = await measure(pids, () => closedLoop(users[kind], plan.round));
       const into = tally[kind];
       for (const sample of run.result.latenciesUs) into.latenciesUs.push(sample);
       for (const sample of run.result.firstEventUs) into.firstEventUs.push(sample);

@@ -66,7 +66,7 @@ async function measurePoint(cluster: Cluster, plan: LatencyPlan, concurrency: nu
     floor: Array.from({ length: concurrency }, () => proxyPath(endpointOf(floorOf(cluster).url), workload)),
   };
   try {
-    const tally = await alternateRounds(cluster, users, {
+    const tally = await alternateRounds(cluster.sampled, users, {
       warmup: { seconds: plan.warmupSeconds },
       rounds: plan.rounds,
       round: { seconds: plan.roundSeconds },

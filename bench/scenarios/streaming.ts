@@ -65,7 +65,7 @@ export async function runStreaming(cluster: Cluster, plan: StreamingPlan, cores:
   const workload = chatStream(plan.tokens);
   const users = usersOf(cluster, workload, plan.concurrency);
   try {
-    const tally = await alternateRounds(cluster, users, {
+    const tally = await alternateRounds(cluster.sampled, users, {
       warmup: { seconds: ROUND_TIMEOUT_S, requests: plan.concurrency * 4 },
       rounds: plan.rounds,
       round: { seconds: ROUND_TIMEOUT_S, requests: plan.requestsPerRound },
@@ -96,7 +96,7 @@ export async function runStreaming(cluster: Cluster, plan: StreamingPlan, cores:
 async function firstEventRounds(cluster: Cluster, plan: StreamingPlan): Promise<FirstEventFigures> {
   const users = usersOf(cluster, chatStream(plan.firstEvent.tokens, `gen.token_ms=${plan.firstEvent.tokenMs}`), plan.concurrency);
   try {
-    const tally = await alternateRounds(cluster, users, {
+    const tally = await alternateRounds(cluster.sampled, users, {
       warmup: { seconds: ROUND_TIMEOUT_S, requests: plan.concurrency * 2 },
       rounds: plan.rounds,
       round: { seconds: ROUND_TIMEOUT_S, requests: plan.firstEvent.requestsPerRound },
