@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { createAnthropicDialect } from "./anthropic-dialect.ts";
+import { anthropicStream } from "./anthropic-dialect.ts";
 import {
   chatSse,
   checkGrammar,
@@ -16,7 +16,7 @@ const EMPTY = new Uint8Array(0);
 const encoder = new TextEncoder();
 
 function start(): DialectStream {
-  return createAnthropicDialect(counterIds()).start();
+  return anthropicStream(counterIds());
 }
 
 function collect(...parts: (Uint8Array | ProxyError | undefined)[]): SeenEvent[] {

@@ -9,7 +9,7 @@ import * as fc from "fast-check";
 import { isJsonObject, type JsonObject } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { createAnthropicDialect } from "./anthropic-dialect.ts";
+import { anthropicStream } from "./anthropic-dialect.ts";
 import { chatSse, checkGrammar, counterIds, readEvents, type SeenEvent } from "./anthropic-test-events.ts";
 
 // Generous: CI machines are shared, and bun test allows 5 s per test by default.
@@ -72,7 +72,7 @@ function chunked(bytes: Uint8Array, fractions: readonly number[]): Uint8Array[] 
 
 /** Client bytes; a ping is asked for after chunk i when pings[i]. */
 function relay(chunks: readonly Uint8Array[], pings: readonly boolean[] = []): Uint8Array {
-  const stream: DialectStream = createAnthropicDialect(counterIds()).start();
+  const stream: DialectStream = anthropicStream(counterIds());
   const out: (Uint8Array | undefined)[] = [];
   for (const [i, chunk] of chunks.entries()) {
     out.push(stream.push(chunk));

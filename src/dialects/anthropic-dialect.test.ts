@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { JsonObject } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { createAnthropicDialect } from "./anthropic-dialect.ts";
+import { anthropicStream } from "./anthropic-dialect.ts";
 import {
   chatSse,
   checkGrammar,
@@ -14,7 +14,7 @@ import {
 } from "./anthropic-test-events.ts";
 
 function start(): DialectStream {
-  return createAnthropicDialect(counterIds()).start();
+  return anthropicStream(counterIds());
 }
 
 /** Relays `bytes` in pieces of `size`, ends the upstream, and returns the client bytes. */

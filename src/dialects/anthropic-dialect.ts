@@ -9,7 +9,7 @@ import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../jso
 import { concatBytes } from "../sse/bytes.ts";
 import { encodeEvent } from "../sse/encode.ts";
 import { type SseFrame, SseFrameScanner } from "../sse/frame-scanner.ts";
-import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
+import type { DialectStream } from "../streaming/dialect.ts";
 import { ChatChunk } from "./anthropic-chat.ts";
 import type { AnthropicIds } from "./anthropic-ids.ts";
 import { type AnthropicEvent, AnthropicReframer } from "./anthropic-reframer.ts";
@@ -25,8 +25,9 @@ export interface AnthropicDialectOptions extends AnthropicIds {
 const MALFORMED = "Malformed upstream stream chunk";
 const EMPTY = new Uint8Array(0);
 
-export function createAnthropicDialect(options: AnthropicDialectOptions): StreamDialect {
-  return { start: () => new AnthropicStream(options) };
+/** One streamed Messages request's state: chat chunks in, Anthropic events out. */
+export function anthropicStream(options: AnthropicDialectOptions): DialectStream {
+  return new AnthropicStream(options);
 }
 
 function encodeEvents(events: readonly AnthropicEvent[]): Uint8Array | undefined {

@@ -3,12 +3,12 @@ import { describe, expect, test } from "bun:test";
 import Anthropic, { APIError } from "@anthropic-ai/sdk";
 import { ProxyError } from "../errors.ts";
 import { concatBytes } from "../sse/bytes.ts";
-import { createAnthropicDialect } from "./anthropic-dialect.ts";
+import { anthropicStream } from "./anthropic-dialect.ts";
 import { counterIds, fixtureBytes, pieces } from "./anthropic-test-events.ts";
 
 /** The client bytes for `upstream` relayed in small pieces with a ping between each. */
 function reframed(upstream: Uint8Array, failure?: ProxyError): Uint8Array {
-  const stream = createAnthropicDialect(counterIds()).start();
+  const stream = anthropicStream(counterIds());
   const out = [stream.keepalive()];
   for (const piece of pieces(upstream, 97)) out.push(stream.push(piece), stream.keepalive());
   if (failure !== undefined) out.push(stream.fail(failure));

@@ -4,7 +4,7 @@ import { concatBytes } from "../sse/bytes.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
 import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
 import { type FrameSink, SseFrameScanner } from "../sse/frame-scanner.ts";
-import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
+import type { DialectStream } from "../streaming/dialect.ts";
 
 const KEEPALIVE = encodeComment("keepalive");
 const FRAME_END = new TextEncoder().encode("\n\n");
@@ -15,11 +15,7 @@ const ERROR_PREFIX = new TextEncoder().encode('{"error"');
  * Chat and completions: the worker's bytes go out untouched; the relay only watches frames
  * to know the stream's end ([DONE]), a worker's in-band error, and where a keepalive may go.
  */
-export function createOpenAiDialect(maxEventBytes?: number): StreamDialect {
-  return { start: () => openAiStream(maxEventBytes) };
-}
-
-function openAiStream(maxEventBytes: number | undefined): DialectStream {
+export function openAiStream(maxEventBytes?: number): DialectStream {
   const scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
   let done = false;
   let workerError: string | undefined;

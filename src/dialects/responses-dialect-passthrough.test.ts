@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import { createResponsesDialect } from "./responses-dialect.ts";
+import { responsesStream } from "./responses-dialect.ts";
 import {
   WORKER_RESPONSE,
   clientEvents,
@@ -18,7 +18,7 @@ import {
 const failure = new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke off");
 
 function passThrough() {
-  return createResponsesDialect({ opening: undefined }).start();
+  return responsesStream({ opening: undefined });
 }
 
 function text(parts: readonly (Uint8Array | undefined)[]): string {

@@ -10,7 +10,7 @@ import { isJsonObject, type JsonObject, parseJson } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { createResponsesDialect } from "./responses-dialect.ts";
+import { responsesStream } from "./responses-dialect.ts";
 import { buildResponsesOpening } from "./responses-opening.ts";
 import { WORKER_RESPONSE, encoder } from "./responses-test-fixtures.ts";
 
@@ -80,7 +80,7 @@ function relay(stream: DialectStream, chunks: readonly Uint8Array[], keepalives:
 }
 
 function opened(): { stream: DialectStream; opening: Uint8Array } {
-  const stream = createResponsesDialect({ opening: OPENING }).start();
+  const stream = responsesStream({ opening: OPENING });
   const opening = stream.opening();
   if (opening === undefined) throw new TypeError("No opening was built");
   return { stream, opening };
@@ -116,7 +116,7 @@ describe("Responses dialect properties", () => {
     fc.assert(
       fc.property(workerFrames, cuts, (frames, fractions) => {
         const worker = encode(frames);
-        const stream = createResponsesDialect({ opening: OPENING }).start();
+        const stream = responsesStream({ opening: OPENING });
         expect(Buffer.from(relay(stream, chunked(worker, fractions))).equals(worker)).toBe(true);
       }),
       { numRuns: RUNS },
@@ -160,7 +160,7 @@ describe("Responses dialect properties", () => {
   test("answered in time, keepalives anywhere keep the worker's numbers gap-free under one response id", () => {
     fc.assert(
       fc.property(workerFrames, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (frames, fractions, keepalives) => {
-        const stream = createResponsesDialect({ opening: OPENING }).start();
+        const stream = responsesStream({ opening: OPENING });
         const events = clientEvents(relay(stream, chunked(encode(frames), fractions), keepalives));
         expectOneSequenceAndOneId(events);
       }),

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { createResponsesDialect } from "./responses-dialect.ts";
+import { responsesStream } from "./responses-dialect.ts";
 import { buildResponsesOpening } from "./responses-opening.ts";
 import {
   WORKER_RESPONSE,
@@ -26,7 +26,7 @@ const OPENING = buildResponsesOpening(REQUEST, 1_700_000_000_000);
 const lateFailure = new ProxyError("WORKER_HTTP_ERROR", 400, "maximum context length is 8192 tokens");
 
 function openedStream(): { stream: DialectStream; opening: Uint8Array } {
-  const stream = createResponsesDialect({ opening: OPENING }).start();
+  const stream = responsesStream({ opening: OPENING });
   const opening = stream.opening();
   if (opening === undefined) throw new TypeError("The opening was not built");
   return { stream, opening };

@@ -15,7 +15,7 @@ import { ProxyError } from "../errors.ts";
 import { type JsonObject, isJsonObject, readInteger } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
-import type { DialectStream, StreamDialect } from "../streaming/dialect.ts";
+import type { DialectStream } from "../streaming/dialect.ts";
 import {
   type WorkerEvent,
   errorEvent,
@@ -25,7 +25,7 @@ import {
   readWorkerEvent,
   renumbered,
   responseEvent,
-  workerErrorMessage,
+  failureEventMessage,
 } from "./responses-events.ts";
 
 export interface ResponsesDialectOptions {
@@ -39,8 +39,9 @@ export interface ResponsesDialectOptions {
 const FRAME_END = new TextEncoder().encode("\n\n");
 const EMPTY = new Uint8Array(0);
 
-export function createResponsesDialect(options: ResponsesDialectOptions): StreamDialect {
-  return { start: () => new ResponsesStream(options.opening, options.maxEventBytes) };
+/** One streamed Responses request's state: the worker's events renumbered behind our opening. */
+export function responsesStream(options: ResponsesDialectOptions): DialectStream {
+  return new ResponsesStream(options.opening, options.maxEventBytes);
 }
 
 class ResponsesStream implements DialectStream {
@@ -148,7 +149,7 @@ class ResponsesStream implements DialectStream {
 
   #observe(event: WorkerEvent): void {
     if (isTerminal(event.type)) this.#terminal = true;
-    const message = workerErrorMessage(event);
+    const message = failureEventMessage(event);
     if (message !== undefined) this.workerError = message;
   }
 

@@ -50,7 +50,7 @@ function text(value: unknown): string | undefined {
 }
 
 /** The message of an in-band failure the worker sent itself, or undefined for other events. */
-export function workerErrorMessage(event: WorkerEvent): string | undefined {
+export function failureEventMessage(event: WorkerEvent): string | undefined {
   if (event.type === "error") {
     const payload = event.payload();
     const nested = payload?.["error"];

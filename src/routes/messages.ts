@@ -1,4 +1,4 @@
-import { createAnthropicDialect } from "../dialects/anthropic-dialect.ts";
+import { anthropicStream } from "../dialects/anthropic-dialect.ts";
 import { randomAnthropicIds } from "../dialects/anthropic-ids.ts";
 import { toChatRequest, toCountTokensRequest } from "../dialects/anthropic-request.ts";
 import { anthropicErrorFor, toAnthropicMessage } from "../dialects/anthropic-response.ts";
@@ -29,7 +29,7 @@ export async function messages(app: App, request: Request, keepOpen: () => void)
   const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
   const dialect: RouteDialect = {
     openStream: (_body, maxEventBytes) => ({
-      stream: createAnthropicDialect({ ...randomAnthropicIds, ...(model === undefined ? {} : { model }), maxEventBytes }).start(),
+      stream: anthropicStream({ ...randomAnthropicIds, ...(model === undefined ? {} : { model }), maxEventBytes }),
       opensEarly: true,
     }),
     errorResponse: anthropicErrorResponse,

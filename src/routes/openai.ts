@@ -1,4 +1,4 @@
-import { createOpenAiDialect } from "../dialects/openai.ts";
+import { openAiStream } from "../dialects/openai.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { App } from "../server/app.ts";
@@ -8,7 +8,7 @@ import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
 
 const dialect: RouteDialect = {
-  openStream: (_body, maxEventBytes) => ({ stream: createOpenAiDialect(maxEventBytes).start(), opensEarly: true }),
+  openStream: (_body, maxEventBytes) => ({ stream: openAiStream(maxEventBytes), opensEarly: true }),
   errorResponse: openAiErrorResponse,
 };
 

@@ -4,12 +4,12 @@ import { takeAffinity } from "../pipeline/affinity.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { PipelineOutcome } from "../pipeline/types.ts";
 import { ENGINE_REQUEST_ID_HEADER, type ApiKind } from "../pipeline/types.ts";
-import { withPerfMetricsEvent } from "../dialects/perf-metrics-stage.ts";
+import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { App } from "../server/app.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
-import { routingRequestOf } from "../routing/prompt-text.ts";
+import { routingRequestOf } from "../routing/routing-request.ts";
 import { conversationIdOf, withConversationId } from "./conversation.ts";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { createResponsesDialect } from "../dialects/responses-dialect.ts";
+import { responsesStream } from "../dialects/responses-dialect.ts";
 import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
@@ -18,7 +18,7 @@ const responsesRequest = v.looseObject({
 const dialect: RouteDialect = {
   openStream(body, maxEventBytes) {
     const opening = buildResponsesOpening(body, Date.now());
-    return { stream: createResponsesDialect({ opening, maxEventBytes }).start(), opensEarly: opening !== undefined };
+    return { stream: responsesStream({ opening, maxEventBytes }), opensEarly: opening !== undefined };
   },
   errorResponse: openAiErrorResponse,
 };

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { promptTextOf, promptTokenIdsOf, routingRequestOf } from "./prompt-text.ts";
+import { promptTextOf, promptTokenIdsOf } from "./prompt-text.ts";
+import { routingRequestOf } from "./routing-request.ts";
 
 describe("promptTextOf", () => {
   test("renders chat messages as role and content, one per line, tool calls included", () => {

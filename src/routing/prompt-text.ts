@@ -11,7 +11,6 @@
  */
 
 import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
-import type { RoutingRequest } from "./routing-request.ts";
 
 export type PromptApi = "completions" | "chat" | "responses";
 
@@ -32,11 +31,6 @@ export function promptTokenIdsOf(api: PromptApi, body: JsonObject): readonly num
   const prompt = body["prompt"];
   const single = Array.isArray(prompt) && prompt.length === 1 && Array.isArray(prompt[0]) ? prompt[0] : prompt;
   return tokenIds(single);
-}
-
-/** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
-export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined): RoutingRequest {
-  return { conversationId, promptText: promptTextOf(api, body), promptTokenIds: promptTokenIdsOf(api, body) };
 }
 
 function tokenIds(value: JsonValue | undefined): readonly number[] | undefined {

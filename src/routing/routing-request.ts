@@ -5,7 +5,9 @@
  * CHARS_PER_TOKEN characters, so one text block stands for about one block of tokens.
  */
 
+import type { JsonObject } from "../json.ts";
 import { blockHashes } from "./block-hash.ts";
+import { promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
 
 export interface RoutingRequest {
   /** conversation_params.conversation_id or a session header (the pipeline extracts it). */
@@ -14,6 +16,11 @@ export interface RoutingRequest {
   readonly promptText: string;
   /** Token ids when known (completions prompt given as ids, or from an earlier context answer). */
   readonly promptTokenIds: readonly number[] | undefined;
+}
+
+/** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
+export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined): RoutingRequest {
+  return { conversationId, promptText: promptTextOf(api, body), promptTokenIds: promptTokenIdsOf(api, body) };
 }
 
 export const NO_ROUTING: RoutingRequest = Object.freeze({ conversationId: undefined, promptText: "", promptTokenIds: undefined });

@@ -5,11 +5,7 @@ import type { ProxyError } from "../errors.ts";
  * from upstream bytes to client bytes. The mechanism owns timers, cancellation and order;
  * a dialect never touches a socket, a timer or a promise.
  */
-export interface StreamDialect {
-  /** Starts the per-request state. Called once per streamed client request. */
-  start(): DialectStream;
-}
-
+/** One streamed request's state (each dialect builds a fresh one per request). */
 export interface DialectStream {
   /**
    * Bytes sent first when the response opens before the pipeline answered

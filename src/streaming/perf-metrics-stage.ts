@@ -10,7 +10,7 @@ import { PERF_EVENT_NAME } from "../observability/perf-format.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
-import type { DialectStream } from "../streaming/dialect.ts";
+import type { DialectStream } from "./dialect.ts";
 
 const EVENT_FIELD = new TextEncoder().encode("event:");
 const CR = 0x0d;
