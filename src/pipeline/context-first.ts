@@ -1,4 +1,4 @@
-import { isJsonObject, type JsonObject } from "../json.ts";
+import type { JsonObject } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
@@ -11,7 +11,6 @@ import {
   withoutHandOff,
   type BodyOptions,
 } from "./bodies.ts";
-import { answerAsStream } from "./early-finish.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -38,7 +37,7 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
       releaseUnused(deps, input, reserved);
       return finishedByContext(ctx, input, leg.answer);
     }
-    ctx.engineRequestId = continueId;
+    ctx.continuesAs(continueId);
     const body = generationBody(input, leg.answer, continueId, "context_first", options);
     const routing = withContextTokens(input.routing, leg.answer);
     const generation = { exclude: leg.origin, body, routing, ...(reserved === undefined ? {} : { first: reserved }) };
@@ -88,8 +87,5 @@ function withContextTokens(routing: RoutingRequest, answer: JsonObject): Routing
 function finishedByContext(ctx: RequestContext, input: PipelineInput, answer: JsonObject): PipelineOutcome {
   ctx.markFirstToken();
   const final = withoutHandOff(input.api, answer);
-  if (!input.stream) return { kind: "json", body: final };
-  const options = input.body["stream_options"];
-  const includeUsage = isJsonObject(options) && options["include_usage"] === true;
-  return { kind: "stream", body: answerAsStream(input.api, final, includeUsage) };
+  return input.stream ? { kind: "finished", body: final } : { kind: "json", body: final };
 }

@@ -4,7 +4,7 @@ import type { LegSpan } from "../observability/request-spans.ts";
 import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
-import { contentWeight, type RoutingRequest } from "../routing/routing-request.ts";
+import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
@@ -79,7 +79,7 @@ export async function runLeg<T>(
       reportFailure(deps, ctx, plan, placed, error, last ? undefined : attempt + 1);
       if (last) throw error;
       failedOn.push(placed.worker.origin);
-      ctx.retries++;
+      ctx.retried();
       await pause(deps.config.retryDelayMs, plan.signal);
     }
   }
@@ -123,8 +123,7 @@ function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, p
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {
   if (plan.first && (attempt === 0 || plan.pinned)) {
     if (attempt === 0) return plan.first;
-    const reservation = deps.placement.table.reserve(ctx.disaggRequestId, plan.role, plan.first.worker.origin, contentWeight(plan.routing));
-    return { worker: plan.first.worker, reservation };
+    return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, plan.first.worker, plan.routing);
   }
   return deps.placement.place({ role: plan.role, requestKey: ctx.disaggRequestId, exclude: plan.exclude, avoid: failedOn, routing: plan.routing });
 }

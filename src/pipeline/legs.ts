@@ -47,7 +47,7 @@ export async function runContextLeg(
     sentId: idOf,
     affinity: input.affinity,
   }, (post) => postForJson(post), true);
-  ctx.contextWorker = origin;
+  ctx.legServed("context", origin);
   ctx.perf?.workerAnswered("ctx", origin, result.headers);
   return { answer: result.body, origin, sentId };
 }
@@ -84,12 +84,12 @@ export async function runGenerationLeg(
   };
   if (input.stream) {
     const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForStream(post), false);
-    ctx.generationWorker = origin;
+    ctx.legServed("generation", origin);
     ctx.perf?.workerAnswered("gen", origin, result.headers);
     return { kind: "stream", response: result, headers: result.headers };
   }
   const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForJson(post), true);
-  ctx.generationWorker = origin;
+  ctx.legServed("generation", origin);
   ctx.perf?.workerAnswered("gen", origin, result.headers);
   return { kind: "json", body: result.body, headers: result.headers };
 }

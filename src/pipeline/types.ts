@@ -32,12 +32,15 @@ export interface PipelineInput {
 }
 
 /**
- * What the pipeline hands back; failures are thrown as ProxyError. A streamed request
- * always gets a stream (an early-finished one gets its context answer as a stream).
+ * What the pipeline hands back; failures are thrown as ProxyError. A non-streamed request gets
+ * "json"; a streamed one gets the generation worker's "stream", or "finished" when the context
+ * phase finished it (EOS, stop, max tokens 1): its final answer, which the route's dialect
+ * replays as the stream a worker would have sent.
  */
 export type PipelineOutcome =
   | { readonly kind: "json"; readonly body: JsonObject }
-  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> };
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> }
+  | { readonly kind: "finished"; readonly body: JsonObject };
 
 export interface PipelineDeps {
   readonly config: ProxyConfig;

@@ -17,6 +17,8 @@ export interface RequestSummary {
   readonly status: number;
   readonly outcome: Outcome;
   readonly error: string | undefined;
+  /** What an internal error was caused by (logged at error level); undefined otherwise. */
+  readonly cause: unknown;
   readonly retries: number;
   readonly ttfbMs: number | undefined;
   readonly ttftMs: number | undefined;
@@ -63,15 +65,13 @@ export interface RequestContextOptions {
 
 /**
  * One client request, from arrival to its one end. Every upstream leg listens to `signal`;
- * `end()` runs exactly once whatever ends the request (answer, failure, client gone): it
- * aborts what still runs, releases every reservation and reports the summary.
+ * `end()` runs once, from the one place that owns the request after it started (the route's
+ * `finally`, routes/proxied.ts), whatever ends it (answer, failure, client gone, a throw): it
+ * aborts what still runs, releases every reservation and reports the summary. What happens to
+ * the request on the way is told through methods, so every write is one line to find.
  */
 export class RequestContext {
   readonly disaggRequestId: bigint;
-  /** The id the generation leg ran under (a context retry re-issues the id). */
-  engineRequestId: bigint;
-  /** The worker's own engine request id, when it served the request alone (no disaggregated id was sent). */
-  engineRequestName: string | undefined;
   readonly route: string;
   readonly stream: boolean;
   /** The client's trace (or one started for it); each leg attempt is a span under it. */
@@ -81,10 +81,12 @@ export class RequestContext {
   readonly perf: RequestPerf | undefined;
   /** Its server span and one client span per leg attempt (otlp_config). */
   readonly spans: RequestSpans;
-  contextWorker: string | undefined;
-  generationWorker: string | undefined;
-  retries = 0;
-  bytesOut = 0;
+  #engineRequestId: bigint;
+  #engineRequestName: string | undefined;
+  #contextWorker: string | undefined;
+  #generationWorker: string | undefined;
+  #retries = 0;
+  #bytesOut = 0;
   readonly #schedule: string;
   readonly #controller = new AbortController();
   readonly #reservations = new Set<Reservation>();
@@ -99,7 +101,7 @@ export class RequestContext {
 
   constructor(options: RequestContextOptions) {
     this.disaggRequestId = options.disaggRequestId;
-    this.engineRequestId = options.disaggRequestId;
+    this.#engineRequestId = options.disaggRequestId;
     this.route = options.route;
     this.stream = options.stream;
     this.trace = options.trace;
@@ -119,6 +121,50 @@ export class RequestContext {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** The id the generation leg ran under (a context retry re-issues the id). */
+  get engineRequestId(): bigint {
+    return this.#engineRequestId;
+  }
+
+  /** How the client's reply names the request: the worker's own id when it served it alone. */
+  get replyId(): string {
+    return this.#engineRequestName ?? this.#engineRequestId.toString();
+  }
+
+  get contextWorker(): string | undefined {
+    return this.#contextWorker;
+  }
+
+  get generationWorker(): string | undefined {
+    return this.#generationWorker;
+  }
+
+  /** The context phase answered under `id`: generation continues under it. */
+  continuesAs(id: bigint): void {
+    this.#engineRequestId = id;
+  }
+
+  /** The worker served the request alone and named it itself (no disaggregated id was sent). */
+  namedByWorker(name: string): void {
+    this.#engineRequestName = name;
+  }
+
+  /** A leg's answering worker, for the log line and /perf_metrics. */
+  legServed(role: Role, origin: string): void {
+    if (role === "context") this.#contextWorker = origin;
+    else this.#generationWorker = origin;
+  }
+
+  /** A leg attempt failed and another follows. */
+  retried(): void {
+    this.#retries += 1;
+  }
+
+  /** `bytes` more went to the client (bytes on the wire, not characters). */
+  sent(bytes: number): void {
+    this.#bytesOut += bytes;
   }
 
   /** Keeps a reservation until it is released early or the request ends. */
@@ -184,20 +230,21 @@ export class RequestContext {
   #summary(status: number, error: ProxyError | undefined): RequestSummary {
     return {
       disaggRequestId: this.disaggRequestId,
-      engineRequestId: this.engineRequestId,
+      engineRequestId: this.#engineRequestId,
       route: this.route,
       stream: this.stream,
       schedule: this.#schedule,
-      contextWorker: this.contextWorker,
-      generationWorker: this.generationWorker,
+      contextWorker: this.#contextWorker,
+      generationWorker: this.#generationWorker,
       status,
       outcome: error?.outcome ?? "ok",
       error: error?.message,
-      retries: this.retries,
+      cause: error?.outcome === "internal_error" ? error.cause : undefined,
+      retries: this.#retries,
       ttfbMs: this.#ttfbMs,
       ttftMs: this.#ttftMs,
       durationMs: this.#now() - this.#startedAt,
-      bytesOut: this.bytesOut,
+      bytesOut: this.#bytesOut,
     };
   }
 }

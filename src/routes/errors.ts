@@ -1,6 +1,8 @@
 import { errorType } from "../dialects/openai.ts";
 import type { ProxyError } from "../errors.ts";
-import { RETRY_AFTER_S } from "../server/app.ts";
+
+/** Seconds a refused client is told to wait before trying again (draining, overload). */
+export const RETRY_AFTER_S = 5;
 
 /** Headers of an error answer: a refused client (draining) is told when to come back. */
 export function errorHeaders(error: ProxyError, headers?: Headers): Headers {

@@ -3,12 +3,11 @@ import { randomAnthropicIds } from "../dialects/anthropic-ids.ts";
 import { toChatRequest, toCountTokensRequest } from "../dialects/anthropic-request.ts";
 import { anthropicErrorFor, toAnthropicMessage } from "../dialects/anthropic-response.ts";
 import { ProxyError } from "../errors.ts";
-import type { App } from "../server/app.ts";
+import { replayChunks } from "../dialects/openai-replay.ts";
 import { readClientBody } from "./client-body.ts";
+import type { RouteDeps } from "./deps.ts";
 import { errorHeaders } from "./errors.ts";
-import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
-
-const COUNT_TOKENS_TIMEOUT_MS = 30_000;
+import { proxyThroughPipeline, withinRequest, type RouteDialect } from "./proxied.ts";
 
 /** A failure outside the stream, in Anthropic's envelope. */
 export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Response {
@@ -23,8 +22,8 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * converted back (or reframed into Anthropic events). The query string (Claude Code sends
  * `?beta=true`) plays no part in routing.
  */
-export async function messages(app: App, request: Request, keepOpen: () => void): Promise<Response> {
-  const body = await readClientBody(request, app.bodyLimits);
+export async function messages(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, deps.bodyLimits);
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
   const dialect: RouteDialect = {
@@ -32,32 +31,28 @@ export async function messages(app: App, request: Request, keepOpen: () => void)
       stream: anthropicStream({ ...randomAnthropicIds, ...(model === undefined ? {} : { model }), maxEventBytes }),
       opensEarly: true,
     }),
+    replay: (answer, chatBody) => replayChunks("chat", answer, chatBody),
     errorResponse: anthropicErrorResponse,
     renderJson: (answer) => toAnthropicMessage(answer, randomAnthropicIds),
   };
-  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, dialect });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, dialect });
 }
 
-/** POST /v1/messages/count_tokens: converted, then answered by one ready context worker. */
-export async function countTokens(app: App, request: Request): Promise<Response> {
-  const body = await readClientBody(request, app.bodyLimits);
+/**
+ * POST /v1/messages/count_tokens: converted, then answered by one context worker, placed,
+ * admitted and logged like every request; a worker's error answer keeps its status and body.
+ */
+export async function countTokens(deps: RouteDeps, request: Request): Promise<Response> {
+  const body = await readClientBody(request, deps.bodyLimits);
   const converted = toCountTokensRequest(body, randomAnthropicIds.newToolUseId);
-  const worker = app.placement.pool.ready("context")[0];
-  if (!worker) throw new ProxyError("NOT_READY", 503, "No context worker is ready");
-  const upstream = await app.workerFetch(`${worker.origin}/v1/messages/count_tokens`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(converted),
-    signal: AbortSignal.any([request.signal, AbortSignal.timeout(COUNT_TOKENS_TIMEOUT_MS)]),
-  }).catch((cause: unknown) => {
-    throw new ProxyError("WORKER_UNREACHABLE", 502, "The context worker is unreachable", { cause });
+  const ctx = await deps.startRequest("/v1/messages/count_tokens", false, request);
+  return withinRequest(ctx, request, (error) => anthropicErrorResponse(error), async () => {
+    const answer = await deps.callWorker(ctx, { role: "context", method: "POST", path: "/v1/messages/count_tokens", body: converted });
+    if (answer.status >= 400) {
+      throw new ProxyError("WORKER_HTTP_ERROR", answer.status, "The context worker rejected the request", { workerAnswer: answer });
+    }
+    ctx.sent(answer.body.byteLength);
+    const response = new Response(answer.body, { status: 200, headers: { "content-type": "application/json" } });
+    return { response, ended: Promise.resolve({ status: 200, error: undefined }) };
   });
-  const bytes = new Uint8Array(await upstream.arrayBuffer());
-  if (upstream.status >= 400) {
-    const contentType = upstream.headers.get("content-type") ?? "application/json";
-    throw new ProxyError("WORKER_HTTP_ERROR", upstream.status, "The context worker rejected the request", {
-      workerAnswer: { status: upstream.status, contentType, body: bytes },
-    });
-  }
-  return new Response(bytes, { status: 200, headers: { "content-type": "application/json" } });
 }

@@ -1,32 +1,39 @@
 import { openAiStream } from "../dialects/openai.ts";
+import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
-import type { App } from "../server/app.ts";
 import { readClientBody } from "./client-body.ts";
+import type { RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
 
-const dialect: RouteDialect = {
-  openStream: (_body, maxEventBytes) => ({ stream: openAiStream(maxEventBytes), opensEarly: true }),
-  errorResponse: openAiErrorResponse,
-};
+function dialectFor(api: "chat" | "completions"): RouteDialect {
+  return {
+    openStream: (_body, maxEventBytes) => ({ stream: openAiStream(maxEventBytes), opensEarly: true }),
+    replay: (answer, body) => replayChunks(api, answer, body),
+    errorResponse: openAiErrorResponse,
+  };
+}
+
+const COMPLETIONS = dialectFor("completions");
+const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
-export async function completions(app: App, request: Request, keepOpen: () => void): Promise<Response> {
-  const body = await readClientBody(request, app.bodyLimits);
+export async function completions(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, deps.bodyLimits);
   check(completionsRequest, body);
-  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect: COMPLETIONS });
 }
 
 /** POST /v1/chat/completions */
-export async function chatCompletions(app: App, request: Request, keepOpen: () => void): Promise<Response> {
-  const body = await readClientBody(request, app.bodyLimits);
+export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, deps.bodyLimits);
   check(chatRequest, body);
-  if (body["chat_template"] !== undefined && !app.config.allowRequestChatTemplate) {
+  if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {
     throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
   }
-  return proxyThroughPipeline({ app, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, dialect });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, dialect: CHAT });
 }
 
 /** A one-element prompt list is its element, as trtllm-serve treats it. */

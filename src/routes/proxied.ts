@@ -1,16 +1,16 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { takeAffinity } from "../pipeline/affinity.ts";
-import { runPipeline } from "../pipeline/orchestrate.ts";
-import type { PipelineOutcome } from "../pipeline/types.ts";
-import { ENGINE_REQUEST_ID_HEADER, type ApiKind } from "../pipeline/types.ts";
-import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
+import { ENGINE_REQUEST_ID_HEADER, type ApiKind, type PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
-import type { App } from "../server/app.ts";
+import { routingRequestOf } from "../routing/routing-request.ts";
+import { streamOf } from "../sse/bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
-import { routingRequestOf } from "../routing/routing-request.ts";
+import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
+import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId } from "./conversation.ts";
+import type { RouteDeps } from "./deps.ts";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */
 export interface RouteDialect {
@@ -20,13 +20,18 @@ export interface RouteDialect {
    * cannot be built from the request alone).
    */
   readonly openStream: (body: JsonObject, maxEventBytes: number) => { readonly stream: DialectStream; readonly opensEarly: boolean };
+  /**
+   * A streamed request the context phase finished: the worker stream it would have had,
+   * from its final answer and the worker-bound body.
+   */
+  readonly replay: (answer: JsonObject, body: JsonObject) => Uint8Array[];
   readonly errorResponse: (error: ProxyError, headers: Headers) => Response;
   /** Renders a finished (non-streamed) answer; defaults to the worker's JSON. */
   readonly renderJson?: (body: JsonObject) => JsonObject;
 }
 
 export interface ProxiedCall {
-  readonly app: App;
+  readonly deps: RouteDeps;
   readonly request: Request;
   /** Lifts the server's idle timeout: the body is in, and the workers may be silent for long. */
   readonly keepOpen: () => void;
@@ -43,58 +48,94 @@ export interface ProxiedCall {
  * the pipeline, and the answer — JSON, or the early-stream mechanism.
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
-  const { app, request } = call;
-  const { body, affinity } = takeAffinity(withConversationId(call.body, request.headers), app.config.internalAuthKey);
+  const { deps, request, dialect } = call;
+  const { body, affinity } = takeAffinity(withConversationId(call.body, request.headers), deps.settings.internalAuthKey);
   call.keepOpen();
   const stream = body["stream"] === true;
-  const ctx = await app.startRequest(call.route, stream, request);
-  const clientGone = (): void => ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
-  if (request.signal.aborted) clientGone();
-  else request.signal.addEventListener("abort", clientGone, { once: true });
-  call.prepare?.(ctx, body);
-  const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
-  const outcome = runPipeline(app, ctx, { api: call.api, body, stream, routing, affinity });
-  return stream ? streamAnswer(call, ctx, body, outcome) : jsonAnswer(call, ctx, outcome);
+  const ctx = await deps.startRequest(call.route, stream, request);
+  return withinRequest(ctx, request, (error) => dialect.errorResponse(error, engineHeaders(ctx)), () => {
+    call.prepare?.(ctx, body);
+    const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
+    const outcome = deps.runPipeline(ctx, { api: call.api, body, stream, routing, affinity });
+    return stream ? streamAnswer(call, ctx, body, outcome) : jsonAnswer(dialect, ctx, outcome);
+  });
 }
 
-function streamAnswer(call: ProxiedCall, ctx: RequestContext, body: JsonObject, outcome: Promise<PipelineOutcome>): Promise<Response> {
-  const { app, dialect } = call;
-  const maxEventBytes = app.config.maxSseEventBytes;
+/**
+ * Everything after startRequest runs here, and the request ends here, once, whatever happens:
+ * an answer, a failure, the client leaving (its legs are aborted and the answer fails), or a
+ * throw anywhere in `run` or in rendering its failure.
+ */
+export async function withinRequest(
+  ctx: RequestContext,
+  client: Request,
+  renderError: (error: ProxyError) => Response,
+  run: () => Promise<Answer>,
+): Promise<Response> {
+  let ended: Promise<Ending> = Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error")));
+  const clientGone = (): void => ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+  try {
+    if (client.signal.aborted) clientGone();
+    else client.signal.addEventListener("abort", clientGone, { once: true });
+    const answer = await run();
+    ended = answer.ended;
+    return answer.response;
+  } catch (thrown) {
+    const error = asProxyError(thrown);
+    ended = Promise.resolve(ending(error));
+    return renderError(error);
+  } finally {
+    void endWhen(ctx, ended, () => client.signal.removeEventListener("abort", clientGone));
+  }
+}
+
+async function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): Promise<void> {
+  const { status, error } = await ended.catch((thrown: unknown) => ending(asProxyError(thrown)));
+  cleanup();
+  ctx.end(status, error);
+}
+
+function ending(error: ProxyError): Ending {
+  return { status: error.status, error };
+}
+
+function streamAnswer(call: ProxiedCall, ctx: RequestContext, body: JsonObject, outcome: Promise<PipelineOutcome>): Promise<Answer> {
+  const { deps, dialect } = call;
+  const maxEventBytes = deps.settings.maxSseEventBytes;
   const opened = dialect.openStream(body, maxEventBytes);
+  const upstream = outcome.then((result) => {
+    if (result.kind === "stream") return result.body;
+    if (result.kind === "finished") return streamOf(dialect.replay(result.body, body));
+    throw new ProxyError("INTERNAL", 500, "Internal server error");
+  });
   return respondWithStream({
     ctx,
-    outcome,
+    upstream,
     dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
-    timings: opened.opensEarly ? app.timings : { ...app.timings, startWaitMs: Number.POSITIVE_INFINITY },
+    timings: opened.opensEarly ? deps.timings : { ...deps.timings, startWaitMs: Number.POSITIVE_INFINITY },
     headers: () => streamHeaders(engineHeaders(ctx)),
     errorResponse: (error) => dialect.errorResponse(error, engineHeaders(ctx)),
   });
 }
 
-async function jsonAnswer(call: ProxiedCall, ctx: RequestContext, outcome: Promise<PipelineOutcome>): Promise<Response> {
-  const { dialect } = call;
-  try {
-    const result = await outcome;
-    if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
-    const text = JSON.stringify(dialect.renderJson ? dialect.renderJson(result.body) : result.body);
-    ctx.bytesOut = text.length;
-    ctx.markFirstByte();
-    ctx.perf?.markFirstToken();
-    ctx.perf?.markDone();
-    ctx.end(200);
-    const headers = engineHeaders(ctx);
-    headers.set("content-type", "application/json");
-    if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
-    return new Response(text, { status: 200, headers });
-  } catch (thrown) {
-    const error = asProxyError(thrown);
-    ctx.end(error.status, error);
-    return dialect.errorResponse(error, engineHeaders(ctx));
-  }
+const encoder = new TextEncoder();
+
+async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: Promise<PipelineOutcome>): Promise<Answer> {
+  const result = await outcome;
+  if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
+  const bytes = encoder.encode(JSON.stringify(dialect.renderJson ? dialect.renderJson(result.body) : result.body));
+  ctx.sent(bytes.byteLength);
+  ctx.markFirstByte();
+  ctx.perf?.markFirstToken();
+  ctx.perf?.markDone();
+  const headers = engineHeaders(ctx);
+  headers.set("content-type", "application/json");
+  if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
+  return { response: new Response(bytes, { status: 200, headers }), ended: Promise.resolve({ status: 200, error: undefined }) };
 }
 
 function engineHeaders(ctx: RequestContext): Headers {
-  return new Headers({ [ENGINE_REQUEST_ID_HEADER]: ctx.engineRequestName ?? ctx.engineRequestId.toString() });
+  return new Headers({ [ENGINE_REQUEST_ID_HEADER]: ctx.replyId });
 }
 
 function streamHeaders(headers: Headers): Headers {

@@ -1,10 +1,11 @@
 import * as v from "valibot";
 import { responsesStream } from "../dialects/responses-dialect.ts";
+import { replayResponseEvents } from "../dialects/responses-replay.ts";
 import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
-import type { App } from "../server/app.ts";
 import { readClientBody } from "./client-body.ts";
+import type { RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
@@ -20,6 +21,7 @@ const dialect: RouteDialect = {
     const opening = buildResponsesOpening(body, Date.now());
     return { stream: responsesStream({ opening, maxEventBytes }), opensEarly: opening !== undefined };
   },
+  replay: (answer) => replayResponseEvents(answer),
   errorResponse: openAiErrorResponse,
 };
 
@@ -27,8 +29,8 @@ const dialect: RouteDialect = {
  * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
  * is forced off and a request that continues a stored response is refused.
  */
-export async function responses(app: App, request: Request, keepOpen: () => void): Promise<Response> {
-  const body = await readClientBody(request, app.bodyLimits);
+export async function responses(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+  const body = await readClientBody(request, deps.bodyLimits);
   check(responsesRequest, body);
   const previous = body["previous_response_id"];
   if (previous !== undefined && previous !== null) {
@@ -36,7 +38,7 @@ export async function responses(app: App, request: Request, keepOpen: () => void
   }
   body["store"] = false;
   return proxyThroughPipeline({
-    app,
+    deps,
     request,
     keepOpen,
     route: "/v1/responses",

@@ -17,6 +17,18 @@ function turn(n: number): RoutingRequest {
 }
 
 describe("Placement", () => {
+  test("a pinned retry reserves its worker again under the per-worker limit", () => {
+    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin", maxInflightPerWorker: 1 });
+    for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
+    const first = p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] });
+    expect(() => p.reserveAgain("context", 1n, first.worker, undefined)).toThrow("at its in-flight limit");
+    first.reservation.release();
+    const again = p.reserveAgain("context", 1n, first.worker, undefined);
+    expect(p.table.load("context", "http://c:1")).toBe(1);
+    again.reservation.release();
+    expect(p.table.active()).toBe(0);
+  });
+
   test("round_robin cycles through the ready workers", () => {
     const p = placement("round_robin", ["http://a:1", "http://b:1"], ["http://g:1"]);
     const picks = [1, 2, 3, 4].map(() => p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] }).worker.origin);

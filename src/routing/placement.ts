@@ -83,6 +83,18 @@ export class Placement {
   }
 
   /**
+   * Reserves a worker chosen earlier again (a pinned retry: a generation-first hand-off names
+   * it), under the same per-worker limit as any placement.
+   */
+  reserveAgain(role: Role, requestKey: bigint, worker: WorkerEntry, routing: RoutingRequest | undefined): Placed {
+    if (this.#full(role, worker.origin)) {
+      throw new ProxyError("OVERLOADED", 429, `Every ${role} worker is at its in-flight limit; retry shortly`);
+    }
+    const weight = routing === undefined ? 0 : contentWeight(routing);
+    return { worker, reservation: this.table.reserve(requestKey, role, worker.origin, weight) };
+  }
+
+  /**
    * A leg placed on `origin` ended (`success`: the worker answered in full). Routers that learn
    * from placements record it; kv_cache_aware reads the worker's KV events in the background.
    * The promise settles when that learning is done and never rejects: callers need not await it.

@@ -5,7 +5,6 @@ import type { PipelineDeps } from "../pipeline/types.ts";
 import { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
-import type { StreamTimings } from "../streaming/early-stream.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
 import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
 import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
@@ -13,38 +12,34 @@ import { Telemetry } from "../observability/telemetry.ts";
 import type { DiscoveryStatus } from "../discovery/index.ts";
 import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
-import type { BodyLimits } from "../routes/client-body.ts";
+import type { RouteDeps } from "../routes/deps.ts";
+import { runPipeline } from "../pipeline/orchestrate.ts";
+import { callOneWorker } from "../pipeline/one-shot.ts";
+import { clusterInfoOf } from "./cluster-info.ts";
 import { Admission } from "./admission.ts";
 import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
-import { logRequest } from "./request-log.ts";
+import { requestEnds, type RequestEnds } from "./request-end.ts";
 
 function drainingError(): ProxyError {
   return new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
 }
 
-/** Seconds a refused client is told to wait before trying again (draining, overload). */
-export const RETRY_AFTER_S = 5;
-
-/** Everything a route needs, built once per server and passed in (no module state). */
-export interface App extends PipelineDeps {
-  readonly timings: StreamTimings;
-  readonly version: string;
+/**
+ * The server's own state, built once per server (no module state): what the routes declared
+ * they need (RouteDeps), the pipeline's dependencies, and what the server itself manages.
+ */
+export interface App extends RouteDeps, PipelineDeps {
   /** Requests between validation and their end. */
   readonly active: ReadonlySet<RequestContext>;
-  readonly draining: boolean;
   readonly metrics: ProxyMetrics;
-  readonly bodyLimits: BodyLimits;
+  /** Where requests are counted and logged as they end, with a context or refused before one. */
+  readonly ends: RequestEnds;
   /** Client keys; undefined when client authentication is off. */
   readonly clientKeys: ClientKeys | undefined;
   /** etcd discovery's connection state, when workers are discovered (shown by /cluster_info). */
   discoveryStatus: (() => DiscoveryStatus) | undefined;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
   reloadClientKeys(): void;
-  /**
-   * Admits a client request that passed validation and starts its one context: refused
-   * while draining (503) or over the in-flight limit (429).
-   */
-  startRequest(route: string, stream: boolean, client: Request): Promise<RequestContext>;
   /** From now on new requests are refused with 503 and Retry-After. */
   startDraining(): void;
   /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
@@ -58,6 +53,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement) });
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
+  const ends = requestEnds(metrics, logger);
   let draining = false;
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
@@ -76,8 +72,10 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     bodyCodec: config.workerMsgpack ? msgpackCodec() : JSON_CODEC,
     telemetry,
     version,
+    settings: config,
     active,
     metrics,
+    ends,
     bodyLimits: { maxBytes: config.maxBodyBytes, minBytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyGraceMs },
     get draining() {
       return draining;
@@ -93,6 +91,20 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         logger.error("client key reload failed: keeping the current keys", { error });
       }
     },
+    runPipeline(ctx, input) {
+      return runPipeline(this, ctx, input);
+    },
+    callWorker(ctx, call) {
+      return callOneWorker(this, ctx, call);
+    },
+    workersReady: () => placement.pool.isReady(),
+    clusterInfo() {
+      return clusterInfoOf(placement, this.discoveryStatus?.());
+    },
+    async metricsText() {
+      return { contentType: metrics.contentType, text: await metrics.render() };
+    },
+    perfMetrics: () => telemetry.perfMetrics(),
     timings: {
       startWaitMs: config.streamStartWaitMs,
       keepaliveIntervalMs: config.keepaliveIntervalMs,
@@ -108,30 +120,37 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         release();
         throw drainingError();
       }
-      metrics.requestAccepted(route, stream);
-      const trace = telemetry.traceFor(client.headers);
-      const ctx: RequestContext = new RequestContext({
-        disaggRequestId: ids.next(),
-        route,
-        stream,
-        schedule: config.schedule,
-        trace,
-        hooks: metricsHooks(metrics, route),
-        perf: telemetry.perfFor(client.headers),
-        spans: telemetry.spansFor(trace, route),
-        onEnd: (summary) => {
-          active.delete(ctx);
-          release();
-          const { perf, contextWorker, generationWorker } = ctx;
-          telemetry.finished({ ...summary, perf, contextWorker, generationWorker, ok: summary.outcome === "ok" });
-          ctx.spans.end(summary);
-          metrics.requestEnded(route, summary.outcome, summary.status);
-          if (summary.outcome === "client_disconnected") metrics.clientDisconnected(route);
-          logRequest(logger, summary);
-        },
-      });
-      active.add(ctx);
-      return ctx;
+      try {
+        metrics.requestAccepted(route, stream);
+        const ctx = contextFor(route, stream, client, release);
+        active.add(ctx);
+        return ctx;
+      } catch (error) {
+        release();
+        throw error;
+      }
     },
   };
+
+  function contextFor(route: string, stream: boolean, client: Request, release: () => void): RequestContext {
+    const trace = telemetry.traceFor(client.headers);
+    const ctx: RequestContext = new RequestContext({
+      disaggRequestId: ids.next(),
+      route,
+      stream,
+      schedule: config.schedule,
+      trace,
+      hooks: metricsHooks(metrics, route),
+      perf: telemetry.perfFor(client.headers),
+      spans: telemetry.spansFor(trace, route),
+      onEnd: (summary) => {
+        active.delete(ctx);
+        release();
+        telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
+        ctx.spans.end(summary);
+        ends.finished(summary);
+      },
+    });
+    return ctx;
+  }
 }

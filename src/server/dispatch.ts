@@ -1,15 +1,7 @@
 import { asProxyError, ProxyError } from "../errors.ts";
-import type { Logger } from "../observability/logger.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
+import type { Handler } from "../routes/deps.ts";
 import type { App } from "./app.ts";
-import { logRejection } from "./request-log.ts";
-
-/**
- * `keepOpen` lifts the server's idle timeout for this request: a route calls it once the
- * client's body is in, so a prefill may keep the request silent for minutes while a client
- * trickling its body (slowloris) is still cut.
- */
-export type Handler = (app: App, request: Request, keepOpen: () => void) => Response | Promise<Response>;
 
 export interface RouteEntry {
   readonly methods: Readonly<Partial<Record<string, Handler>>>;
@@ -27,7 +19,7 @@ export interface Dispatch {
   handle(request: Request, keepOpen: () => void): Promise<Response>;
 }
 
-export function createDispatch(app: App, routes: RouteTable, logger: Logger): Dispatch {
+export function createDispatch(app: App, routes: RouteTable): Dispatch {
   return {
     async handle(request, keepOpen) {
       const path = pathOf(request);
@@ -40,12 +32,8 @@ export function createDispatch(app: App, routes: RouteTable, logger: Logger): Di
         return await handler(app, request, keepOpen);
       } catch (thrown) {
         const error = asProxyError(thrown);
-        if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
-        else logRejection(logger, path, error);
         // Unknown paths share one label: a label per scanned URL would grow without bound.
-        const route = entry ? path : "unmatched";
-        app.metrics.validationFailed(route);
-        app.metrics.requestEnded(route, error.outcome, error.status);
+        app.ends.rejected(entry ? path : "unmatched", path, error, thrown);
         return (entry?.renderError ?? openAiErrorResponse)(error);
       }
     },

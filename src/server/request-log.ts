@@ -22,6 +22,7 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     bytes_out: s.bytesOut,
   };
   if (s.outcome === "ok") logger.info("request", fields);
+  else if (s.outcome === "internal_error") logger.error("request", { ...fields, cause: s.cause });
   else logger.warn("request", fields);
 }
 

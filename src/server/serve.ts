@@ -33,7 +33,7 @@ export interface RunningProxy {
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
-  const dispatch = createDispatch(app, ROUTES, logger);
+  const dispatch = createDispatch(app, ROUTES);
   const servers = [listen(config, config.port, dispatch, logger, options)];
   const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
   const stopping = new AbortController();

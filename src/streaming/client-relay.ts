@@ -1,5 +1,5 @@
 import { asProxyError, ProxyError } from "../errors.ts";
-import type { EarlyStreamRequest } from "./early-stream.ts";
+import type { EarlyStreamRequest, Ending } from "./stream-request.ts";
 
 type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
 /** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
@@ -21,9 +21,14 @@ export function readerOf(body: ReadableStream<Uint8Array>): Reader {
   };
 }
 
-/** The client's body: a pull-based stream over the worker's, with one timer for keepalive and silence. */
+/**
+ * The client's body: a pull-based stream over the worker's, with one timer for keepalive and
+ * silence. It closes once (`ended`), and the route ends the request from there.
+ */
 export class ClientRelay {
   readonly readable: ReadableStream<Uint8Array>;
+  readonly ended: Promise<Ending>;
+  readonly #settle: (ending: Ending) => void;
   readonly #request: EarlyStreamRequest;
   readonly #first: Promise<FirstRead>;
   readonly #upstreamStarted: () => boolean;
@@ -39,6 +44,9 @@ export class ClientRelay {
     this.#request = request;
     this.#first = first;
     this.#upstreamStarted = upstreamStarted;
+    const { promise, resolve } = Promise.withResolvers<Ending>();
+    this.ended = promise;
+    this.#settle = resolve;
     request.ctx.hooks.streamOpened();
     this.readable = new ReadableStream<Uint8Array>({
       start: (controller) => {
@@ -89,7 +97,7 @@ export class ClientRelay {
     if (this.#closed || bytes === undefined || bytes.byteLength === 0) return;
     this.#controller?.enqueue(bytes);
     this.#request.ctx.markFirstByte();
-    this.#request.ctx.bytesOut += bytes.byteLength;
+    this.#request.ctx.sent(bytes.byteLength);
     this.#lastSentAt = performance.now();
   }
 
@@ -122,7 +130,7 @@ export class ClientRelay {
     } catch {
       // Already closed by the runtime (client gone): nothing to flush.
     }
-    this.#request.ctx.end(200, error);
+    this.#settle({ status: 200, error });
   }
 
   #clientGone(): void {
@@ -130,7 +138,7 @@ export class ClientRelay {
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#request.ctx.hooks.streamClosed();
-    this.#request.ctx.end(499, new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+    this.#settle({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
     this.#reader?.cancel().catch(() => {});
   }
 

@@ -8,6 +8,8 @@ import type { Role } from "../config/types.ts";
 
 export interface WorkerPost {
   readonly role: Role;
+  /** Default POST; a GET sends no body. */
+  readonly method?: "GET" | "POST";
   readonly origin: string;
   readonly path: string;
   /** JSON text, or msgpack bytes (their X-TRTLLM-Msgpack header comes in `headers`). */
@@ -58,6 +60,27 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   }
 }
 
+/** A worker's answer as it came (any status), its body read within the bound. */
+export interface RawAnswer {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: Uint8Array;
+}
+
+/** Calls a worker's non-model route (/v1/models, count_tokens); the caller judges the status. */
+export async function fetchAnswer(post: WorkerPost): Promise<RawAnswer> {
+  const deadline = new Deadline(post.timeoutMs);
+  try {
+    const response = await send(post, deadline);
+    const body = await readBounded(response.body, post.maxAnswerBytes);
+    return { status: response.status, contentType: response.headers.get("content-type") ?? "application/json", body };
+  } catch (error) {
+    throw translateFailure(error, post);
+  } finally {
+    deadline.clear();
+  }
+}
+
 /** POSTs a streamed request and returns the worker's SSE response once its headers arrived. */
 export async function postForStream(post: WorkerPost): Promise<Response> {
   // Only the wait for headers is bounded here: the relay bounds silence, never length.
@@ -95,10 +118,11 @@ class Deadline {
 
 async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
+    const get = post.method === "GET";
     return await post.fetch(post.origin + post.path, {
-      method: "POST",
-      headers: { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: post.body,
+      method: get ? "GET" : "POST",
+      headers: get ? { ...post.headers, accept: "application/json" } : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      ...(get ? {} : { body: post.body }),
       signal: AbortSignal.any([post.signal, deadline.signal]),
       // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
       // (total for non-streamed calls, silence for streams) bound every call instead.

@@ -1,0 +1,47 @@
+import type { Role } from "../config/types.ts";
+import type { JsonObject } from "../json.ts";
+import type { RequestContext } from "../request/context.ts";
+import { NO_ROUTING } from "../routing/routing-request.ts";
+import { JSON_CODEC } from "../workers/body-codec.ts";
+import { fetchAnswer, type RawAnswer } from "../workers/client.ts";
+import { runLeg } from "./leg-runner.ts";
+import type { PipelineDeps } from "./types.ts";
+
+/** A call one worker answers alone (GET /v1/models, POST /v1/messages/count_tokens). */
+export interface OneShotCall {
+  readonly role: Role;
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly body?: JsonObject;
+}
+
+/**
+ * A one-shot worker call, placed and reserved like a leg (the routers pick the worker, the
+ * per-worker limit holds, the request log names it), never retried: its answer, any status,
+ * goes back as it came.
+ */
+export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<RawAnswer> {
+  const body = JSON_CODEC.encode(call.body ?? {});
+  const { origin, result } = await runLeg(
+    deps,
+    ctx,
+    {
+      role: call.role,
+      path: call.path,
+      exclude: undefined,
+      first: undefined,
+      pinned: false,
+      routing: NO_ROUTING,
+      signal: ctx.signal,
+      retryable: () => false,
+      headers: JSON_CODEC.headers,
+      body: () => body,
+      sentId: () => ctx.disaggRequestId,
+      affinity: undefined,
+    },
+    (post) => fetchAnswer({ ...post, method: call.method }),
+    true,
+  );
+  ctx.legServed(call.role, origin);
+  return result;
+}

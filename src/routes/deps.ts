@@ -1,0 +1,47 @@
+import type { ProxyConfig } from "../config/types.ts";
+import type { JsonObject, JsonValue } from "../json.ts";
+import type { OneShotCall } from "../pipeline/one-shot.ts";
+import type { PipelineInput, PipelineOutcome } from "../pipeline/types.ts";
+import type { RequestContext } from "../request/context.ts";
+import type { StreamTimings } from "../streaming/stream-request.ts";
+import type { RawAnswer } from "../workers/client.ts";
+import type { BodyLimits } from "./client-body.ts";
+
+/** The settings the routes read. */
+export type RouteSettings = Pick<ProxyConfig, "internalAuthKey" | "maxSseEventBytes" | "allowRequestChatTemplate">;
+
+/**
+ * What the routes need, declared by them and implemented by the server (server/app.ts): the
+ * routes import nothing from server/, and see no worker pool, placement or fetch.
+ */
+export interface RouteDeps {
+  readonly version: string;
+  readonly settings: RouteSettings;
+  readonly bodyLimits: BodyLimits;
+  readonly timings: StreamTimings;
+  readonly draining: boolean;
+  /**
+   * Admits a client request that passed validation and starts its one context: refused
+   * while draining (503) or over the in-flight limit (429). The caller owns its end.
+   */
+  startRequest(route: string, stream: boolean, client: Request): Promise<RequestContext>;
+  /** The disaggregated pipeline for a started request. */
+  runPipeline(ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome>;
+  /** One worker call for a started request, placed and reserved like a leg. */
+  callWorker(ctx: RequestContext, call: OneShotCall): Promise<RawAnswer>;
+  /** A context and a generation worker are ready. */
+  workersReady(): boolean;
+  /** GET /cluster_info's body. */
+  clusterInfo(): JsonObject;
+  /** Prometheus text exposition. */
+  metricsText(): Promise<{ readonly contentType: string; readonly text: string }>;
+  /** GET /perf_metrics's body. */
+  perfMetrics(): Promise<JsonValue>;
+}
+
+/**
+ * `keepOpen` lifts the server's idle timeout for this request: a route calls it once the
+ * client's body is in, so a prefill may keep the request silent for minutes while a client
+ * trickling its body (slowloris) is still cut.
+ */
+export type Handler = (deps: RouteDeps, request: Request, keepOpen: () => void) => Response | Promise<Response>;

@@ -1,0 +1,31 @@
+import type { ProxyError } from "../errors.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { ProxyMetrics } from "../observability/metrics.ts";
+import type { RequestSummary } from "../request/context.ts";
+import { logRejection, logRequest } from "./request-log.ts";
+
+/**
+ * Where every client request is counted and logged when it ends: a request context's one end,
+ * and a request refused before it had a context (validation, auth, draining, overload).
+ */
+export interface RequestEnds {
+  finished(summary: RequestSummary): void;
+  /** `label` is the metrics' route label; `thrown` what was caught, for an internal failure's error line. */
+  rejected(label: string, path: string, error: ProxyError, thrown: unknown): void;
+}
+
+export function requestEnds(metrics: ProxyMetrics, logger: Logger): RequestEnds {
+  return {
+    finished(summary) {
+      metrics.requestEnded(summary.route, summary.outcome, summary.status);
+      if (summary.outcome === "client_disconnected") metrics.clientDisconnected(summary.route);
+      logRequest(logger, summary);
+    },
+    rejected(label, path, error, thrown) {
+      metrics.validationFailed(label);
+      metrics.requestEnded(label, error.outcome, error.status);
+      if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
+      else logRejection(logger, path, error);
+    },
+  };
+}
