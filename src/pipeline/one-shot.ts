@@ -4,6 +4,9 @@ import type { RequestContext } from "../request/context.ts";
 import { NO_ROUTING } from "../routing/routing-request.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import { fetchAnswer, type RawAnswer } from "../workers/client.ts";
+
+/** A worker's answer to a one-shot call, as it came (any status). */
+export type WorkerReply = RawAnswer;
 import { runLeg } from "./leg-runner.ts";
 import type { PipelineDeps } from "./types.ts";
 
@@ -20,7 +23,7 @@ export interface OneShotCall {
  * per-worker limit holds, the request log names it), never retried: its answer, any status,
  * goes back as it came.
  */
-export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<RawAnswer> {
+export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<WorkerReply> {
   const body = JSON_CODEC.encode(call.body ?? {});
   const { origin, result } = await runLeg(
     deps,

@@ -1,10 +1,9 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { JsonObject, JsonValue } from "../json.ts";
-import type { OneShotCall } from "../pipeline/one-shot.ts";
+import type { OneShotCall, WorkerReply } from "../pipeline/one-shot.ts";
 import type { PipelineInput, PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { StreamTimings } from "../streaming/stream-request.ts";
-import type { RawAnswer } from "../workers/client.ts";
 import type { BodyLimits } from "./client-body.ts";
 
 /** The settings the routes read. */
@@ -28,7 +27,7 @@ export interface RouteDeps {
   /** The disaggregated pipeline for a started request. */
   runPipeline(ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome>;
   /** One worker call for a started request, placed and reserved like a leg. */
-  callWorker(ctx: RequestContext, call: OneShotCall): Promise<RawAnswer>;
+  callWorker(ctx: RequestContext, call: OneShotCall): Promise<WorkerReply>;
   /** A context and a generation worker are ready. */
   workersReady(): boolean;
   /** GET /cluster_info's body. */
