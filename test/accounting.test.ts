@@ -1,7 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { eventually, startCluster } from "./support/cluster.ts";
+import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 
-/** A small deterministic generator, so a failing mix can be replayed. */
+/**
+ * A small deterministic generator, one per lane (seed + lane number), so each lane's requests
+ * are the same whatever order the lanes interleave in, and a failing mix can be replayed with
+ * ACCOUNTING_SEED=<the seed the failure prints>.
+ */
 function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
@@ -50,21 +54,36 @@ describe.each(["context_first", "generation_first"] as const)("%s", (schedule) =
       generations: [{ tokenMs: 2 }, { tokenMs: 2 }],
       config: { schedule, contextRouter: "load_balancing", generationRouter: "load_balancing", streamStartWaitMs: 30, keepaliveIntervalMs: 20 },
     });
-    const rand = random(schedule === "context_first" ? 7 : 11);
-    const lanes = Array.from({ length: 16 }, async () => {
+    const seed = Number(process.env["ACCOUNTING_SEED"] ?? (schedule === "context_first" ? 7 : 11));
+    const lanes = Array.from({ length: 16 }, async (_, lane) => {
+      const rand = random(seed + lane);
       for (let i = 0; i < 16; i++) await oneRequest(cluster.url, rand);
     });
     await Promise.all(lanes);
-    const table = cluster.proxy.app.placement.table;
-    await eventually(() => table.active() === 0, 5000);
-    expect(table.snapshot()).toEqual({});
-    const workers = [...cluster.contexts, ...cluster.generations];
-    await eventually(() => workers.every((w) => w.running() === 0), 5000);
-    const ended = cluster.logs.filter((l) => l["msg"] === "request");
-    expect(ended.length).toBeGreaterThanOrEqual(250);
-    const outcomes = new Set(ended.map((l) => l["outcome"]));
-    expect(outcomes.has("ok")).toBe(true);
-    expect(outcomes.has("worker_error")).toBe(true);
-    expect(outcomes.has("client_disconnected")).toBe(true);
+    await replayable(seed, () => countsBackAtZero(cluster));
   }, 30_000);
 });
+
+/** Runs the checks; a failure names the seed that replays the mix. */
+async function replayable(seed: number, checks: () => Promise<void>): Promise<void> {
+  try {
+    await checks();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`replay this mix with ACCOUNTING_SEED=${seed}\n${message}`, { cause: error });
+  }
+}
+
+async function countsBackAtZero(cluster: TestCluster): Promise<void> {
+  const table = cluster.proxy.app.placement.table;
+  await eventually(() => table.active() === 0, 5000);
+  expect(table.snapshot()).toEqual({});
+  const workers = [...cluster.contexts, ...cluster.generations];
+  await eventually(() => workers.every((w) => w.running() === 0), 5000);
+  const ended = cluster.logs.filter((l) => l["msg"] === "request");
+  expect(ended.length).toBeGreaterThanOrEqual(250);
+  const outcomes = new Set(ended.map((l) => l["outcome"]));
+  expect(outcomes.has("ok")).toBe(true);
+  expect(outcomes.has("worker_error")).toBe(true);
+  expect(outcomes.has("client_disconnected")).toBe(true);
+}

@@ -75,14 +75,19 @@ describe.each(["context_first", "generation_first"] as const)("%s: internal HMAC
       const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3, stream });
       await response.text();
     }
-    for (const gen of cluster.generations[0]!.requests.filter((r) => r.phase === "generation")) {
+    const generations = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
+    const contexts = cluster.contexts[0]!.requests.filter((r) => r.phase === "context");
+    // Two requests, each through both legs: the loops below have something to check.
+    expect(generations).toHaveLength(2);
+    expect(contexts).toHaveLength(2);
+    for (const gen of generations) {
       const params = isJsonObject(gen.body) ? gen.body["disaggregated_params"] : undefined;
       expect(isJsonObject(params)).toBe(true);
       const expected = disaggAuthHeader("shared-secret", params as Parameters<typeof disaggAuthHeader>[1]);
       expect(expected).toMatch(/^sha256=[0-9a-f]{64}$/);
       expect(gen.headers[DISAGG_AUTH_HEADER]).toBe(expected as string);
     }
-    for (const ctx of cluster.contexts[0]!.requests.filter((r) => r.phase === "context")) expect(ctx.headers[DISAGG_AUTH_HEADER]).toBeUndefined();
+    for (const ctx of contexts) expect(ctx.headers[DISAGG_AUTH_HEADER]).toBeUndefined();
   });
 
   test("without a key nothing is signed", async () => {

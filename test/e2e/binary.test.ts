@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
 import { sourceCommit } from "../../scripts/build.ts";
-import { BINARY, ensureBinary, spawnBinary, type Child } from "./binary-harness.ts";
+import { BINARY, ensureBinary, spawnBinary, spawnBinaryWithLog, type Child } from "./binary-harness.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -76,19 +76,26 @@ describe("the compiled binary", () => {
   test("SIGTERM lets a 2 s stream finish, refuses new work and exits 0", async () => {
     const context = await spawn(["worker", "--role", "context", "--port", "0"]);
     const generation = await spawn(["worker", "--role", "generation", "--port", "0", "--token-ms", "200"]);
-    const proxy = await spawn(["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url]);
+    const proxy = await spawnBinaryWithLog(["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url], children);
     await untilHealthy(proxy.url);
     const stream = await fetch(`${proxy.url}/v1/chat/completions`, {
       method: "POST",
       body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 11, stream: true }),
     });
-    const body = stream.text();
-    await Bun.sleep(200);
+    // The stream is under way once its first bytes are in; the rest takes about 2 s.
+    const reader = stream.body!.getReader();
+    const decoder = new TextDecoder();
+    let body = "";
+    const first = await reader.read();
+    body += decoder.decode(first.value, { stream: true });
     proxy.child.kill("SIGTERM");
-    await Bun.sleep(100);
+    // New work is refused once the proxy says it is draining.
+    await proxy.log.until((line) => line.includes('"msg":"draining"'));
+    void proxy.log.until(() => false);
     const refused = await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }) });
     expect(refused.status).toBe(503);
-    expect((await body).trimEnd().endsWith("data: [DONE]")).toBe(true);
+    for (let read = await reader.read(); !read.done; read = await reader.read()) body += decoder.decode(read.value, { stream: true });
+    expect(body.trimEnd().endsWith("data: [DONE]")).toBe(true);
     expect(await proxy.child.exited).toBe(0);
   }, 20_000);
 
