@@ -43,6 +43,7 @@ export function demoBanner(demo: Demo): string {
   return [
     `disagg-proxy demo`,
     `  proxy:             ${url}`,
+    `  dashboard:         ${url}/dashboard`,
     `  context worker:    ${demo.contextUrl}`,
     `  generation worker: ${demo.generationUrl}`,
     ``,

@@ -59,6 +59,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     workerApiKey: flags.workerApiKey,
     apiKeyFile: flags.apiKeyFile,
     protectMetrics: flags.protectMetrics ?? false,
+    dashboard: !(flags.noDashboard ?? false),
     workerMsgpack: flags.workerMsgpack ?? false,
     apiKeysFromEnv: deps.env["DISAGG_PROXY_API_KEYS"],
     benchmarkGenerationOnly: deps.env["TRTLLM_DISAGG_BENCHMARK_GEN_ONLY"] === "1",

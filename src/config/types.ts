@@ -88,6 +88,8 @@ export interface ProxyConfig {
   readonly apiKeysFromEnv: string | undefined;
   /** Also require a key on /metrics and /prometheus/metrics. */
   readonly protectMetrics: boolean;
+  /** Serve the live status page (/dashboard); --no-dashboard turns it off. */
+  readonly dashboard: boolean;
   /** Shared HMAC key for x-trtllm-disagg-auth (YAML internal_request_auth_key or --internal-auth-key-file). */
   readonly internalAuthKey: string | undefined;
   /** Workers found through etcd instead of (or besides) the static lists. */
@@ -160,6 +162,7 @@ export const DEFAULTS = {
   workerApiKey: undefined,
   apiKeyFile: undefined,
   protectMetrics: false,
+  dashboard: true,
   apiKeysFromEnv: undefined,
   discovery: undefined,
   conditionalDisagg: undefined,

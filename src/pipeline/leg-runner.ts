@@ -49,7 +49,7 @@ export async function runLeg<T>(
     const placed = placeAttempt(deps, ctx, plan, attempt, failedOn);
     const reservation = ctx.hold(placed.reservation);
     const startedAt = performance.now();
-    ctx.hooks.legAttempt(plan.role);
+    ctx.hooks.legAttempt(plan.role, placed.worker.origin);
     if (!releaseOnAnswer) ctx.markStreamedGenerationStart();
     const finished = (success: boolean): void => void deps.placement.finished(plan.role, placed.worker.origin, plan.routing, success);
     const body = plan.body(attempt);
@@ -61,7 +61,7 @@ export async function runLeg<T>(
         finished(true);
         span.end();
         const seconds = (performance.now() - startedAt) / 1000;
-        ctx.hooks.legCompleted(plan.role, seconds, seconds);
+        ctx.hooks.legCompleted(plan.role, seconds, seconds, placed.worker.origin);
       } else {
         // A streamed leg lasts until the request's end.
         ctx.atEnd((error) => {
@@ -108,7 +108,7 @@ function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: 
 
 /** Logs a failed attempt and counts it; `retry` is the number of the retry that follows, if any. */
 function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, error: ProxyError, retry: number | undefined): void {
-  if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role);
+  if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role, placed.worker.origin);
   if (retry !== undefined) ctx.hooks.legRetry(plan.role);
   deps.logger.warn(`${plan.role} leg failed`, {
     disagg_request_id: ctx.disaggRequestId,

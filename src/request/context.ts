@@ -28,11 +28,12 @@ export interface RequestSummary {
 
 /** What a request reports as it goes (metrics); every method is cheap and never throws. */
 export interface RequestHooks {
-  legAttempt(role: Role): void;
+  /** `origin` is the worker the attempt went to. */
+  legAttempt(role: Role, origin: string): void;
   legRetry(role: Role): void;
-  legFailed(role: Role): void;
+  legFailed(role: Role, origin: string | undefined): void;
   /** Seconds from the attempt's start to its first token (or answer) and to its end. */
-  legCompleted(role: Role, firstTokenSeconds: number, completeSeconds: number): void;
+  legCompleted(role: Role, firstTokenSeconds: number, completeSeconds: number, origin: string | undefined): void;
   keepaliveSent(): void;
   streamOpened(): void;
   streamClosed(): void;
@@ -220,11 +221,11 @@ export class RequestContext {
     const start = this.#streamedGenerationStartMs;
     if (start === undefined || this.#ttftMs === undefined) return;
     if (error !== undefined) {
-      if (error.code !== "CLIENT_GONE") this.hooks.legFailed("generation");
+      if (error.code !== "CLIENT_GONE") this.hooks.legFailed("generation", this.generationWorker);
       return;
     }
     const end = this.#now() - this.#startedAt;
-    this.hooks.legCompleted("generation", (this.#ttftMs - start) / 1000, (end - start) / 1000);
+    this.hooks.legCompleted("generation", (this.#ttftMs - start) / 1000, (end - start) / 1000, this.generationWorker);
   }
 
   #summary(status: number, error: ProxyError | undefined): RequestSummary {

@@ -115,3 +115,27 @@ describe("ClientKeys.allows", () => {
     for (const init of rejected) expect({ init, allowed: keys.allows(headers(init)) }).toEqual({ init, allowed: false });
   });
 });
+
+function basic(credentials: string): Headers {
+  return new Headers({ authorization: `Basic ${Buffer.from(credentials, "latin1").toString("base64")}` });
+}
+
+describe("Basic credentials (the dashboard in a browser)", () => {
+  test("a key as the Basic password is accepted whatever the user name", () => {
+    const keys = load({ env: "sk-one,sk-two" });
+    expect(keys.allowsBasic(basic(":sk-two"))).toBe(true);
+    expect(keys.allowsBasic(basic("admin:sk-one"))).toBe(true);
+  });
+
+  test("a wrong or empty password, a key in the user name, or a bearer token is refused", () => {
+    const keys = load({ env: "sk-one" });
+    expect(keys.allowsBasic(basic("admin:sk-wrong"))).toBe(false);
+    expect(keys.allowsBasic(basic("sk-one:"))).toBe(false);
+    expect(keys.allowsBasic(new Headers({ authorization: "Bearer sk-one" }))).toBe(false);
+    expect(keys.allowsBasic(new Headers())).toBe(false);
+  });
+
+  test("Basic credentials do not open the API routes", () => {
+    expect(load({ env: "sk-one" }).allows(basic(":sk-one"))).toBe(false);
+  });
+});

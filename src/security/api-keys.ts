@@ -15,6 +15,11 @@ export interface ClientKeys {
    * `x-api-key: <k>`. Constant-time comparison of SHA-256 digests, so lengths never leak.
    */
   allows(headers: Headers): boolean;
+  /**
+   * True when the request carries a valid key as HTTP Basic credentials (`Authorization: Basic`,
+   * the key as the password, any user name): how a browser presents it to the dashboard.
+   */
+  allowsBasic(headers: Headers): boolean;
   /** Number of distinct keys configured. */
   readonly size: number;
 }
@@ -27,6 +32,7 @@ export interface ClientKeySources {
 }
 
 const BEARER = /^bearer[ \t]+(\S.*)$/i;
+const BASIC = /^basic[ \t]+([A-Za-z0-9+/=]+)$/i;
 
 function digest(bytes: Buffer): Buffer {
   return createHash("sha256").update(bytes).digest();
@@ -50,6 +56,15 @@ class DigestKeys implements ClientKeys {
     const viaBearer = bearer !== undefined && bearer !== "" && this.#matches(bearer);
     const viaApiKey = apiKey !== undefined && apiKey !== "" && this.#matches(apiKey);
     return viaBearer || viaApiKey;
+  }
+
+  allowsBasic(headers: Headers): boolean {
+    const encoded = BASIC.exec(headers.get("authorization")?.trim() ?? "")?.[1];
+    if (encoded === undefined) return false;
+    // user:password, decoded byte per character as header values are; the user name is not checked.
+    const credentials = Buffer.from(encoded, "base64").toString("latin1");
+    const password = credentials.slice(credentials.indexOf(":") + 1);
+    return password !== "" && this.#matches(password);
   }
 
   #matches(presented: string): boolean {

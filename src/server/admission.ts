@@ -20,6 +20,16 @@ export class Admission {
     return this.#inFlight;
   }
 
+  /** Requests queued for a slot now. */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /** 0 = no limit. */
+  get limit(): number {
+    return this.#limit;
+  }
+
   /** Resolves with the slot's release function (idempotent), or rejects with a 429. */
   async acquire(signal: AbortSignal): Promise<() => void> {
     // A freed slot passes straight to the first waiter, so a newcomer can never take it in between.

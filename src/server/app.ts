@@ -17,7 +17,9 @@ import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { Admission } from "./admission.ts";
-import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
+import { metricsHooks, workerGauges, type FailedOn } from "./metrics-hooks.ts";
+import { DashboardRecorder } from "../dashboard/recorder.ts";
+import { dashboardSource } from "./dashboard-source.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
 
 function drainingError(): ProxyError {
@@ -44,6 +46,8 @@ export interface App extends RouteDeps, PipelineDeps {
   startDraining(): void;
   /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
   readonly telemetry: Telemetry;
+  /** The live status page's data; undefined with --no-dashboard. */
+  readonly dashboard: DashboardRecorder | undefined;
 }
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
@@ -53,8 +57,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement) });
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
-  const ends = requestEnds(metrics, logger);
   let draining = false;
+  let discoveryStatus: (() => DiscoveryStatus) | undefined;
+  const dashboard = config.dashboard
+    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.() }))
+    : undefined;
+  const ends = requestEnds(metrics, logger, dashboard);
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
   const telemetry = new Telemetry(config, {
@@ -80,7 +88,13 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     get draining() {
       return draining;
     },
-    discoveryStatus: undefined,
+    get discoveryStatus() {
+      return discoveryStatus;
+    },
+    set discoveryStatus(status) {
+      discoveryStatus = status;
+    },
+    dashboard,
     get clientKeys() {
       return clientKeys;
     },
@@ -134,13 +148,14 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
 
   function contextFor(route: string, stream: boolean, client: Request, release: () => void): RequestContext {
     const trace = telemetry.traceFor(client.headers);
+    const failedOn: FailedOn | undefined = dashboard === undefined ? undefined : { worker: undefined };
     const ctx: RequestContext = new RequestContext({
       disaggRequestId: ids.next(),
       route,
       stream,
       schedule: config.schedule,
       trace,
-      hooks: metricsHooks(metrics, route),
+      hooks: metricsHooks(metrics, route, dashboard, failedOn),
       perf: telemetry.perfFor(client.headers),
       spans: telemetry.spansFor(trace, route),
       onEnd: (summary) => {
@@ -148,7 +163,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         release();
         telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
         ctx.spans.end(summary);
-        ends.finished(summary);
+        ends.finished(summary, failedOn?.worker);
       },
     });
     return ctx;

@@ -5,8 +5,11 @@ import type { App } from "./app.ts";
 
 export interface RouteEntry {
   readonly methods: Readonly<Partial<Record<string, Handler>>>;
-  /** Who may call it when client keys are set: everyone (health probes), or metrics scrapers unless --protect-metrics. */
-  readonly access?: "open" | "metrics";
+  /**
+   * Who may call it when client keys are set: everyone (health probes), or metrics scrapers
+   * unless --protect-metrics; "dashboard" is "metrics" that also takes the key as a Basic password.
+   */
+  readonly access?: "open" | "metrics" | "dashboard";
   /** Failures before a request context exists, in the route's dialect (default: OpenAI's envelope). */
   readonly renderError?: (error: ProxyError) => Response;
 }
@@ -43,8 +46,8 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
 function authorised(app: App, entry: RouteEntry, request: Request): boolean {
   const keys = app.clientKeys;
   if (keys === undefined || entry.access === "open") return true;
-  if (entry.access === "metrics" && !app.config.protectMetrics) return true;
-  return keys.allows(request.headers);
+  if ((entry.access === "metrics" || entry.access === "dashboard") && !app.config.protectMetrics) return true;
+  return keys.allows(request.headers) || (entry.access === "dashboard" && keys.allowsBasic(request.headers));
 }
 
 function pathOf(request: Request): string {

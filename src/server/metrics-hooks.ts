@@ -1,17 +1,56 @@
 import type { ProxyMetrics, WorkerGaugeSource } from "../observability/metrics.ts";
+import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { RequestHooks } from "../request/context.ts";
 import type { Placement } from "../routing/placement.ts";
 
-/** A request's hooks, feeding the metrics under its route. */
-export function metricsHooks(metrics: ProxyMetrics, route: string): RequestHooks {
+/** The worker a request last failed on, kept for its end (the dashboard's list of failures). */
+export interface FailedOn {
+  worker: string | undefined;
+}
+
+/**
+ * A request's hooks, feeding the metrics under its route and, when there is one, the traffic
+ * observer with the same events (`failedOn` learns the worker of each failed attempt).
+ */
+export function metricsHooks(metrics: ProxyMetrics, route: string, traffic?: TrafficObserver, failedOn?: FailedOn): RequestHooks {
+  if (traffic === undefined) {
+    return {
+      legAttempt: (role) => metrics.upstreamAttempt(role),
+      legRetry: (role) => metrics.upstreamRetry(role),
+      legFailed: (role) => metrics.upstreamError(role),
+      legCompleted: (role, first, complete) => metrics.upstreamCompleted(role, first, complete),
+      keepaliveSent: () => metrics.keepaliveSent(route),
+      streamOpened: () => metrics.streamOpened(),
+      streamClosed: () => metrics.streamClosed(),
+    };
+  }
   return {
-    legAttempt: (role) => metrics.upstreamAttempt(role),
+    legAttempt(role, origin) {
+      metrics.upstreamAttempt(role);
+      traffic.legAttempt(role, origin);
+    },
     legRetry: (role) => metrics.upstreamRetry(role),
-    legFailed: (role) => metrics.upstreamError(role),
-    legCompleted: (role, first, complete) => metrics.upstreamCompleted(role, first, complete),
-    keepaliveSent: () => metrics.keepaliveSent(route),
-    streamOpened: () => metrics.streamOpened(),
-    streamClosed: () => metrics.streamClosed(),
+    legFailed(role, origin) {
+      metrics.upstreamError(role);
+      traffic.legFailed(role, origin);
+      if (failedOn !== undefined) failedOn.worker = origin ?? failedOn.worker;
+    },
+    legCompleted(role, first, complete, origin) {
+      metrics.upstreamCompleted(role, first, complete);
+      traffic.legCompleted(role, origin, first, complete);
+    },
+    keepaliveSent() {
+      metrics.keepaliveSent(route);
+      traffic.keepaliveSent(route);
+    },
+    streamOpened() {
+      metrics.streamOpened();
+      traffic.streamOpened();
+    },
+    streamClosed() {
+      metrics.streamClosed();
+      traffic.streamClosed();
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ProxyMetrics } from "../observability/metrics.ts";
+import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { RequestSummary } from "../request/context.ts";
 import { logRejection, logRequest } from "./request-log.ts";
 
@@ -9,21 +10,34 @@ import { logRejection, logRequest } from "./request-log.ts";
  * and a request refused before it had a context (validation, auth, draining, overload).
  */
 export interface RequestEnds {
-  finished(summary: RequestSummary): void;
+  /** `failedOn`: the worker its last failed attempt went to, if any. */
+  finished(summary: RequestSummary, failedOn?: string): void;
   /** `label` is the metrics' route label; `thrown` what was caught, for an internal failure's error line. */
   rejected(label: string, path: string, error: ProxyError, thrown: unknown): void;
 }
 
-export function requestEnds(metrics: ProxyMetrics, logger: Logger): RequestEnds {
+/** `traffic` (the dashboard) hears every end the metrics count. */
+export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: TrafficObserver): RequestEnds {
   return {
-    finished(summary) {
+    finished(summary, failedOn) {
       metrics.requestEnded(summary.route, summary.outcome, summary.status);
       if (summary.outcome === "client_disconnected") metrics.clientDisconnected(summary.route);
       logRequest(logger, summary);
+      traffic?.requestEnded({
+        route: summary.route,
+        outcome: summary.outcome,
+        status: summary.status,
+        disaggRequestId: summary.disaggRequestId,
+        worker: (summary.outcome === "ok" ? undefined : failedOn) ?? summary.generationWorker ?? summary.contextWorker,
+        message: summary.error,
+        ttftMs: summary.ttftMs,
+        durationMs: summary.durationMs,
+      });
     },
     rejected(label, path, error, thrown) {
       metrics.validationFailed(label);
       metrics.requestEnded(label, error.outcome, error.status);
+      traffic?.requestEnded({ route: label, outcome: error.outcome, status: error.status, disaggRequestId: undefined, worker: undefined, message: error.message, ttftMs: undefined, durationMs: undefined });
       if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
       else logRejection(logger, path, error);
     },

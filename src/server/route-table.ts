@@ -2,7 +2,8 @@ import { clusterInfo, health, livez, metrics, models, perfMetrics, version } fro
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
 import { responses } from "../routes/responses.ts";
-import type { RouteTable } from "./dispatch.ts";
+import { dashboardErrorResponse, type DashboardHttp } from "../dashboard/http.ts";
+import type { RouteEntry, RouteTable } from "./dispatch.ts";
 
 export const ROUTES: RouteTable = {
   "/v1/completions": { methods: { POST: completions } },
@@ -19,3 +20,22 @@ export const ROUTES: RouteTable = {
   "/prometheus/metrics": { methods: { GET: metrics }, access: "metrics" },
   "/metrics": { methods: { GET: metrics }, access: "metrics" },
 };
+
+type DashboardHandler = (request: Request, keepOpen: () => void) => Response;
+
+function dashboardEntry(handler: DashboardHandler): RouteEntry {
+  return {
+    methods: { GET: (_deps, request, keepOpen) => handler(request, keepOpen) },
+    access: "dashboard",
+    renderError: (error) => dashboardErrorResponse(error.status, error.message),
+  };
+}
+
+/** The live status page, protected as /metrics is (--protect-metrics also takes the key as a Basic password). */
+export function dashboardRoutes(http: DashboardHttp): RouteTable {
+  return {
+    "/dashboard": dashboardEntry(() => http.page()),
+    "/dashboard/data": dashboardEntry((request) => http.data(request)),
+    "/dashboard/events": dashboardEntry((request, keepOpen) => http.events(request, keepOpen)),
+  };
+}

@@ -8,7 +8,8 @@ import { createApp, type App } from "./app.ts";
 import { startDiscovery } from "./discovery.ts";
 import { createDispatch } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
-import { ROUTES } from "./route-table.ts";
+import { dashboardHttp } from "../dashboard/http.ts";
+import { dashboardRoutes, ROUTES } from "./route-table.ts";
 
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
 const ABORT_GRACE_MS = 1000;
@@ -33,15 +34,23 @@ export interface RunningProxy {
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
-  const dispatch = createDispatch(app, ROUTES);
+  const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard)) };
+  const dispatch = createDispatch(app, routes);
   const servers = [listen(config, config.port, dispatch, logger, options)];
   const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
   const stopping = new AbortController();
-  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch);
-  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.placement.pool, () => void monitor.checkAll(stopping.signal), logger);
+  const dashboard = app.dashboard;
+  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready) => dashboard.healthChecked(origin, ok, ready)));
+  const workersChanged = (): void => {
+    dashboard?.workersChanged();
+    void monitor.checkAll(stopping.signal);
+  };
+  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.placement.pool, workersChanged, logger);
+  dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
   const stop = async (): Promise<void> => {
     stopping.abort();
+    dashboard?.stop();
     await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
     // Spans still queued and perf records still being written go out before exit.
     await app.telemetry.flush();
@@ -67,7 +76,9 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const pool = app.placement.pool;
       for (const [role, origins] of [["context", context], ["generation", generation]] as const) {
         const { added, removed } = pool.replace(role, origins);
-        if (added.length > 0 || removed.length > 0) logger.info("workers reloaded", { role, added, removed });
+        if (added.length === 0 && removed.length === 0) continue;
+        logger.info("workers reloaded", { role, added, removed });
+        dashboard?.workersChanged();
       }
       void monitor.checkAll(stopping.signal);
     },

@@ -9,6 +9,9 @@ import type { WorkerFetch } from "./transport.ts";
 type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses"> &
   Partial<Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests">>;
 
+/** Hears every finished check: whether it passed, and whether the worker is in rotation after it. */
+export type HealthCheckListener = (origin: string, ok: boolean, ready: boolean) => void;
+
 interface Streak {
   failures: number;
   successes: number;
@@ -26,9 +29,11 @@ export class HealthMonitor {
   readonly #logger: Logger;
   readonly #streaks = new Map<string, Streak>();
   readonly #fetch: WorkerFetch;
+  readonly #onChecked: HealthCheckListener | undefined;
 
-  constructor(pool: WorkerPool, settings: HealthSettings, logger: Logger, workerFetch: WorkerFetch) {
+  constructor(pool: WorkerPool, settings: HealthSettings, logger: Logger, workerFetch: WorkerFetch, onChecked?: HealthCheckListener) {
     this.#fetch = workerFetch;
+    this.#onChecked = onChecked;
     this.#pool = pool;
     this.#settings = settings;
     this.#logger = logger;
@@ -64,6 +69,7 @@ export class HealthMonitor {
       }
       this.#logger.info("worker ready", { worker: origin, roles: entries.map((entry) => entry.role) });
     }
+    this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready));
   }
 }
 

@@ -1,0 +1,122 @@
+/**
+ * What the dashboard page reads: one JSON object per second (GET /dashboard/data, and each
+ * event of GET /dashboard/events). Times are epoch milliseconds; latencies milliseconds.
+ */
+
+import type { Role } from "../config/types.ts";
+import type { Outcome } from "../errors.ts";
+
+export const OUTCOMES: readonly Outcome[] = ["ok", "worker_error", "client_disconnected", "timeout", "rejected", "internal_error"];
+
+/** A worker as the server sees it right now. */
+export interface WorkerView {
+  readonly role: Role;
+  readonly url: string;
+  readonly ready: boolean;
+  readonly inFlight: number;
+  /** The version the worker reported, when known. */
+  readonly version: string | undefined;
+}
+
+/** Where the worker list comes from and, for etcd, how that is going. */
+export interface DiscoveryView {
+  /** "static" (flags or YAML lists), "etcd cluster" (disagg_cluster) or "etcd metadata" (metadata_config). */
+  readonly source: string;
+  readonly endpoint?: string;
+  readonly connected?: boolean;
+  readonly revision?: string | undefined;
+  readonly lastError?: string | undefined;
+  /** When a worker last joined or left the list (discovery or reload). */
+  readonly lastChangeAt?: number | undefined;
+}
+
+export interface AdmissionView {
+  readonly inFlight: number;
+  readonly waiting: number;
+  /** 0 = no limit. */
+  readonly limit: number;
+}
+
+/** "healthy": in rotation, last check passed; "failing": in rotation, last check failed; "unhealthy": out of rotation after failed checks; "joining": passing checks, not yet in rotation; "unchecked": no check yet. */
+export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "unchecked";
+
+export interface WorkerRow {
+  readonly role: Role;
+  readonly url: string;
+  readonly version: string | undefined;
+  readonly state: HealthState;
+  readonly lastCheckAt: number | undefined;
+  readonly inFlight: number;
+  /** Attempts sent to it per second, over the last 10 s. */
+  readonly perSecond: number;
+  /** Failed attempts / finished attempts over the last minute; undefined when none finished. */
+  readonly errorShare: number | undefined;
+  readonly ttftP50Ms: number | undefined;
+  readonly ttftP99Ms: number | undefined;
+  readonly durationP50Ms: number | undefined;
+  readonly durationP99Ms: number | undefined;
+  /** When it left rotation, while it is out. */
+  readonly ejectedAt: number | undefined;
+}
+
+export interface RouteRow {
+  readonly route: string;
+  readonly outcome: Outcome;
+  /** Since start: equals disagg_proxy_requests_total{route,outcome}. */
+  readonly total: number;
+  /** Over the last 10 s. */
+  readonly perSecond: number;
+}
+
+export interface ProxyView {
+  readonly version: string;
+  readonly startedAt: number;
+  readonly draining: boolean;
+  readonly inFlight: number;
+  readonly streamsOpen: number;
+  readonly keepalivesSent: number;
+  readonly admission: AdmissionView;
+  readonly discovery: DiscoveryView;
+  readonly requests: readonly RouteRow[];
+}
+
+/** One point per second, oldest first; columns share their index. ttft is null in a second without a first token. */
+export interface Series {
+  readonly at: readonly number[];
+  readonly outcomes: Readonly<Record<Outcome, readonly number[]>>;
+  readonly inFlight: readonly number[];
+  readonly ttftP50Ms: readonly (number | null)[];
+  readonly ttftP99Ms: readonly (number | null)[];
+}
+
+export interface FailureRow {
+  readonly at: number;
+  readonly route: string;
+  /** Decimal; absent when the request was refused before it got an id. */
+  readonly disaggRequestId: string | undefined;
+  readonly worker: string | undefined;
+  readonly outcome: Outcome;
+  readonly status: number;
+  readonly message: string | undefined;
+}
+
+export interface DashboardSnapshot {
+  readonly now: number;
+  readonly proxy: ProxyView;
+  readonly workers: readonly WorkerRow[];
+  readonly series: Series;
+  /** Newest first, at most 50. */
+  readonly failures: readonly FailureRow[];
+}
+
+/** One value per outcome. */
+export function perOutcome<T>(make: (outcome: Outcome) => T): Record<Outcome, T> {
+  return {
+    ok: make("ok"),
+    worker_error: make("worker_error"),
+    client_disconnected: make("client_disconnected"),
+    timeout: make("timeout"),
+    rejected: make("rejected"),
+    internal_error: make("internal_error"),
+  };
+}

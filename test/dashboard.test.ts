@@ -1,0 +1,142 @@
+import { describe, expect, test } from "bun:test";
+import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
+import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
+
+const chat = (content: string, stream = false): object => ({ model: "m", messages: [{ role: "user", content }], max_tokens: 3, stream });
+
+/** The value of one sample in a Prometheus text exposition (0 when absent). */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return 0;
+}
+
+function basic(password: string): RequestInit {
+  return { headers: { authorization: `Basic ${btoa(`ops:${password}`)}` } };
+}
+
+async function snapshot(cluster: TestCluster, init?: RequestInit): Promise<DashboardSnapshot> {
+  const response = await fetch(`${cluster.url}/dashboard/data`, init);
+  expect(response.status).toBe(200);
+  return (await response.json()) as DashboardSnapshot;
+}
+
+/** Reads SSE events from a response body until `count` snapshot events arrived. */
+async function snapshotEvents(response: Response, count: number): Promise<DashboardSnapshot[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const events: DashboardSnapshot[] = [];
+  let buffered = "";
+  while (events.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += value;
+    let end: number;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = event.split("\n").find((line) => line.startsWith("data: "));
+      if (event.includes("event: snapshot") && data !== undefined) events.push(JSON.parse(data.slice(6)) as DashboardSnapshot);
+    }
+  }
+  await reader.cancel();
+  return events;
+}
+
+describe("the dashboard", () => {
+  test("serves one self-contained page under 60 KB with a strict Content-Security-Policy", async () => {
+    await using cluster = await startCluster();
+    const response = await fetch(`${cluster.url}/dashboard`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const csp = response.headers.get("content-security-policy")!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'(;|$)/);
+    expect(csp).not.toContain("unsafe");
+    const html = await response.text();
+    expect(new TextEncoder().encode(html).length).toBeLessThanOrEqual(60 * 1024);
+    // Nothing is loaded from elsewhere: no src or href leaves the page, no @import or url().
+    expect(html).not.toMatch(/\s(src|href)="(?!data:)[^"]*"/);
+    expect(html).not.toMatch(/@import|url\(/);
+  });
+
+  test("its figures are the metrics' counters and /cluster_info's workers", async () => {
+    await using cluster = await startCluster({ contexts: [{}, {}], config: { contextRouter: "round_robin" } });
+    for (let i = 0; i < 4; i++) await (await cluster.post("/v1/chat/completions", chat(`hello ${i}`, i % 2 === 0))).text();
+    await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
+    await (await cluster.post("/v1/completions", { model: "m" })).text();
+    await eventually(() => cluster.proxy.app.active.size === 0);
+    const data = await snapshot(cluster);
+    const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
+    expect(data.proxy.requests.length).toBe(3);
+    for (const row of data.proxy.requests) {
+      expect(row.total).toBe(sample(metrics, "disagg_proxy_requests_total", { route: row.route, outcome: row.outcome }));
+    }
+    expect(data.proxy.requests.find((row) => row.outcome === "ok")!.total).toBe(4);
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { url: string; ready: boolean; in_flight: number }[]> };
+    const listed = Object.entries(info.workers).flatMap(([role, workers]) => workers.map((w) => ({ role, url: w.url, ready: w.ready, inFlight: w.in_flight })));
+    expect(data.workers.map((w) => ({ role: w.role as string, url: w.url, ready: w.state === "healthy", inFlight: w.inFlight }))).toEqual(listed);
+    // The failed request names its id, its worker and the worker's message; never a body.
+    const failure = data.failures.find((f) => f.outcome === "worker_error")!;
+    expect(failure.disaggRequestId).toMatch(/^\d+$/);
+    expect(failure.worker).toBe(cluster.generations[0]!.url);
+    expect(failure.status).toBe(400);
+    const rejected = data.failures.find((f) => f.outcome === "rejected")!;
+    expect(rejected).toMatchObject({ route: "/v1/completions", status: 400 });
+    expect(rejected.disaggRequestId).toBeUndefined();
+    expect(JSON.stringify(data.failures)).not.toContain("hello");
+  });
+
+  test("streams a snapshot at once and another after each second's tick, chart points sent once", async () => {
+    await using cluster = await startCluster();
+    await (await cluster.post("/v1/chat/completions", chat("tick"))).text();
+    const response = await fetch(`${cluster.url}/dashboard/events`);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    const [first, second, third] = await snapshotEvents(response, 3);
+    expect(first!.workers.length).toBe(2);
+    const firstAt = first!.series.at.at(-1) ?? 0;
+    expect(second!.series.at.every((at) => at > firstAt)).toBe(true);
+    expect(third!.series.at.length).toBe(1);
+    expect(third!.now).toBeGreaterThan(first!.now);
+  });
+
+  test("a killed worker shows as unhealthy, with when it left rotation", async () => {
+    await using cluster = await startCluster({ contexts: [{}, {}], config: { healthCheckIntervalMs: 20, healthCheckFailures: 2 } });
+    const victim = cluster.contexts[1]!;
+    await victim.stop();
+    let row: DashboardSnapshot["workers"][number] | undefined;
+    const deadline = performance.now() + 5000;
+    while (row?.state !== "unhealthy" && performance.now() < deadline) {
+      row = (await snapshot(cluster)).workers.find((w) => w.url === victim.url);
+    }
+    expect(row!.state).toBe("unhealthy");
+    expect(row!.ejectedAt).toBeNumber();
+    expect(row!.lastCheckAt!).toBeGreaterThanOrEqual(row!.ejectedAt!);
+  });
+
+  test("is protected like /metrics: open by default, behind the key (Bearer or Basic password) with --protect-metrics", async () => {
+    await using open = await startCluster({ config: { apiKeysFromEnv: "dash-key" } });
+    expect((await fetch(`${open.url}/dashboard`)).status).toBe(200);
+    await using guarded = await startCluster({ config: { apiKeysFromEnv: "dash-key", protectMetrics: true } });
+    for (const path of ["/dashboard", "/dashboard/data", "/dashboard/events"]) {
+      const refused = await fetch(guarded.url + path);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Basic realm="disagg-proxy dashboard", charset="UTF-8"');
+    }
+    expect((await fetch(`${guarded.url}/dashboard`, basic("wrong"))).status).toBe(401);
+    expect((await fetch(`${guarded.url}/dashboard`, basic("dash-key"))).status).toBe(200);
+    expect((await snapshot(guarded, { headers: { authorization: "Bearer dash-key" } })).workers.length).toBe(2);
+    // A key in the URL opens nothing.
+    expect((await fetch(`${guarded.url}/dashboard?key=dash-key`)).status).toBe(401);
+    // Basic credentials open the dashboard only, not the API or the metrics.
+    expect((await fetch(`${guarded.url}/metrics`, basic("dash-key"))).status).toBe(401);
+  });
+
+  test("--no-dashboard turns it off", async () => {
+    await using cluster = await startCluster({ config: { dashboard: false } });
+    for (const path of ["/dashboard", "/dashboard/data", "/dashboard/events"]) expect((await fetch(cluster.url + path)).status).toBe(404);
+    expect(cluster.proxy.app.dashboard).toBeUndefined();
+  });
+});
