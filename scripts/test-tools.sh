@@ -2,7 +2,8 @@
 # Tools the tests run for real, installed from Debian's packages when missing: etcd (discovery
 # tests), systemd-analyze (the unit file check), openssl (TLS certificates for the TLS tests),
 # qemu-user with arm64's C library (the release check runs the linux-arm64 binary under
-# qemu-aarch64), shellcheck (deploy/install.sh) and curl (the README's install lines).
+# qemu-aarch64), shellcheck (deploy/install.sh), curl (the README's install lines) and chromium
+# (the dashboard's browser test drives it headless over the DevTools protocol).
 set -euo pipefail
 missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
@@ -12,6 +13,7 @@ command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
 command -v shellcheck >/dev/null || missing+=(shellcheck)
 command -v curl >/dev/null || missing+=(curl)
+command -v chromium >/dev/null || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "The tests need: ${missing[*]} (Debian packages). Install them, e.g. sudo apt-get install -y ${missing[*]}" >&2

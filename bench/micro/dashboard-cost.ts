@@ -1,0 +1,100 @@
+/**
+ * What the dashboard's data collection costs per request, and that its memory stays flat with
+ * uptime. Run: `npx bun bench/micro/dashboard-cost.ts`.
+ *
+ * Per request it replays what a streamed, disaggregated request reports to the recorder: a
+ * context attempt and completion, a generation attempt and completion, a stream opened and
+ * closed, the end (one in 20 failed). The cost is measured two ways: the recorder's calls alone,
+ * and the same request's hooks with the dashboard on minus with it off (the fan-out included).
+ * The clock is simulated (one request per millisecond of "uptime", a tick per simulated second),
+ * so the memory part covers hours of uptime in seconds.
+ */
+
+import { DashboardRecorder, type DashboardSource } from "../../src/dashboard/recorder.ts";
+import { createMetrics } from "../../src/observability/metrics.ts";
+import { metricsHooks, type FailedOn } from "../../src/server/metrics-hooks.ts";
+import type { EndedRequest } from "../../src/observability/traffic-observer.ts";
+
+const WORKERS = 8;
+const clock = { now: Date.UTC(2026, 0, 1) };
+const source: DashboardSource = {
+  version: "bench",
+  inFlight: () => 0,
+  draining: () => false,
+  admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),
+  workers: () =>
+    Array.from({ length: WORKERS }, (_, i) => ({ role: i % 2 === 0 ? ("context" as const) : ("generation" as const), url: `http://w${i}:8000`, ready: true, inFlight: 0, version: undefined })),
+  discovery: () => ({ source: "static" }),
+};
+const recorder = new DashboardRecorder(source, () => clock.now);
+const metrics = createMetrics({ workers: () => [] });
+const ok: EndedRequest = { route: "/v1/chat/completions", outcome: "ok", status: 200, disaggRequestId: 1n, worker: "http://w1:8000", message: undefined, ttftMs: 120, durationMs: 900 };
+const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, message: "The generation worker answered 500" };
+
+function oneRequest(i: number, withDashboard: boolean): void {
+  clock.now += 1;
+  if (clock.now % 1000 === 0) recorder.tick();
+  const ctxWorker = `http://w${(i % (WORKERS / 2)) * 2}:8000`;
+  const genWorker = `http://w${(i % (WORKERS / 2)) * 2 + 1}:8000`;
+  const failedOn: FailedOn | undefined = withDashboard ? { worker: undefined } : undefined;
+  const hooks = metricsHooks(metrics, "/v1/chat/completions", withDashboard ? recorder : undefined, failedOn);
+  hooks.legAttempt("context", ctxWorker);
+  hooks.legCompleted("context", 0.1, 0.1, ctxWorker);
+  hooks.legAttempt("generation", genWorker);
+  hooks.streamOpened();
+  hooks.legCompleted("generation", 0.02, 0.8, genWorker);
+  hooks.streamClosed();
+  if (withDashboard) recorder.requestEnded(i % 20 === 0 ? failed : ok);
+}
+
+function recorderOnly(i: number): void {
+  clock.now += 1;
+  if (clock.now % 1000 === 0) recorder.tick();
+  const ctxWorker = `http://w${(i % (WORKERS / 2)) * 2}:8000`;
+  const genWorker = `http://w${(i % (WORKERS / 2)) * 2 + 1}:8000`;
+  recorder.legAttempt("context", ctxWorker);
+  recorder.legCompleted("context", ctxWorker, 0.1, 0.1);
+  recorder.legAttempt("generation", genWorker);
+  recorder.streamOpened();
+  recorder.legCompleted("generation", genWorker, 0.02, 0.8);
+  recorder.streamClosed();
+  recorder.requestEnded(i % 20 === 0 ? failed : ok);
+}
+
+function nsPerRequest(run: (i: number) => void, n: number): number {
+  for (let i = 0; i < 50_000; i++) run(i);
+  const start = Bun.nanoseconds();
+  for (let i = 0; i < n; i++) run(i);
+  return (Bun.nanoseconds() - start) / n;
+}
+
+function heapMiB(): number {
+  Bun.gc(true);
+  return process.memoryUsage().heapUsed / 2 ** 20;
+}
+
+const N = 2_000_000;
+const rounds = 5;
+const alone: number[] = [];
+const delta: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  alone.push(nsPerRequest(recorderOnly, N));
+  // On and off interleaved, so machine load hits both alike.
+  const on = nsPerRequest((i) => oneRequest(i, true), N);
+  const off = nsPerRequest((i) => oneRequest(i, false), N);
+  delta.push(on - off);
+}
+const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
+console.log(`recorder calls per request (median of ${rounds}):   ${median(alone).toFixed(0)} ns`);
+console.log(`hooks, dashboard on minus off (median of ${rounds}): ${median(delta).toFixed(0)} ns`);
+
+// Memory with uptime: simulated hours at 1000 requests per simulated second.
+const before = heapMiB();
+const hours: string[] = [];
+for (let hour = 1; hour <= 6; hour++) {
+  for (let i = 0; i < 3600 * 1000; i++) recorderOnly(i);
+  const snapshot = JSON.stringify(recorder.snapshot());
+  hours.push(`${hour} h: heap ${heapMiB().toFixed(2)} MiB, snapshot ${(snapshot.length / 1024).toFixed(1)} KiB`);
+}
+console.log(`heap before: ${before.toFixed(2)} MiB`);
+for (const line of hours) console.log(line);
