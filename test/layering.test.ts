@@ -84,8 +84,8 @@ describe("layering (docs/architecture.md)", () => {
   test("the table names every folder and top-level file of src/, and the check sees imports", () => {
     const units = new Set(files.map(unitOf));
     const named = new Set([...table.rank.keys(), ...table.apart.keys()]);
-    expect([...units].filter((unit) => !named.has(unit)).sort()).toEqual([]);
-    expect([...named].filter((unit) => !units.has(unit)).sort()).toEqual([]);
+    expect([...units].filter((unit) => !named.has(unit)).toSorted()).toEqual([]);
+    expect([...named].filter((unit) => !units.has(unit)).toSorted()).toEqual([]);
     // Guards the parser itself: a type-only import, a re-export and a dynamic import are seen.
     const kinds = edges.map(({ from, to }) => `${show(from)} -> ${show(to)}`);
     expect(kinds).toContain("src/routes/deps.ts -> src/request/context.ts");
