@@ -54,9 +54,9 @@ describe("the dashboard in headless Chromium", () => {
         config: { contextRouter: "round_robin", healthCheckIntervalMs: 100, healthCheckFailures: 2 },
       });
       // Traffic: four lanes of streamed and plain requests, and now and then a bad one.
-      let traffic = true;
+      const traffic = new AbortController();
       const lane = async (n: number): Promise<void> => {
-        for (let i = 0; traffic; i++) {
+        for (let i = 0; !traffic.signal.aborted; i++) {
           const body = i % 7 === 3 ? { model: "m" } : chat(`lane ${n} request ${i}`, i % 2 === 0);
           await (await cluster.post("/v1/chat/completions", body)).text();
         }
@@ -84,7 +84,7 @@ describe("the dashboard in headless Chromium", () => {
       expect(drawn).toBeGreaterThan(1);
 
       // Quiet: the page's numbers, once it has the next snapshot, are the metrics' and /cluster_info's.
-      traffic = false;
+      traffic.abort();
       await Promise.all(lanes);
       await eventually(() => cluster.proxy.app.active.size === 0);
       const seen = await browser.evaluate<number>(page, `Number(document.body.dataset.updates)`);
