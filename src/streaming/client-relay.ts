@@ -1,5 +1,5 @@
 import { asProxyError, ProxyError } from "../errors.ts";
-import type { EarlyStreamRequest, Ending } from "./stream-request.ts";
+import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock } from "./stream-request.ts";
 
 type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
 /** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
@@ -34,9 +34,10 @@ export class ClientRelay {
   readonly #upstreamStarted: () => boolean;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #reader: Reader | undefined;
-  #timer: Timer | undefined;
-  #lastSentAt = performance.now();
-  #lastUpstreamAt = performance.now();
+  readonly #clock: StreamClock;
+  #cancelTimer: (() => void) | undefined;
+  #lastSentAt: number;
+  #lastUpstreamAt: number;
   #timeout: ProxyError | undefined;
   #closed = false;
 
@@ -44,6 +45,9 @@ export class ClientRelay {
     this.#request = request;
     this.#first = first;
     this.#upstreamStarted = upstreamStarted;
+    this.#clock = request.clock ?? RUNTIME_CLOCK;
+    this.#lastSentAt = this.#clock.now();
+    this.#lastUpstreamAt = this.#lastSentAt;
     const { promise, resolve } = Promise.withResolvers<Ending>();
     this.ended = promise;
     this.#settle = resolve;
@@ -85,7 +89,7 @@ export class ClientRelay {
       else this.#finish(tail);
       return true;
     }
-    this.#lastUpstreamAt = performance.now();
+    this.#lastUpstreamAt = this.#clock.now();
     ctx.markFirstToken();
     const out = dialect.push(read.value);
     if (out === undefined || out.byteLength === 0) return false;
@@ -98,7 +102,7 @@ export class ClientRelay {
     this.#controller?.enqueue(bytes);
     this.#request.ctx.markFirstByte();
     this.#request.ctx.sent(bytes.byteLength);
-    this.#lastSentAt = performance.now();
+    this.#lastSentAt = this.#clock.now();
   }
 
   #finish(tail: Uint8Array | undefined): void {
@@ -123,7 +127,7 @@ export class ClientRelay {
   #close(error: ProxyError | undefined): void {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     this.#request.ctx.hooks.streamClosed();
     try {
       this.#controller?.close();
@@ -136,7 +140,7 @@ export class ClientRelay {
   #clientGone(): void {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     this.#request.ctx.hooks.streamClosed();
     this.#settle({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
     this.#reader?.cancel().catch(() => {});
@@ -145,16 +149,16 @@ export class ClientRelay {
   /** One timer per stream, re-armed for whichever is due first: a keepalive or the silence bound. */
   #arm(): void {
     const { keepaliveIntervalMs, silenceTimeoutMs } = this.#request.timings;
-    const now = performance.now();
+    const now = this.#clock.now();
     // An interval of 0 turns keepalives off; the silence bound still holds.
     const keepaliveDue = keepaliveIntervalMs > 0 ? this.#lastSentAt + keepaliveIntervalMs - now : Number.POSITIVE_INFINITY;
     const silenceDue = this.#lastUpstreamAt + silenceTimeoutMs - now;
-    this.#timer = setTimeout(() => this.#tick(), Math.max(1, Math.min(keepaliveDue, silenceDue)));
+    this.#cancelTimer = this.#clock.setTimer(Math.max(1, Math.min(keepaliveDue, silenceDue)), () => this.#tick());
   }
 
   #tick(): void {
     if (this.#closed) return;
-    const now = performance.now();
+    const now = this.#clock.now();
     const { timings, dialect, ctx } = this.#request;
     if (!this.#upstreamStarted()) this.#lastUpstreamAt = now;
     if (now - this.#lastUpstreamAt >= timings.silenceTimeoutMs) {

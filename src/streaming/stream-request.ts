@@ -26,6 +26,21 @@ export interface Answer {
   readonly ended: Promise<Ending>;
 }
 
+/** Time for the relay's one timer: the runtime's, or a test's hand-moved clock. */
+export interface StreamClock {
+  now(): number;
+  /** Calls `fire` after `ms`; the returned function cancels it. */
+  setTimer(ms: number, fire: () => void): () => void;
+}
+
+export const RUNTIME_CLOCK: StreamClock = {
+  now: () => performance.now(),
+  setTimer(ms, fire) {
+    const timer = setTimeout(fire, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
 export interface EarlyStreamRequest {
   readonly ctx: RequestContext;
   /** The worker's stream (or one replayed for it), once the pipeline has it. */
@@ -35,4 +50,6 @@ export interface EarlyStreamRequest {
   readonly headers: () => Headers;
   /** A failure before the response opened, in the route's dialect (its HTTP status kept). */
   readonly errorResponse: (error: ProxyError) => Response;
+  /** Default: the runtime's clock. */
+  readonly clock?: StreamClock;
 }

@@ -1,0 +1,121 @@
+import { describe, expect, test } from "bun:test";
+import { ProxyError } from "../errors.ts";
+import { traceFrom } from "../observability/trace-context.ts";
+import { RequestContext } from "../request/context.ts";
+import type { DialectStream } from "./dialect.ts";
+import { respondWithStream } from "./early-stream.ts";
+import type { StreamClock } from "./stream-request.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A clock moved by hand: `advance` fires the timers that fall due, in order. */
+function manualClock(): StreamClock & { advance(ms: number): void } {
+  let now = 0;
+  let timers: { at: number; fire: () => void }[] = [];
+  return {
+    now: () => now,
+    setTimer(ms, fire) {
+      const timer = { at: now + ms, fire };
+      timers.push(timer);
+      return () => void (timers = timers.filter((t) => t !== timer));
+    },
+    advance(ms) {
+      const until = now + ms;
+      for (;;) {
+        const due = timers.filter((t) => t.at <= until).toSorted((a, b) => a.at - b.at)[0];
+        if (due === undefined) break;
+        timers = timers.filter((t) => t !== due);
+        now = due.at;
+        due.fire();
+      }
+      now = until;
+    },
+  };
+}
+
+/** Upper-cases the worker's bytes; opening, keepalive and failure are fixed words. */
+const dialect: DialectStream = {
+  opening: () => encoder.encode("OPEN;"),
+  push: (chunk) => encoder.encode(decoder.decode(chunk).toUpperCase()),
+  keepalive: () => encoder.encode("PING;"),
+  end: () => encoder.encode("END;"),
+  fail: (error) => encoder.encode(`FAIL ${error.code};`),
+  workerError: undefined,
+};
+
+function context(): RequestContext {
+  return new RequestContext({ disaggRequestId: 1n, route: "/r", stream: true, schedule: "context_first", trace: traceFrom(new Headers()), onEnd: () => {} });
+}
+
+/** A stream opened before the worker answered (start wait 0), on the manual clock. */
+async function opened(upstream: Promise<ReadableStream<Uint8Array>>) {
+  const clock = manualClock();
+  const ctx = context();
+  const timings = { startWaitMs: 0, keepaliveIntervalMs: 100, silenceTimeoutMs: 1000 };
+  const answer = await respondWithStream({
+    ctx,
+    upstream,
+    dialect,
+    timings,
+    clock,
+    headers: () => new Headers(),
+    errorResponse: (error) => new Response(error.message, { status: error.status }),
+  });
+  const reader = answer.response.body!.getReader();
+  const read = async (): Promise<string> => {
+    const next = await reader.read();
+    return next.done ? "<done>" : decoder.decode(next.value);
+  };
+  return { clock, ctx, answer, reader, read };
+}
+
+describe("the client relay, on an injected clock", () => {
+  test("opens at once, sends a keepalive on every keepalive interval of silence, then relays", async () => {
+    const worker = Promise.withResolvers<ReadableStream<Uint8Array>>();
+    const { clock, read, answer } = await opened(worker.promise);
+    expect(answer.response.status).toBe(200);
+    expect(await read()).toBe("OPEN;");
+    clock.advance(99);
+    clock.advance(1);
+    expect(await read()).toBe("PING;");
+    clock.advance(100);
+    expect(await read()).toBe("PING;");
+    worker.resolve(new Response("hello").body!);
+    expect(await read()).toBe("HELLO");
+    expect(await read()).toBe("END;");
+    expect(await read()).toBe("<done>");
+    expect(await answer.ended).toEqual({ status: 200, error: undefined });
+  });
+
+  test("the wait for the worker is not silence; its silence beyond the bound ends the stream in-band, once", async () => {
+    const upstream = Promise.withResolvers<ReadableStream<Uint8Array>>();
+    const { clock, read, answer, ctx } = await opened(upstream.promise);
+    expect(await read()).toBe("OPEN;");
+    // Before the worker's stream started, only keepalives go out, however long it takes.
+    clock.advance(5000);
+    expect(ctx.signal.aborted).toBe(false);
+    upstream.resolve(new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(encoder.encode("a")) }));
+    const before: string[] = [];
+    for (let text = await read(); text !== "A"; text = await read()) before.push(text);
+    expect(new Set(before)).toEqual(new Set(["PING;"]));
+    clock.advance(1000);
+    const after: string[] = [];
+    for (let text = await read(); text !== "<done>"; text = await read()) after.push(text);
+    expect(after.at(-1)).toBe("FAIL WORKER_TIMEOUT;");
+    expect(after.slice(0, -1).every((text) => text === "PING;")).toBe(true);
+    const ending = await answer.ended;
+    expect(ending.status).toBe(200);
+    expect(ending.error?.code).toBe("WORKER_TIMEOUT");
+    expect(ctx.signal.aborted).toBe(true);
+  });
+
+  test("a client that leaves ends the request with 499 and stops the timer", async () => {
+    const { clock, reader, read, answer } = await opened(new Promise(() => {}));
+    expect(await read()).toBe("OPEN;");
+    await reader.cancel();
+    const ending = await answer.ended;
+    expect(ending).toEqual({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
+    clock.advance(10_000);
+  });
+});
