@@ -7,6 +7,7 @@ export type ErrorCode =
   | "BAD_REQUEST"
   | "BODY_TOO_LARGE"
   | "BODY_TOO_SLOW"
+  | "BODY_TOO_DEEP"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "NOT_READY"
@@ -35,6 +36,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   BAD_REQUEST: "rejected",
   BODY_TOO_LARGE: "rejected",
   BODY_TOO_SLOW: "rejected",
+  BODY_TOO_DEEP: "rejected",
   NOT_FOUND: "rejected",
   METHOD_NOT_ALLOWED: "rejected",
   NOT_READY: "rejected",
@@ -88,6 +90,10 @@ export class ProxyError extends Error {
 
 export function badRequest(message: string): ProxyError {
   return new ProxyError("BAD_REQUEST", 400, message);
+}
+
+export function bodyTooLarge(maxBytes: number): ProxyError {
+  return new ProxyError("BODY_TOO_LARGE", 413, `Request body is larger than ${maxBytes} bytes`);
 }
 
 export function internalError(cause: unknown): ProxyError {

@@ -60,7 +60,7 @@ export function toAnthropicMessage(chat: JsonObject, ids: AnthropicIds): JsonObj
 }
 
 /** Anthropic's own error types for the statuses a client handles specially. */
-const SPECIFIC_TYPES: Readonly<Record<number, string>> = { 401: "authentication_error", 429: "rate_limit_error" };
+const SPECIFIC_TYPES: Readonly<Record<number, string>> = { 401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error" };
 
 /** `{"type":"error","error":{type, message}}`; the type follows the status class. */
 export function anthropicErrorBody(status: number, message: string): JsonObject {

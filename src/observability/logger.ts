@@ -13,9 +13,16 @@ const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 4
 
 type Sink = (line: string) => void;
 
-function describe(value: unknown): unknown {
+/** Causes followed this deep at most (a cycle or a long chain stays one bounded line). */
+const MAX_CAUSE_DEPTH = 4;
+
+function describe(value: unknown, depth = 0): unknown {
   if (typeof value === "bigint") return value.toString();
-  if (value instanceof Error) return { name: value.name, message: value.message };
+  if (value instanceof Error) {
+    // The stack and the cause are for the operator's log, never for a client's reply.
+    const cause = value.cause === undefined || depth >= MAX_CAUSE_DEPTH ? undefined : describe(value.cause, depth + 1);
+    return { name: value.name, message: value.message, stack: value.stack, cause };
+  }
   return value;
 }
 

@@ -1,9 +1,13 @@
-import { badRequest, ProxyError } from "../errors.ts";
+import { badRequest, bodyTooLarge, ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json-shape.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { withDeadline } from "../timers.ts";
 
 const decoder = new TextDecoder();
+
+/** A piece larger than this is scanned in slices with a turn of the event loop between them. */
+const SCAN_SLICE_BYTES = 1024 * 1024;
 
 export interface BodyLimits {
   /** Larger bodies get 413. */
@@ -11,13 +15,22 @@ export interface BodyLimits {
   /** A body arriving slower than this on average, once the grace period is over, is cut (408). */
   readonly minBytesPerSecond: number;
   readonly graceMs: number;
+  /** Nesting depth and value count (default JSON_SHAPE_LIMITS). */
+  readonly shape?: JsonShapeLimits;
 }
 
-/** Reads the client's JSON object body: bounded in size (413) and in slowness (408). */
+/**
+ * Reads the client's JSON object body: bounded in size (413), in slowness (408, whatever
+ * its framing), in nesting depth (400) and in values for its size (413), the last two
+ * checked on the bytes as they arrive, so a hostile body is refused before it is parsed.
+ */
 export async function readClientBody(request: Request, limits: BodyLimits): Promise<JsonObject> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > limits.maxBytes) throw tooLarge(limits.maxBytes);
-  const bytes = await readAtMost(request, limits);
+  const declared = declaredLength(request);
+  if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
+  const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
+  const bytes = await readBounded(request, limits, declared, guard);
+  const problem = guard.finish(bytes.length);
+  if (problem) throw shapeError(problem);
   let body: unknown;
   try {
     body = parseJson(decoder.decode(bytes));
@@ -28,29 +41,38 @@ export async function readClientBody(request: Request, limits: BodyLimits): Prom
   return body;
 }
 
-async function readAtMost(request: Request, limits: BodyLimits): Promise<Uint8Array> {
+function declaredLength(request: Request): number | undefined {
+  const header = request.headers.get("content-length");
+  if (header === null) return undefined;
+  const value = Number(header);
+  return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+async function readBounded(request: Request, limits: BodyLimits, declared: number | undefined, guard: JsonShapeGuard): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array();
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (Number.isInteger(declared) && declared >= 0) {
-    // A declared length is read whole, under one deadline (the runtime caps its size): cheaper
-    // than the chunk loop, which stays for bodies of unknown length (measured: −33 µs a request).
-    const whole = await withDeadline(request.bytes(), Math.max(limits.graceMs, (declared / limits.minBytesPerSecond) * 1000));
+  // A short declared body cannot be judged on its rate before the grace period ends anyway:
+  // read it whole under that one deadline (measured: 33 µs a request cheaper than the loop).
+  if (declared !== undefined && declared <= (limits.graceMs / 1000) * limits.minBytesPerSecond) {
+    const whole = await withDeadline(request.bytes(), limits.graceMs);
     if (whole === "late") throw tooSlow(limits.minBytesPerSecond);
+    await scan(guard, whole);
     return whole;
   }
+  // Anything longer is read piece by piece, its average rate judged at every wait, so that a
+  // declared length buys no time: a stalled body is cut however large its Content-Length.
   const reader = request.body.getReader();
   const started = performance.now();
   const parts: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
-      // The wait for the next piece ends when the average rate would fall below the floor.
       const due = Math.max(limits.graceMs, (size / limits.minBytesPerSecond) * 1000) - (performance.now() - started);
       const read = await withDeadline(reader.read(), due);
       if (read === "late") throw tooSlow(limits.minBytesPerSecond);
       if (read.done) break;
       size += read.value.byteLength;
-      if (size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      if (size > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
+      await scan(guard, read.value);
       parts.push(read.value);
     }
   } catch (error) {
@@ -60,8 +82,18 @@ async function readAtMost(request: Request, limits: BodyLimits): Promise<Uint8Ar
   return concatBytes(parts) ?? new Uint8Array();
 }
 
-function tooLarge(maxBytes: number): ProxyError {
-  return new ProxyError("BODY_TOO_LARGE", 413, `Request body is larger than ${maxBytes} bytes`);
+/** Feeds the guard, yielding between slices of a large piece so no client stalls the others. */
+async function scan(guard: JsonShapeGuard, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length; at += SCAN_SLICE_BYTES) {
+    if (at > 0) await Bun.sleep(0);
+    const problem = guard.feed(bytes.length <= SCAN_SLICE_BYTES ? bytes : bytes.subarray(at, at + SCAN_SLICE_BYTES));
+    if (problem) throw shapeError(problem);
+  }
+}
+
+function shapeError(problem: JsonShapeProblem): ProxyError {
+  if (problem.bound === "depth") return new ProxyError("BODY_TOO_DEEP", 400, `Request body is nested deeper than ${problem.limit} levels`);
+  return new ProxyError("BODY_TOO_LARGE", 413, `Request body has too many JSON values for its size (at most ${problem.limit})`);
 }
 
 function tooSlow(minBytesPerSecond: number): ProxyError {

@@ -41,6 +41,11 @@ export interface RouteDeps {
 /**
  * `keepOpen` lifts the server's idle timeout for this request: a route calls it once the
  * client's body is in, so a prefill may keep the request silent for minutes while a client
- * trickling its body (slowloris) is still cut.
+ * trickling its body (slowloris) is still cut. It returns the function that puts the idle
+ * bound back, which the route calls when its request ends: the runtime keeps a lifted
+ * timeout on the connection for every later idle keep-alive period (oven-sh/bun PR #33611,
+ * closed unmerged; measured on Bun 1.4.5), and only a call made before the response
+ * finishes takes effect.
  */
-export type Handler = (deps: RouteDeps, request: Request, keepOpen: () => void) => Response | Promise<Response>;
+export type KeepOpen = () => () => void;
+export type Handler = (deps: RouteDeps, request: Request, keepOpen: KeepOpen) => Response | Promise<Response>;

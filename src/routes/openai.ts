@@ -3,7 +3,7 @@ import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { readClientBody } from "./client-body.ts";
-import type { RouteDeps } from "./deps.ts";
+import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
@@ -20,14 +20,14 @@ const COMPLETIONS = dialectFor("completions");
 const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
-export async function completions(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+export async function completions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
   const body = await readClientBody(request, deps.bodyLimits);
   check(completionsRequest, body);
   return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect: COMPLETIONS });
 }
 
 /** POST /v1/chat/completions */
-export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
   const body = await readClientBody(request, deps.bodyLimits);
   check(chatRequest, body);
   if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {

@@ -10,7 +10,8 @@ import { respondWithStream } from "../streaming/early-stream.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId } from "./conversation.ts";
-import type { RouteDeps } from "./deps.ts";
+import type { KeepOpen, RouteDeps } from "./deps.ts";
+import { checkNumericBounds } from "./numeric-bounds.ts";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */
 export interface RouteDialect {
@@ -34,7 +35,7 @@ export interface ProxiedCall {
   readonly deps: RouteDeps;
   readonly request: Request;
   /** Lifts the server's idle timeout: the body is in, and the workers may be silent for long. */
-  readonly keepOpen: () => void;
+  readonly keepOpen: KeepOpen;
   readonly route: string;
   readonly api: ApiKind;
   readonly body: JsonObject;
@@ -49,15 +50,27 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
-  const { body, affinity } = takeAffinity(withConversationId(call.body, request.headers), deps.settings.internalAuthKey);
-  call.keepOpen();
+  checkNumericBounds(call.body);
+  const { body, affinity } = takeAffinity(withConversationId(withoutProxyFields(call.body), request.headers), deps.settings.internalAuthKey);
+  // Gone while its body was read (e.g. the runtime closed a pipelining connection): no work starts.
+  if (request.signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
+  const restoreIdle = call.keepOpen();
   const stream = body["stream"] === true;
   const ctx = await deps.startRequest(call.route, stream, request);
-  return withinRequest(ctx, request, (error) => dialect.errorResponse(error, engineHeaders(ctx)), () => {
+  // The idle bound goes back while the answer is still being written (later has no effect):
+  // before an error or JSON answer is returned, as a stream closes.
+  const renderError = (error: ProxyError): Response => {
+    restoreIdle();
+    return dialect.errorResponse(error, engineHeaders(ctx));
+  };
+  return withinRequest(ctx, request, renderError, async () => {
     call.prepare?.(ctx, body);
     const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
     const outcome = deps.runPipeline(ctx, { api: call.api, body, stream, routing, affinity });
-    return stream ? streamAnswer(call, ctx, body, outcome) : jsonAnswer(dialect, ctx, outcome);
+    if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
+    const answer = await jsonAnswer(dialect, ctx, outcome);
+    restoreIdle();
+    return answer;
   });
 }
 
@@ -99,7 +112,14 @@ function ending(error: ProxyError): Ending {
   return { status: error.status, error };
 }
 
-function streamAnswer(call: ProxiedCall, ctx: RequestContext, body: JsonObject, outcome: Promise<PipelineOutcome>): Promise<Answer> {
+function streamAnswer(
+  call: ProxiedCall,
+  ctx: RequestContext,
+  body: JsonObject,
+  outcome: Promise<PipelineOutcome>,
+  renderError: (error: ProxyError) => Response,
+  beforeClose: () => void,
+): Promise<Answer> {
   const { deps, dialect } = call;
   const maxEventBytes = deps.settings.maxSseEventBytes;
   const opened = dialect.openStream(body, maxEventBytes);
@@ -114,7 +134,8 @@ function streamAnswer(call: ProxiedCall, ctx: RequestContext, body: JsonObject, 
     dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
     timings: opened.opensEarly ? deps.timings : { ...deps.timings, startWaitMs: Number.POSITIVE_INFINITY },
     headers: () => streamHeaders(engineHeaders(ctx)),
-    errorResponse: (error) => dialect.errorResponse(error, engineHeaders(ctx)),
+    errorResponse: renderError,
+    beforeClose,
   });
 }
 
@@ -132,6 +153,22 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
   headers.set("content-type", "application/json");
   if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
   return { response: new Response(bytes, { status: 200, headers }), ended: Promise.resolve({ status: 200, error: undefined }) };
+}
+
+/**
+ * Fields only the proxy may set, dropped from the client's body. `prompt_token_ids_b64` is
+ * the context answer's token ids relayed to the generation worker, "Not for clients" in
+ * trtllm-serve's ChatCompletionRequest (tensorrt_llm/serve/openai_protocol.py): a forged one
+ * would make the generation worker decode tokens the context worker never saw.
+ * `disaggregated_params` (with its `ctx_usage`, `ctx_info_endpoint`, opaque state) is
+ * replaced on every leg; dropping it here keeps every path, including a generation worker
+ * serving alone, from ever seeing the client's. Client `prompt_token_ids` and
+ * `conversation_params` are accepted by trtllm-serve from clients and pass through.
+ */
+function withoutProxyFields(body: JsonObject): JsonObject {
+  if (body["prompt_token_ids_b64"] === undefined && body["disaggregated_params"] === undefined) return body;
+  const { prompt_token_ids_b64: _tokens, disaggregated_params: _params, ...rest } = body;
+  return rest;
 }
 
 function engineHeaders(ctx: RequestContext): Headers {

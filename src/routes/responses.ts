@@ -5,7 +5,7 @@ import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
 import { readClientBody } from "./client-body.ts";
-import type { RouteDeps } from "./deps.ts";
+import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
@@ -29,7 +29,7 @@ const dialect: RouteDialect = {
  * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
  * is forced off and a request that continues a stored response is refused.
  */
-export async function responses(deps: RouteDeps, request: Request, keepOpen: () => void): Promise<Response> {
+export async function responses(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
   const body = await readClientBody(request, deps.bodyLimits);
   check(responsesRequest, body);
   const previous = body["previous_response_id"];

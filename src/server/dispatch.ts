@@ -1,6 +1,6 @@
-import { asProxyError, ProxyError } from "../errors.ts";
+import { asProxyError, bodyTooLarge, ProxyError } from "../errors.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
-import type { Handler } from "../routes/deps.ts";
+import type { Handler, KeepOpen } from "../routes/deps.ts";
 import type { App } from "./app.ts";
 
 export interface RouteEntry {
@@ -19,7 +19,7 @@ export type RouteTable = Readonly<Record<string, RouteEntry>>;
 
 export interface Dispatch {
   /** Answers a request; never throws. */
-  handle(request: Request, keepOpen: () => void): Promise<Response>;
+  handle(request: Request, keepOpen: KeepOpen): Promise<Response>;
 }
 
 export function createDispatch(app: App, routes: RouteTable): Dispatch {
@@ -28,12 +28,17 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
       const path = pathOf(request);
       const entry = routes[path];
       const handler = entry?.methods[request.method];
+      let restoreIdle: (() => void) | undefined;
+      const liftIdle = (): (() => void) => (restoreIdle ??= keepOpen());
       try {
         if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
         if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
+        // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
+        if (declaredLength(request) > app.bodyLimits.maxBytes) throw bodyTooLarge(app.bodyLimits.maxBytes);
         if (!authorised(app, entry, request)) throw new ProxyError("UNAUTHORIZED", 401, "Invalid or missing API key");
-        return await handler(app, request, keepOpen);
+        return await handler(app, request, liftIdle);
       } catch (thrown) {
+        restoreIdle?.();
         const error = asProxyError(thrown);
         // Unknown paths share one label: a label per scanned URL would grow without bound.
         app.ends.rejected(entry ? path : "unmatched", path, error, thrown);
@@ -50,9 +55,20 @@ function authorised(app: App, entry: RouteEntry, request: Request): boolean {
   return keys.allows(request.headers) || (entry.access === "dashboard" && keys.allowsBasic(request.headers));
 }
 
+function declaredLength(request: Request): number {
+  const header = request.headers.get("content-length");
+  return header === null ? 0 : Number(header);
+}
+
+/**
+ * The path without the query. The runtime builds `request.url` from the Host header, and
+ * without one (HTTP/1.0, or an empty Host) it is the bare request target: "/a/b", not
+ * "http://host/a/b" — so the path starts at the first "/" after the scheme's "//" if any.
+ */
 function pathOf(request: Request): string {
   const url = request.url;
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
   const end = url.indexOf("?", start);
-  return start < 0 ? "/" : url.slice(start, end < 0 ? undefined : end);
+  return url.slice(start, end < 0 ? undefined : end);
 }

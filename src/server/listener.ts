@@ -6,6 +6,9 @@ import type { Dispatch } from "./dispatch.ts";
 /** Idle bound for requests that do not stream or wait on a worker (slowloris guard). */
 const IDLE_TIMEOUT_S = 30;
 
+/** Far above any accepted body; the routes' own bound (--max-body-bytes) is what refuses. */
+const RUNTIME_BODY_CAP_BYTES = 1024 ** 3;
+
 export interface ListenerOptions {
   /** Overrides the idle bound (tests shorten it to prove slow routes are exempt). */
   readonly idleTimeoutS?: number;
@@ -47,6 +50,7 @@ export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, lo
 }
 
 function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
+  const idleTimeoutS = options.idleTimeoutS ?? config.serverKeepAliveTimeoutS ?? IDLE_TIMEOUT_S;
   return Bun.serve({
     hostname: config.host,
     port,
@@ -54,10 +58,16 @@ function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Lo
     reusePort: config.tlsCertFile !== undefined,
     ...tlsOptions(config),
     development: false,
-    idleTimeout: options.idleTimeoutS ?? config.serverKeepAliveTimeoutS ?? IDLE_TIMEOUT_S,
-    maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
+    idleTimeout: idleTimeoutS,
+    // The runtime's own cap answers an empty 413 before any handler runs: keep it far above
+    // --max-body-bytes so that the routes refuse (JSON in their dialect, logged, counted)
+    // and close the connection instead of reading the rest.
+    maxRequestBodySize: Math.max(config.maxBodyBytes * 4, RUNTIME_BODY_CAP_BYTES),
     fetch(request, server) {
-      return dispatch.handle(request, () => server.timeout(request, 0));
+      return dispatch.handle(request, () => {
+        server.timeout(request, 0);
+        return () => server.timeout(request, idleTimeoutS);
+      });
     },
     error(error) {
       logger.error("unhandled server error", { error });

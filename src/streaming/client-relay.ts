@@ -129,6 +129,7 @@ export class ClientRelay {
     this.#closed = true;
     this.#cancelTimer?.();
     this.#request.ctx.hooks.streamClosed();
+    this.#request.beforeClose?.();
     try {
       this.#controller?.close();
     } catch {

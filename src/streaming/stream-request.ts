@@ -52,4 +52,6 @@ export interface EarlyStreamRequest {
   readonly errorResponse: (error: ProxyError) => Response;
   /** Default: the runtime's clock. */
   readonly clock?: StreamClock;
+  /** Runs as the stream closes, while the response is still being written (idle timeout restore). */
+  readonly beforeClose?: () => void;
 }

@@ -1,0 +1,51 @@
+import { describe, expect, test } from "bun:test";
+import { array, assert, nat, property } from "fast-check";
+import { JsonShapeGuard, type JsonShapeLimits } from "./json-shape.ts";
+
+const limits: JsonShapeLimits = { maxDepth: 4, minValues: 10, bytesPerValue: 1000 };
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+function check(text: string, cuts: readonly number[] = []): ReturnType<JsonShapeGuard["feed"]> {
+  const all = bytes(text);
+  const guard = new JsonShapeGuard(limits, all.length);
+  let at = 0;
+  for (const cut of cuts.toSorted((a, b) => a - b)) {
+    const problem = guard.feed(all.subarray(at, Math.max(at, Math.min(cut, all.length))));
+    if (problem) return problem;
+    at = Math.max(at, Math.min(cut, all.length));
+  }
+  return guard.feed(all.subarray(at)) ?? guard.finish(all.length);
+}
+
+describe("JsonShapeGuard", () => {
+  test("nesting up to the bound passes and one level more is refused", () => {
+    expect(check("[[[[1]]]]")).toBeUndefined();
+    expect(check("[[[[[1]]]]]")).toEqual({ bound: "depth", limit: 4 });
+    expect(check('{"a":{"b":{"c":{"d":{}}}}}')).toEqual({ bound: "depth", limit: 4 });
+  });
+
+  test("brackets, quotes and escapes inside strings are not structure", () => {
+    expect(check('{"a":"[[[[[[[[{{{{{{\\"[[[[[[\\\\"}')).toBeUndefined();
+    expect(check('["\\\\",[[[[1]]]]]')).toEqual({ bound: "depth", limit: 4 });
+  });
+
+  test("keys and strings count 1, numbers and literals 1/16", () => {
+    expect(check(`[${Array.from({ length: 9 }, () => '"s"').join(",")}]`)).toBeUndefined();
+    expect(check(`[${Array.from({ length: 10 }, () => '"s"').join(",")}]`)).toEqual({ bound: "values", limit: 10 });
+    expect(check(`[${Array.from({ length: 140 }, (_, i) => (i % 2 ? "true" : "-12.5e3")).join(",")}]`)).toBeUndefined();
+    expect(check(`{${Array.from({ length: 10 }, (_, i) => `"k${i}":null`).join(",")}}`)).toEqual({ bound: "values", limit: 10 });
+  });
+
+  test("the value bound grows with the body's size", () => {
+    const guard = new JsonShapeGuard({ maxDepth: 4, minValues: 2, bytesPerValue: 4 }, 1000);
+    expect(guard.feed(bytes('["a","b","c"]'))).toBeUndefined();
+    expect(guard.finish(13)).toEqual({ bound: "values", limit: 3 });
+  });
+
+  test("the verdict does not depend on how the body is split", () => {
+    const body = '{"m":"x\\"]","l":[[1,"[",{"k":"\\\\"}],[[[true]]]],"n":null}';
+    const whole = check(body);
+    assert(property(array(nat(body.length), { maxLength: 12 }), (cuts) => expect(check(body, cuts)).toEqual(whole)));
+    expect(whole).toEqual({ bound: "values", limit: 10 });
+  });
+});
