@@ -27,6 +27,16 @@ export function runnerFor(target: Target): string[] {
   return ["qemu-x86_64", "-L", "/usr/x86_64-linux-gnu"];
 }
 
+/**
+ * The environment to run it in. Without BUN_CONFIG_MAX_HTTP_REQUESTS, `serve` and `demo`
+ * re-execute themselves with it set (src/http-capacity.ts); under qemu-user that execve hands a
+ * foreign binary to the host kernel, which refuses it (ENOEXEC) unless binfmt_misc is set up.
+ * So emulated runs get the variable as the systemd unit sets it; native runs go without it.
+ */
+export function environmentFor(target: Target): Record<string, string | undefined> {
+  return target === hostTarget() ? process.env : { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" };
+}
+
 export interface Check {
   readonly name: string;
   run(): Promise<void> | void;
@@ -69,7 +79,7 @@ export function extractTarball(tarball: string, target: Target): string {
 }
 
 export function checkVersion(command: readonly string[], target: Target, commit: string): void {
-  const run = Bun.spawnSync([...command, "--version"], { stdout: "pipe", stderr: "pipe" });
+  const run = Bun.spawnSync([...command, "--version"], { stdout: "pipe", stderr: "pipe", env: environmentFor(target) });
   const expected = versionLine({ version: pkg.version, commit, bun: Bun.version, target });
   const printed = run.stdout.toString().trim();
   if (run.exitCode !== 0 || printed !== expected) {
@@ -80,8 +90,8 @@ export function checkVersion(command: readonly string[], target: Target, commit:
 type Demo = Bun.Subprocess<"ignore", "pipe", "pipe">;
 
 /** `demo --port 0`, its proxy URL read from the banner; rejects if it exits first. */
-async function startDemo(command: readonly string[]): Promise<{ demo: Demo; url: string }> {
-  const demo = Bun.spawn([...command, "demo", "--port", "0"], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+async function startDemo(command: readonly string[], env: Record<string, string | undefined>): Promise<{ demo: Demo; url: string }> {
+  const demo = Bun.spawn([...command, "demo", "--port", "0"], { stdin: "ignore", stdout: "pipe", stderr: "pipe", env });
   const reader = demo.stdout.getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -98,8 +108,8 @@ async function startDemo(command: readonly string[]): Promise<{ demo: Demo; url:
   }
 }
 
-export async function checkDemo(command: readonly string[]): Promise<void> {
-  const { demo, url } = await startDemo(command);
+export async function checkDemo(command: readonly string[], env: Record<string, string | undefined>): Promise<void> {
+  const { demo, url } = await startDemo(command, env);
   try {
     const ask = (stream: boolean): Promise<Response> =>
       fetch(`${url}/v1/chat/completions`, {
@@ -164,7 +174,7 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
     checks.push(
       { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target)) },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
-      { name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`, run: () => checkDemo(command()) },
+      { name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`, run: () => checkDemo(command(), environmentFor(target)) },
       { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy.service"), binary()) },
     );
   }

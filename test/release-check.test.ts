@@ -1,0 +1,64 @@
+/**
+ * The release check's parts (scripts/release/check.ts), on a release made for this machine:
+ * each passes on a good artifact and fails on a bad one. `npm run release:check` runs them on
+ * both targets (arm64 under qemu-user) from .ci/run.
+ */
+
+import { beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { sourceCommit } from "../scripts/build.ts";
+import { checkDemo, checkSums, checkUnit, checkVersion, environmentFor, extractTarball, runnerFor } from "../scripts/release/check.ts";
+import { hostRelease, type HostRelease } from "./support/release.ts";
+
+let release: HostRelease;
+let extracted: string;
+
+beforeAll(async () => {
+  release = await hostRelease();
+  extracted = extractTarball(release.tarball, release.target);
+}, 180_000);
+
+describe("the release check", () => {
+  test("this machine's binary runs natively", () => {
+    expect(runnerFor(release.target)).toEqual([]);
+    expect(runnerFor(release.target === "bun-linux-x64" ? "bun-linux-arm64" : "bun-linux-x64")[0]).toStartWith("qemu-");
+  });
+
+  test("accepts the checksums, and refuses a file changed after they were written", () => {
+    expect(() => checkSums(release.dir, [release.target])).not.toThrow();
+    const copy = mkdtempSync(join(tmpdir(), "disagg-proxy-sums-"));
+    for (const name of ["SHA256SUMS", "install.sh", basename(release.tarball)]) copyFileSync(join(release.dir, name), join(copy, name));
+    writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
+    expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
+    expect(() => checkSums(release.dir, ["bun-linux-x64", "bun-linux-arm64"])).toThrow("SHA256SUMS lists");
+  });
+
+  test("--version must name this commit and target", () => {
+    const binary = join(extracted, "disagg-proxy");
+    expect(() => checkVersion([binary], release.target, sourceCommit())).not.toThrow();
+    expect(() => checkVersion([binary], release.target, "0123456789ab")).toThrow("--version exited 0 printing");
+  });
+
+  test("the binary's demo serves a streamed and a non-streamed chat request and exits 0 on SIGTERM", async () => {
+    await checkDemo([join(extracted, "disagg-proxy")], environmentFor(release.target));
+  }, 60_000);
+
+  test("the demo check fails when the command cannot start a demo", async () => {
+    const outcome = await checkDemo(["false"], process.env).then(
+      () => "resolved",
+      (reason: unknown) => (reason instanceof Error ? reason.message : String(reason)),
+    );
+    expect(outcome).toStartWith("demo exited before printing its URL");
+  });
+
+  test("the tarball's unit verifies; a misspelt key in it does not", () => {
+    const unit = join(extracted, "disagg-proxy.service");
+    const binary = join(extracted, "disagg-proxy");
+    expect(() => checkUnit(unit, binary)).not.toThrow();
+    const bad = join(mkdtempSync(join(tmpdir(), "disagg-proxy-bad-unit-")), "disagg-proxy.service");
+    writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
+    expect(() => checkUnit(bad, binary)).toThrow("Unknown key 'ProtectSytem'");
+  });
+});
