@@ -37,6 +37,9 @@ function verifyUnit(root: string, prefix = "/usr/local"): { code: number; out: s
   return { code: result.code, out: (result.out + result.err).trim() };
 }
 
+/** Each case unpacks and copies a ~110 MB binary: seconds on a loaded 2-core machine. */
+const SLOW = 60_000;
+
 describe("deploy/install.sh", () => {
   test("installs the binary, the unit, the config and the docs under DESTDIR; the unit verifies and the next command is printed", () => {
     const root = tempRoot();
@@ -52,7 +55,7 @@ describe("deploy/install.sh", () => {
     expect(verifyUnit(root)).toEqual({ code: 0, out: "" });
     expect(result.out).toContain(`${release.tarball.split("/").at(-1)}: checksum OK`);
     expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy");
-  });
+  }, SLOW);
 
   test("running it again keeps an edited config, replaces the binary and changes nothing else", () => {
     const root = tempRoot();
@@ -68,7 +71,7 @@ describe("deploy/install.sh", () => {
     expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"))).toEqual(before);
     expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).code).toBe(0);
     expect(existsSync(join(root, "usr/local/bin/.disagg-proxy.new"))).toBe(false);
-  });
+  }, SLOW);
 
   test("--prefix moves the binary and the unit's ExecStart follows it; DESTDIR from the environment works too", () => {
     const root = tempRoot();
@@ -77,14 +80,14 @@ describe("deploy/install.sh", () => {
     const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
     expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml\n");
     expect(verifyUnit(root, "/opt/disagg-proxy")).toEqual({ code: 0, out: "" });
-  });
+  }, SLOW);
 
   test("without a tarball argument it installs the one beside it for this machine's architecture", () => {
     const root = tempRoot();
     const result = install(["--destdir", root]);
     expect(result.code).toBe(0);
     expect(result.out).toContain(`disagg-proxy-${pkg.version}-linux-${process.arch}.tar.gz: checksum OK`);
-  });
+  }, SLOW);
 
   test("a tarball that does not match SHA256SUMS, or is not listed there, installs nothing", () => {
     const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-tampered-"));
@@ -101,19 +104,19 @@ describe("deploy/install.sh", () => {
     expect(install(["--destdir", root, join(dir, name)]).err).toContain(`${name} is not listed in`);
     expect(existsSync(join(root, "usr"))).toBe(false);
     expect(existsSync(join(root, "etc"))).toBe(false);
-  });
+  }, SLOW);
 
   test("a relative or odd --prefix and an unknown option are refused with a message", () => {
     expect(install(["--prefix", "usr/local", release.tarball]).err).toContain("--prefix must be an absolute path");
     expect(install(["--prefix", "/opt/a b", release.tarball]).err).toContain("--prefix may hold only");
     expect(install(["--force"])).toMatchObject({ code: 1, err: "install.sh: unknown option --force (see --help)\n" });
     expect(install(["--help"]).out).toContain("sudo sh install.sh [--prefix DIR] [--destdir DIR]");
-  });
+  }, SLOW);
 
   test("shellcheck finds nothing in it as a POSIX sh script", () => {
     if (Bun.which("shellcheck") === null) throw new Error("shellcheck is missing: scripts/test-tools.sh installs Debian's shellcheck");
     expect(run(["shellcheck", "--shell=sh", "--severity=style", join(ROOT, "deploy/install.sh")])).toEqual({ code: 0, out: "", err: "" });
-  });
+  }, SLOW);
 
   test("the example config it installs is a TensorRT-LLM config the proxy reads without a warning", () => {
     const command = parseCommandLine(["serve", "-c", join(ROOT, "deploy/disagg_config.yaml")]);
@@ -123,5 +126,5 @@ describe("deploy/install.sh", () => {
     expect(command.config.port).toBe(8000);
     expect(command.config.contextServers).toEqual(["http://localhost:8001"]);
     expect(command.config.generationServers).toEqual(["http://localhost:8002"]);
-  });
+  }, SLOW);
 });

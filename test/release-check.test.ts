@@ -20,11 +20,14 @@ beforeAll(async () => {
   extracted = extractTarball(release.tarball, release.target);
 }, 180_000);
 
+/** Each case unpacks and copies a ~110 MB binary: seconds on a loaded 2-core machine. */
+const SLOW = 60_000;
+
 describe("the release check", () => {
   test("this machine's binary runs natively", () => {
     expect(runnerFor(release.target)).toEqual([]);
     expect(runnerFor(release.target === "bun-linux-x64" ? "bun-linux-arm64" : "bun-linux-x64")[0]).toStartWith("qemu-");
-  });
+  }, SLOW);
 
   test("accepts the checksums, and refuses a file changed after they were written", () => {
     expect(() => checkSums(release.dir, [release.target])).not.toThrow();
@@ -33,17 +36,17 @@ describe("the release check", () => {
     writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
     expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
     expect(() => checkSums(release.dir, ["bun-linux-x64", "bun-linux-arm64"])).toThrow("SHA256SUMS lists");
-  });
+  }, SLOW);
 
   test("--version must name this commit and target", () => {
     const binary = join(extracted, "disagg-proxy");
     expect(() => checkVersion([binary], release.target, sourceCommit())).not.toThrow();
     expect(() => checkVersion([binary], release.target, "0123456789ab")).toThrow("--version exited 0 printing");
-  });
+  }, SLOW);
 
   test("the binary's demo serves a streamed and a non-streamed chat request and exits 0 on SIGTERM", async () => {
     await checkDemo([join(extracted, "disagg-proxy")], environmentFor(release.target));
-  }, 60_000);
+  }, SLOW);
 
   test("the demo check fails when the command cannot start a demo", async () => {
     const outcome = await checkDemo(["false"], process.env).then(
@@ -51,7 +54,7 @@ describe("the release check", () => {
       (reason: unknown) => (reason instanceof Error ? reason.message : String(reason)),
     );
     expect(outcome).toStartWith("demo exited before printing its URL");
-  });
+  }, SLOW);
 
   test("the tarball's unit verifies; a misspelt key in it does not", () => {
     const unit = join(extracted, "disagg-proxy.service");
@@ -60,5 +63,5 @@ describe("the release check", () => {
     const bad = join(mkdtempSync(join(tmpdir(), "disagg-proxy-bad-unit-")), "disagg-proxy.service");
     writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
     expect(() => checkUnit(bad, binary)).toThrow("Unknown key 'ProtectSytem'");
-  });
+  }, SLOW);
 });
