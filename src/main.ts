@@ -2,7 +2,7 @@ import { versionLine } from "./build-info.ts";
 import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import type { ProxyConfig } from "./config/types.ts";
-import { claimNodeId, etcdRegistrar } from "./discovery/index.ts";
+import { claimNodeId, etcdRegistrar, httpRegistrar } from "./discovery/index.ts";
 import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
@@ -95,7 +95,7 @@ async function listenOrExit(config: ProxyConfig, logger: Logger): Promise<Runnin
 
 /** Replicas sharing a cluster each claim a distinct node id in etcd, so their ids never collide. */
 async function claimedNodeId(config: ProxyConfig, logger: Logger): Promise<{ nodeId: number; release(): Promise<void> } | undefined> {
-  if (!config.claimNodeId || config.discovery?.kind !== "cluster") return undefined;
+  if (!config.claimNodeId || config.discovery?.kind !== "cluster" || config.discovery.storage !== "etcd") return undefined;
   const { endpoint, clusterName, leaseTtlMs } = config.discovery;
   return claimNodeId({ endpoint, clusterName, ttlMs: leaseTtlMs, logger });
 }
@@ -119,9 +119,9 @@ async function runWorker(command: Extract<Command, { kind: "worker" }>): Promise
   const options = emulatorOptions(command.role, command.flags);
   const settings = command.register;
   if (settings !== undefined) {
-    // Registration is the proxy's etcd client, handed to the emulator; its lines go to stderr.
+    // Registration is the proxy's etcd or cluster storage client, handed to the emulator; its lines go to stderr.
     const logger = createLogger("warn", (line) => process.stderr.write(line));
-    options.register = etcdRegistrar({ ...settings, logger });
+    options.register = settings.storage === "http" ? httpRegistrar({ ...settings, uri: settings.endpoint, logger }) : etcdRegistrar({ ...settings, logger });
   }
   const worker = startEmulatedWorker(options);
   process.stdout.write(`${worker.url}\n`);

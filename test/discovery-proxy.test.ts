@@ -26,7 +26,7 @@ function discoveredCluster(clusterName: string): ReturnType<typeof startCluster>
     contexts: [],
     generations: [],
     config: {
-      discovery: { kind: "cluster", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+      discovery: { kind: "cluster", storage: "etcd", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
       serverStartTimeoutMs: 50,
       healthCheckIntervalMs: 50,
     },

@@ -46,6 +46,8 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
     clusterInfo: () => app.clusterInfo(),
     metricsText: () => app.metricsText(),
     perfMetrics: () => app.perfMetrics(),
+    clusterStorage: app.clusterStorage,
+    logger: app.logger,
   };
   if (at === "pipeline sync") return { ...deps, runPipeline: (ctx) => afterReserving(app, ctx) };
   if (at === "pipeline async") return { ...deps, runPipeline: async (ctx) => afterReserving(app, ctx) };

@@ -5,6 +5,7 @@ describe("discovery config", () => {
   test("disagg_cluster is read with upstream's defaults", () => {
     expect(clusterDiscovery({ cluster_uri: "etcd://127.0.0.1:2379", cluster_name: "prod" })).toEqual({
       kind: "cluster",
+      storage: "etcd",
       endpoint: "http://127.0.0.1:2379",
       clusterName: "prod",
       minimalContext: 1,
@@ -15,9 +16,18 @@ describe("discovery config", () => {
     expect(sized).toMatchObject({ minimalContext: 2, minimalGeneration: 3, leaseTtlMs: 4000 });
   });
 
+  test("an http(s) cluster_uri is the proxy's own cluster storage", () => {
+    expect(clusterDiscovery({ cluster_uri: "http://localhost:8000", cluster_name: "test_cluster", heartbeat_interval_sec: 1, inactive_timeout_sec: 2 })).toMatchObject({
+      kind: "cluster",
+      storage: "http",
+      endpoint: "http://localhost:8000",
+      clusterName: "test_cluster",
+    });
+  });
+
   test.each([
     [{ cluster_uri: "etcd://e:1", surprise: 1 }, "disagg_cluster.surprise"],
-    [{ cluster_uri: "http://proxy:8000" }, "http(s)"],
+    [{ cluster_uri: "http://" }, "cluster_uri"],
     [{ cluster_uri: 5 }, "cluster_uri"],
     [{ cluster_uri: "etcd://e:1", minimal_instances: { context_servers: "two" } }, "minimal_instances.context_servers"],
   ])("a wrong disagg_cluster %p is refused naming %p", (value, named) => {

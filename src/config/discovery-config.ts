@@ -1,6 +1,7 @@
 /**
- * Worker discovery through etcd, in TensorRT-LLM's two forms (reference §1.7.2–1.7.3):
- * `disagg_cluster:` in disagg_config.yaml, or a separate metadata_config.yaml (`-m`).
+ * Worker discovery in TensorRT-LLM's forms (reference §1.7.2–1.7.3): `disagg_cluster:` in
+ * disagg_config.yaml (etcd, or the proxy's own HTTP cluster storage), or a separate
+ * metadata_config.yaml (`-m`, etcd).
  */
 
 import { etcdEndpoint } from "./urls.ts";
@@ -10,6 +11,12 @@ import { isMapping, type Mapping } from "./yaml-values.ts";
 export type DiscoveryConfig =
   | {
       readonly kind: "cluster";
+      /**
+       * etcd (`etcd://`), or the proxy's own HTTP cluster storage (`http(s)://`, which upstream's
+       * proxy serves on its own port: tensorrt_llm/serve/cluster_storage.py @ 057d4a79).
+       */
+      readonly storage: "etcd" | "http";
+      /** etcd: its client URL `http://host:port` (comma list); http: the cluster_uri as written. */
       readonly endpoint: string;
       readonly clusterName: string;
       readonly minimalContext: number;
@@ -33,15 +40,16 @@ export function clusterDiscovery(value: unknown): DiscoveryConfig {
   const section = mapping(value, "disagg_cluster");
   for (const key of Object.keys(section)) if (!CLUSTER_KEYS.has(key)) throw invalidConfig(`disagg_cluster.${key}`, "one of " + [...CLUSTER_KEYS].join(", "));
   const uri = section["cluster_uri"];
-  if (typeof uri !== "string") throw invalidConfig("disagg_cluster.cluster_uri", "an etcd://host:port URI");
-  if (/^https?:\/\//.test(uri)) {
-    throw new ConfigError("Invalid config: disagg_cluster.cluster_uri over http(s) (the proxy's own key-value store) is not supported; use etcd://host:port");
-  }
-  const endpoint = etcdEndpoint(uri);
-  if (endpoint === undefined) throw invalidConfig("disagg_cluster.cluster_uri", "an etcd://host:port URI");
+  const expectation = "an etcd://host:port or http(s)://host:port URI";
+  if (typeof uri !== "string") throw invalidConfig("disagg_cluster.cluster_uri", expectation);
+  const http = /^https?:\/\//i.test(uri);
+  if (http && !URL.canParse(uri)) throw invalidConfig("disagg_cluster.cluster_uri", expectation);
+  const endpoint = http ? uri : etcdEndpoint(uri);
+  if (endpoint === undefined) throw invalidConfig("disagg_cluster.cluster_uri", expectation);
   const minimal = section["minimal_instances"] === undefined ? {} : mapping(section["minimal_instances"], "disagg_cluster.minimal_instances");
   return {
     kind: "cluster",
+    storage: http ? "http" : "etcd",
     endpoint,
     clusterName: optionalString(section["cluster_name"], "disagg_cluster.cluster_name") ?? "",
     minimalContext: count(minimal["context_servers"], "disagg_cluster.minimal_instances.context_servers", 1),

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import type { ServeFlags } from "./cli-options.ts";
 import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
+import { network } from "./networks.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
 import { DEFAULTS, type ProxyConfig, type Role, type RouterOptions } from "./types.ts";
@@ -66,10 +67,10 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     processId: envInteger(deps.env, "TRTLLM_DISAGG_WORKER_PROCESS_ID", 0, 63) ?? 0,
     routerOptions: withEnvBlockSize(flags, file, deps),
     discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
-    claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster",
+    claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster" && file.settings.discovery.storage === "etcd",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
     reportAddrFile: flags.reportAddrFile,
-    clusterAllowFrom: flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? [],
+    clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map((text) => network(text).text),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {

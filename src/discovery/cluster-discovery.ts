@@ -30,7 +30,7 @@ export interface ClusterDiscoveryOptions {
   livenessIntervalMs?: number;
 }
 
-export function etcdClusterDiscovery(options: ClusterDiscoveryOptions): Discovery {
+export function etcdClusterDiscovery(options: ClusterDiscoveryOptions): Discovery & { registered(): RegisteredWorker[] } {
   const { logger } = options;
   const prefix = workersPrefix(options.clusterName);
   const mirror = new PrefixMirror({
@@ -41,9 +41,12 @@ export function etcdClusterDiscovery(options: ClusterDiscoveryOptions): Discover
     ...(options.livenessIntervalMs === undefined ? {} : { livenessIntervalMs: options.livenessIntervalMs }),
   });
   const background = new Background("etcd cluster discovery", logger);
+  let known: WorkerSet | undefined;
   return {
+    registered: () => known?.registered() ?? [],
     start(onEvent) {
       const workers = new WorkerSet(background.deliverTo(onEvent));
+      known = workers;
       return background.start((signal, ready) =>
         mirror.run(
           {
@@ -65,8 +68,23 @@ function entryPair(key: string, entry: WorkerEntry | undefined): [string, Worker
   return entry === undefined ? [] : [[key, entry]];
 }
 
-/** A worker key's value → its role and origin; undefined (with a warning) when it names no context or generation worker. */
-export function parseWorker(key: string, value: string, logger: Logger): WorkerEntry | undefined {
+/** A worker's registration as upstream's /cluster_info lists it (WorkerInfo, disagg_auto_scaling.py @ 00184339). */
+export interface RegisteredWorker {
+  readonly worker_id: string;
+  readonly host: string;
+  readonly port: number;
+  readonly role: number;
+}
+
+/** A wildcard listen address says nothing about where the worker is. */
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", "[::]", ""]);
+
+/**
+ * A worker key's value → its role and origin; undefined (with a warning) when it names no
+ * context or generation worker. `from` is the address the registration came from (HTTP
+ * cluster storage): a worker registering a wildcard host is reached there.
+ */
+export function parseWorker(key: string, value: string, logger: Logger, from?: string): WorkerEntry | undefined {
   let info: unknown;
   try {
     info = JSON.parse(value);
@@ -83,12 +101,19 @@ export function parseWorker(key: string, value: string, logger: Logger): WorkerE
     logger.debug("Ignoring a worker that is neither context nor generation", { key, role });
     return undefined;
   }
-  const origin = typeof host === "string" && typeof port === "number" ? discoveredOrigin(`http://${bracketed(host)}:${port}`) : undefined;
-  if (origin === undefined) {
+  const reachable = typeof host === "string" && WILDCARD_HOSTS.has(host) && from !== undefined ? unmapped(from) : host;
+  const origin = typeof reachable === "string" && typeof port === "number" ? discoveredOrigin(`http://${bracketed(reachable)}:${port}`) : undefined;
+  if (origin === undefined || typeof host !== "string" || typeof port !== "number") {
     logger.warn("Ignoring a worker key without a usable host and port", { key, host, port });
     return undefined;
   }
-  return { role: roleName, origin };
+  const workerId = typeof info["worker_id"] === "string" ? info["worker_id"] : key.slice(key.lastIndexOf("/") + 1);
+  return { role: roleName, origin, registered: { worker_id: workerId, host, port, role: ROLE_NUMBERS[roleName] } };
+}
+
+/** An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d. */
+function unmapped(address: string): string {
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 
 /** An IPv6 literal needs brackets inside a URL. */

@@ -12,7 +12,10 @@
  * loop retries with backoff.
  */
 
-export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions } from "./cluster-discovery.ts";
+export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions, type RegisteredWorker } from "./cluster-discovery.ts";
+export { ClusterStore, StoreFullError, STORE_LIMITS, type SetRequest, type StorageItem } from "./cluster-store.ts";
+export { httpClusterDiscovery, type HttpClusterDiscovery } from "./http-cluster-discovery.ts";
+export { httpRegistrar, registerOverHttp, type HttpRegistration } from "./http-register-worker.ts";
 export { EtcdError } from "./etcd-client.ts";
 export { etcdMetadataDiscovery, METADATA_PREFIX, type MetadataDiscoveryOptions } from "./metadata-discovery.ts";
 export { claimNodeId, nodeIdKey, type ClaimNodeIdOptions, type NodeIdClaim } from "./node-id.ts";

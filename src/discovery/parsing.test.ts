@@ -9,11 +9,21 @@ describe("disagg_cluster worker values", () => {
     expect(parseWorker("k", JSON.stringify({ worker_id: "x", host: "GPU1", port: 8001, role: 0 }), logger)).toEqual({
       role: "context",
       origin: "http://gpu1:8001",
+      registered: { worker_id: "x", host: "GPU1", port: 8001, role: 0 },
     });
-    expect(parseWorker("k", JSON.stringify({ host: "::1", port: 8002, role: 1 }), logger)).toEqual({
+    expect(parseWorker("/p/workers/w2", JSON.stringify({ host: "::1", port: 8002, role: 1 }), logger)).toEqual({
       role: "generation",
       origin: "http://[::1]:8002",
+      registered: { worker_id: "w2", host: "::1", port: 8002, role: 1 },
     });
+  });
+
+  test("a wildcard host is replaced by the address the registration came from, when known", () => {
+    const logger = memoryLogger();
+    const value = JSON.stringify({ worker_id: "w", host: "0.0.0.0", port: 8001, role: 1 });
+    expect(parseWorker("k", value, logger, "::ffff:10.1.2.3")?.origin).toBe("http://10.1.2.3:8001");
+    expect(parseWorker("k", JSON.stringify({ worker_id: "w", host: "::", port: 8001, role: 1 }), logger, "fd00::7")?.origin).toBe("http://[fd00::7]:8001");
+    expect(parseWorker("k", value, logger)?.origin).toBe("http://0.0.0.0:8001");
   });
 
   test("other roles, bad JSON and missing addresses name no worker", () => {

@@ -4,11 +4,14 @@
  * its old key has not expired yet): it is added with the first key and removed with the last.
  */
 
+import type { RegisteredWorker } from "./cluster-discovery.ts";
 import type { DiscoveryEvent, Role } from "./types.ts";
 
 export interface WorkerEntry {
   readonly role: Role;
   readonly origin: string;
+  /** The registration as the worker wrote it (disagg_cluster layouts only). */
+  readonly registered?: RegisteredWorker;
 }
 
 export class WorkerSet {
@@ -42,6 +45,11 @@ export class WorkerSet {
       if (entry === undefined || !sameWorker(entry, this.#byKey.get(key) ?? entry)) this.set(key, undefined);
     }
     for (const [key, entry] of entries) this.set(key, entry);
+  }
+
+  /** Every registration, one per key (as upstream's /cluster_info lists current_workers). */
+  registered(): RegisteredWorker[] {
+    return [...this.#byKey.values()].flatMap((entry) => entry.registered ?? []);
   }
 
   /** The known workers, each once. */

@@ -5,6 +5,9 @@ import type { PipelineInput, PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { StreamTimings } from "../streaming/stream-request.ts";
 import type { BodyLimits } from "./client-body.ts";
+import type { ClusterStore } from "../discovery/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { ClusterAccess } from "../security/cluster-access.ts";
 
 /** The settings the routes read. */
 export type RouteSettings = Pick<ProxyConfig, "internalAuthKey" | "maxSseEventBytes" | "allowRequestChatTemplate">;
@@ -36,6 +39,16 @@ export interface RouteDeps {
   metricsText(): Promise<{ readonly contentType: string; readonly text: string }>;
   /** GET /perf_metrics's body. */
   perfMetrics(): Promise<JsonValue>;
+  /** Upstream's HTTP cluster storage, when disagg_cluster.cluster_uri is http(s); undefined otherwise. */
+  readonly clusterStorage: ClusterStorageDeps | undefined;
+  /** For the few lines a route writes itself (cluster storage refusals). */
+  readonly logger: Logger;
+}
+
+/** The store and who may use it. */
+export interface ClusterStorageDeps {
+  readonly store: ClusterStore;
+  readonly access: ClusterAccess;
 }
 
 /**
@@ -45,7 +58,7 @@ export interface RouteDeps {
  * bound back, which the route calls when its request ends: the runtime keeps a lifted
  * timeout on the connection for every later idle keep-alive period (oven-sh/bun PR #33611,
  * closed unmerged; measured on Bun 1.4.5), and only a call made before the response
- * finishes takes effect.
+ * finishes takes effect. `peer` gives the client's address, looked up only when a route asks.
  */
 export type KeepOpen = () => () => void;
-export type Handler = (deps: RouteDeps, request: Request, keepOpen: KeepOpen) => Response | Promise<Response>;
+export type Handler = (deps: RouteDeps, request: Request, keepOpen: KeepOpen, peer: () => string | undefined) => Response | Promise<Response>;

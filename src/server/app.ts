@@ -9,7 +9,8 @@ import { createWorkerFetch } from "../workers/transport.ts";
 import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
 import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
 import { Telemetry } from "../observability/telemetry.ts";
-import type { DiscoveryStatus } from "../discovery/index.ts";
+import { ClusterStore, type DiscoveryStatus, type RegisteredWorker } from "../discovery/index.ts";
+import { ClusterAccess } from "../security/cluster-access.ts";
 import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import type { RouteDeps } from "../routes/deps.ts";
@@ -40,6 +41,10 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly clientKeys: ClientKeys | undefined;
   /** etcd discovery's connection state, when workers are discovered (shown by /cluster_info). */
   discoveryStatus: (() => DiscoveryStatus) | undefined;
+  /** disagg_cluster's registered workers (upstream's current_workers), when a cluster is configured. */
+  discoveredWorkers: (() => RegisteredWorker[]) | undefined;
+  /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
+  readonly clusterStorage: { readonly store: ClusterStore; readonly access: ClusterAccess } | undefined;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
   reloadClientKeys(): void;
   /** From now on new requests are refused with 503 and Retry-After. */
@@ -95,6 +100,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       discoveryStatus = status;
     },
     dashboard,
+    discoveredWorkers: undefined,
+    clusterStorage: config.discovery?.kind === "cluster" && config.discovery.storage === "http" ? { store: new ClusterStore(), access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }) } : undefined,
     get clientKeys() {
       return clientKeys;
     },
@@ -113,7 +120,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     },
     workersReady: () => placement.pool.isReady(),
     clusterInfo() {
-      return clusterInfoOf(placement, this.discoveryStatus?.());
+      return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.());
     },
     async metricsText() {
       return { contentType: metrics.contentType, text: await metrics.render() };

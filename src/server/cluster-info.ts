@@ -1,18 +1,35 @@
 import type { Role } from "../config/types.ts";
-import type { DiscoveryStatus } from "../discovery/index.ts";
+import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { JsonObject } from "../json.ts";
 import type { Placement } from "../routing/placement.ts";
 
-/** GET /cluster_info: server lists, readiness and in-flight load per worker, discovery's state. */
-export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined): JsonObject {
+/**
+ * GET /cluster_info: upstream's shape first (openai_disagg_server.py G3; disagg_auto_scaling.py
+ * @ 00184339 cluster_info: is_ready, server_lists, current_workers with a cluster,
+ * minimal_instances), then our extras: in-flight load per worker, discovery's state.
+ */
+export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined, registered?: readonly RegisteredWorker[]): JsonObject {
   const { pool, table } = placement;
   const describe = (role: Role): JsonObject[] =>
     pool.all(role).map((w) => ({ url: w.origin, ready: w.ready, in_flight: table.load(role, w.origin) }));
   return {
     is_ready: pool.isReady(),
     server_lists: { context: pool.all("context").map((w) => w.origin), generation: pool.all("generation").map((w) => w.origin) },
-    workers: { context: describe("context"), generation: describe("generation") },
+    ...(registered === undefined ? {} : { current_workers: currentWorkers(registered) }),
     minimal_instances: { context_servers: pool.minimal.context, generation_servers: pool.minimal.generation },
+    workers: { context: describe("context"), generation: describe("generation") },
     ...(discovery === undefined ? {} : { discovery: { ...discovery } }),
   };
+}
+
+/** Registered workers by role, each `{worker_id, host, port, role}` as the worker wrote it (0 context, 1 generation). */
+function currentWorkers(registered: readonly RegisteredWorker[]): JsonObject {
+  return {
+    context_servers: registered.filter((worker) => worker.role === 0).map(entry),
+    generation_servers: registered.filter((worker) => worker.role === 1).map(entry),
+  };
+}
+
+function entry(worker: RegisteredWorker): JsonObject {
+  return { worker_id: worker.worker_id, host: worker.host, port: worker.port, role: worker.role };
 }

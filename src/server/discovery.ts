@@ -1,23 +1,22 @@
 import type { DiscoveryConfig } from "../config/discovery-config.ts";
-import { etcdClusterDiscovery, etcdMetadataDiscovery, type Discovery } from "../discovery/index.ts";
+import { etcdClusterDiscovery, etcdMetadataDiscovery, httpClusterDiscovery, type ClusterStore, type Discovery, type RegisteredWorker } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
 
 /**
- * Keeps the pool in step with etcd: a registered worker joins after its first healthy check,
- * a deregistered or expired one leaves rotation (its in-flight streams run to their end).
- * Listening never waits for etcd: the proxy answers /health 503 until enough workers are ready.
+ * Keeps the pool in step with etcd or the proxy's own cluster storage: a registered worker
+ * joins after its first healthy check, a deregistered or expired one leaves rotation (its
+ * in-flight streams run to their end). Listening never waits for discovery: the proxy answers
+ * /health 503 until enough workers are ready.
  */
-export function startDiscovery(config: DiscoveryConfig, pool: WorkerPool, changed: () => void, logger: Logger): Discovery {
-  const discovery =
-    config.kind === "cluster"
-      ? etcdClusterDiscovery({ endpoint: config.endpoint, clusterName: config.clusterName, logger })
-      : etcdMetadataDiscovery({
-          endpoint: config.endpoint,
-          healthCheckTimeoutMs: config.healthCheckTimeoutMs,
-          refreshIntervalMs: config.refreshIntervalMs,
-          logger,
-        });
+export function startDiscovery(
+  config: DiscoveryConfig,
+  store: ClusterStore | undefined,
+  pool: WorkerPool,
+  changed: () => void,
+  logger: Logger,
+): Discovery & { registered?(): RegisteredWorker[] } {
+  const discovery = discoveryOf(config, store, logger);
   discovery
     .start((event) => {
       const touched = event.kind === "add" ? pool.add(event.role, event.origin) : pool.remove(event.role, event.origin);
@@ -27,4 +26,13 @@ export function startDiscovery(config: DiscoveryConfig, pool: WorkerPool, change
     })
     .catch((error: unknown) => logger.error("discovery stopped", { error }));
   return discovery;
+}
+
+function discoveryOf(config: DiscoveryConfig, store: ClusterStore | undefined, logger: Logger): Discovery & { registered?(): RegisteredWorker[] } {
+  if (config.kind === "metadata") {
+    return etcdMetadataDiscovery({ endpoint: config.endpoint, healthCheckTimeoutMs: config.healthCheckTimeoutMs, refreshIntervalMs: config.refreshIntervalMs, logger });
+  }
+  if (config.storage === "etcd") return etcdClusterDiscovery({ endpoint: config.endpoint, clusterName: config.clusterName, logger });
+  if (store === undefined) throw new Error("an http(s) cluster_uri needs the proxy's cluster storage");
+  return httpClusterDiscovery({ store, clusterName: config.clusterName, logger });
 }

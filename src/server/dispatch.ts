@@ -18,13 +18,13 @@ export interface RouteEntry {
 export type RouteTable = Readonly<Record<string, RouteEntry>>;
 
 export interface Dispatch {
-  /** Answers a request; never throws. */
-  handle(request: Request, keepOpen: KeepOpen): Promise<Response>;
+  /** Answers a request; never throws. `peer` gives the client's address (looked up only when a route asks). */
+  handle(request: Request, keepOpen: KeepOpen, peer?: () => string | undefined): Promise<Response>;
 }
 
 export function createDispatch(app: App, routes: RouteTable): Dispatch {
   return {
-    async handle(request, keepOpen) {
+    async handle(request, keepOpen, peer = () => undefined) {
       const path = pathOf(request);
       const entry = routes[path];
       const handler = entry?.methods[request.method];
@@ -36,7 +36,7 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
         // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
         if (declaredLength(request) > app.bodyLimits.maxBytes) throw bodyTooLarge(app.bodyLimits.maxBytes);
         if (!authorised(app, entry, request)) throw new ProxyError("UNAUTHORIZED", 401, "Invalid or missing API key");
-        return await handler(app, request, liftIdle);
+        return await handler(app, request, liftIdle, peer);
       } catch (thrown) {
         restoreIdle?.();
         const error = asProxyError(thrown);

@@ -64,10 +64,14 @@ function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Lo
     // and close the connection instead of reading the rest.
     maxRequestBodySize: Math.max(config.maxBodyBytes * 4, RUNTIME_BODY_CAP_BYTES),
     fetch(request, server) {
-      return dispatch.handle(request, () => {
-        server.timeout(request, 0);
-        return () => server.timeout(request, idleTimeoutS);
-      });
+      return dispatch.handle(
+        request,
+        () => {
+          server.timeout(request, 0);
+          return () => server.timeout(request, idleTimeoutS);
+        },
+        () => server.requestIP(request)?.address,
+      );
     },
     error(error) {
       logger.error("unhandled server error", { error });

@@ -1,3 +1,4 @@
+import { clusterDelete, clusterExpire, clusterGet, clusterGetPrefix, clusterSet } from "../routes/cluster-storage.ts";
 import { clusterInfo, health, livez, metrics, models, perfMetrics, version } from "../routes/info.ts";
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
@@ -19,6 +20,12 @@ export const ROUTES: RouteTable = {
   "/perf_metrics": { methods: { GET: perfMetrics } },
   "/prometheus/metrics": { methods: { GET: metrics }, access: "metrics" },
   "/metrics": { methods: { GET: metrics }, access: "metrics" },
+  // Upstream's HTTP cluster storage: workers have no client key; the routes check callers themselves.
+  "/set": { methods: { POST: clusterSet }, access: "open" },
+  "/get": { methods: { GET: clusterGet }, access: "open" },
+  "/expire": { methods: { GET: clusterExpire }, access: "open" },
+  "/get_prefix": { methods: { GET: clusterGetPrefix }, access: "open" },
+  "/delete": { methods: { DELETE: clusterDelete }, access: "open" },
 };
 
 type DashboardHandler = (request: Request, keepOpen: () => void) => Response;

@@ -45,9 +45,11 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);
   };
-  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.placement.pool, workersChanged, logger);
+  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger);
   dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
+  app.discoveredWorkers = discovery?.registered === undefined ? undefined : () => discovery.registered?.() ?? [];
+  if (app.clusterStorage !== undefined) logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
   const stop = async (): Promise<void> => {
     stopping.abort();
     dashboard?.stop();

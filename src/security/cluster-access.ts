@@ -1,0 +1,64 @@
+/**
+ * Who may use the HTTP cluster storage. Upstream's store is open unless an api_key is set,
+ * then it wants `Authorization: Bearer <key>` (tensorrt_llm/serve/cluster_storage.py
+ * @ 057d4a79, 403 "Invalid API key"); its client refuses to send a key over plain HTTP to a
+ * non-loopback host. Here it is never an open door: without a key only loopback and the
+ * networks the operator names may register; with a key, the key is required (and the named
+ * networks, when given, still bound where it may come from).
+ */
+
+import { timingSafeEqual } from "node:crypto";
+import { addressBytes, network, type Network } from "../config/networks.ts";
+
+export interface ClusterAccessOptions {
+  readonly allowFrom: readonly string[];
+  readonly key: string | undefined;
+}
+
+export type AccessVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+const LOOPBACK: readonly Network[] = [network("127.0.0.0/8"), network("::1/128")];
+
+export class ClusterAccess {
+  readonly #allowFrom: readonly Network[];
+  readonly #key: Uint8Array | undefined;
+
+  constructor(options: ClusterAccessOptions) {
+    this.#allowFrom = options.allowFrom.map(network);
+    this.#key = options.key === undefined ? undefined : new TextEncoder().encode(options.key);
+  }
+
+  /** The rule in force, for the start-up log. */
+  describe(): string {
+    const networks = ["loopback", ...this.#allowFrom.map((n) => n.text)].join(", ");
+    if (this.#key === undefined) return `registrations accepted from ${networks} only (no cluster key)`;
+    if (this.#allowFrom.length === 0) return "registrations need the cluster key as a Bearer token, from any address";
+    return `registrations need the cluster key as a Bearer token, from ${networks}`;
+  }
+
+  check(remoteAddress: string | undefined, authorization: string | null): AccessVerdict {
+    const address = remoteAddress === undefined ? undefined : addressBytes(remoteAddress);
+    const fromLoopback = address !== undefined && LOOPBACK.some((n) => contains(n, address));
+    const fromAllowed = address !== undefined && this.#allowFrom.some((n) => contains(n, address));
+    if (this.#key === undefined) {
+      return fromLoopback || fromAllowed ? { allowed: true } : { allowed: false, reason: "address not allowed (loopback and --cluster-allow-from only)" };
+    }
+    if (this.#allowFrom.length > 0 && !fromLoopback && !fromAllowed) return { allowed: false, reason: "address not allowed by --cluster-allow-from" };
+    const given = /^Bearer\s+(.+)$/i.exec(authorization ?? "")?.[1]?.trim();
+    if (given === undefined) return { allowed: false, reason: "no Bearer token" };
+    const bytes = new TextEncoder().encode(given);
+    const same = bytes.length === this.#key.length && timingSafeEqual(bytes, this.#key);
+    return same ? { allowed: true } : { allowed: false, reason: "Invalid API key" };
+  }
+}
+
+function contains(net: Network, address: Uint8Array): boolean {
+  // An IPv4 peer may arrive as ::ffff:a.b.c.d on a dual-stack socket; addressBytes unwraps it.
+  if (address.length !== net.bytes.length) return false;
+  for (let bit = 0; bit < net.prefix; bit++) {
+    const index = bit >> 3;
+    const mask = 0x80 >> (bit & 7);
+    if (((address[index] ?? 0) & mask) !== ((net.bytes[index] ?? 0) & mask)) return false;
+  }
+  return true;
+}

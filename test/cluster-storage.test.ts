@@ -1,0 +1,188 @@
+/**
+ * disagg_cluster with an http:// cluster_uri: the proxy serves upstream's HTTP cluster storage
+ * on its own port (tensorrt_llm/serve/cluster_storage.py @ 057d4a79) and workers register in it
+ * as `trtllm-serve serve --disagg_cluster_uri http://proxy:port` does
+ * (tensorrt_llm/serve/disagg_auto_scaling.py @ 00184339).
+ */
+
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { ProxyConfig } from "../src/config/types.ts";
+import { httpRegistrar } from "../src/discovery/index.ts";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
+import { silentLogger } from "../src/observability/logger.ts";
+import { eventually, startCluster } from "./support/cluster.ts";
+import { freePort } from "./support/etcd.ts";
+
+const MAIN = join(import.meta.dir, "..", "src", "main.ts");
+const chat = { model: "m", messages: [{ role: "user", content: "hello" }], max_tokens: 4 };
+const children: Bun.Subprocess[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+function httpCluster(clusterName: string, port = 0, extra: Partial<ProxyConfig> = {}): ReturnType<typeof startCluster> {
+  return startCluster({
+    contexts: [],
+    generations: [],
+    config: {
+      port,
+      discovery: { kind: "cluster", storage: "http", endpoint: `http://127.0.0.1:${port}`, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+      serverStartTimeoutMs: 50,
+      healthCheckIntervalMs: 50,
+      ...extra,
+    },
+  });
+}
+
+/** Registration as upstream's worker does it: heartbeat 0.2 s, inactive_timeout_sec 1. */
+const register = (url: string, clusterName: string) => httpRegistrar({ uri: url, clusterName, heartbeatMs: 200, ttlMs: 1000, logger: silentLogger, retryMs: 100 });
+
+interface ClusterInfo {
+  is_ready: boolean;
+  server_lists: { context: string[]; generation: string[] };
+  current_workers: { context_servers: { worker_id: string; host: string; port: number; role: number }[]; generation_servers: { worker_id: string; host: string; port: number; role: number }[] };
+  minimal_instances: { context_servers: number; generation_servers: number };
+}
+
+async function clusterInfo(url: string): Promise<ClusterInfo> {
+  return (await (await fetch(`${url}/cluster_info`)).json()) as ClusterInfo;
+}
+
+describe("the proxy's HTTP cluster storage", () => {
+  test("answers upstream's five routes with {result} and upstream's status codes", async () => {
+    await using cluster = await httpCluster("routes");
+    const call = async (path: string, init?: RequestInit): Promise<[number, unknown]> => {
+      const response = await fetch(`${cluster.url}${path}`, init);
+      return [response.status, ((await response.json()) as { result?: unknown }).result];
+    };
+    const set = (body: unknown): Promise<[number, unknown]> => call("/set", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(await set({ key: "/a/1", value: "one" })).toEqual([200, true]);
+    expect(await set({ key: "/a/1", value: "again" })).toEqual([400, false]);
+    expect(await set({ key: "/a/1", value: "two", overwrite_if_exists: true })).toEqual([200, true]);
+    expect(await set({ key: "/a/2", value: "x", ttl: 60 })).toEqual([200, true]);
+    expect(await call("/get?key=/a/1")).toEqual([200, "two"]);
+    expect(await call("/get?key=/missing")).toEqual([400, null]);
+    expect(await call("/expire?key=/a/2&ttl=30")).toEqual([200, true]);
+    expect(await call("/expire?key=/missing&ttl=30")).toEqual([400, false]);
+    expect(await call("/get_prefix?key_prefix=/a/&keys_only=0")).toEqual([200, { "/a/1": "two", "/a/2": "x" }]);
+    expect(await call("/get_prefix?key_prefix=/a/&keys_only=1")).toEqual([200, { "/a/1": "", "/a/2": "" }]);
+    expect(await call("/get_prefix?key_prefix=/none/")).toEqual([400, {}]);
+    expect(await call("/delete?key=/a/1", { method: "DELETE" })).toEqual([200, true]);
+    expect(await call("/delete?key=/a/1", { method: "DELETE" })).toEqual([400, false]);
+    expect((await fetch(`${cluster.url}/get`)).status).toBe(422);
+    expect((await fetch(`${cluster.url}/expire?key=/a/2&ttl=soon`)).status).toBe(422);
+    expect((await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ value: "no key" }) })).status).toBe(422);
+  });
+
+  test("is not served without an http cluster_uri", async () => {
+    await using cluster = await startCluster();
+    expect((await fetch(`${cluster.url}/get?key=/x`)).status).toBe(404);
+  });
+
+  test("workers join within one heartbeat, show under current_workers, serve, and leave when they deregister", async () => {
+    await using cluster = await httpCluster("join");
+    expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
+    await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "join") });
+    const generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "join") });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    const info = await clusterInfo(cluster.url);
+    expect(info.is_ready).toBe(true);
+    expect(info.server_lists).toEqual({ context: [context.url], generation: [generation.url] });
+    expect(info.current_workers.context_servers).toEqual([
+      { worker_id: expect.stringMatching(/^CONTEXT-127\.0\.0\.1:\d+-\d+-\d+-\d{3}$/), host: "127.0.0.1", port: context.port, role: 0 },
+    ]);
+    expect(info.current_workers.generation_servers.map((w) => w.role)).toEqual([1]);
+    expect(info.minimal_instances).toEqual({ context_servers: 1, generation_servers: 1 });
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    await generation.stop();
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 0, 5000);
+    expect((await clusterInfo(cluster.url)).current_workers.generation_servers).toEqual([]);
+    expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
+  }, 20_000);
+
+  test("a worker killed without deregistering is dropped once inactive_timeout_sec passes", async () => {
+    await using cluster = await httpCluster("killed");
+    const worker = Bun.spawn(
+      [process.execPath, MAIN, "worker", "--role", "generation", "--port", "0", "--disagg_cluster_uri", cluster.url, "--cluster-name", "killed", "--heartbeat-interval", "0.2", "--inactive-timeout", "1"],
+      { stdout: "ignore", stderr: "ignore" },
+    );
+    children.push(worker);
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 10_000);
+    const killedAt = performance.now();
+    worker.kill("SIGKILL");
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 0, 5000);
+    const gone = performance.now() - killedAt;
+    // Within inactive_timeout_sec (1 s) plus the sweep interval (1 s) and a loaded machine's slack.
+    expect(gone).toBeLessThan(4000);
+    expect(cluster.logs.some((record) => record["msg"] === "worker left")).toBe(true);
+  }, 20_000);
+
+  test("workers register again after the proxy restarts on the same port", async () => {
+    const port = freePort();
+    let cluster = await httpCluster("restart", port);
+    await using context = startEmulatedWorker({ role: "context", register: register(`http://127.0.0.1:${port}`, "restart") });
+    await using generation = startEmulatedWorker({ role: "generation", register: register(`http://127.0.0.1:${port}`, "restart") });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    await cluster.proxy.stop();
+    cluster = await httpCluster("restart", port);
+    try {
+      // The new proxy's store is empty: each worker's heartbeat fails, and it registers again.
+      await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+      expect((await clusterInfo(cluster.url)).server_lists).toEqual({ context: [context.url], generation: [generation.url] });
+      expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    } finally {
+      await cluster.proxy.stop();
+    }
+  }, 20_000);
+
+  test("a streamed request survives its generation worker leaving the cluster", async () => {
+    await using cluster = await httpCluster("leave");
+    await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "leave") });
+    await using leaving = startEmulatedWorker({ role: "generation", register: register(cluster.url, "leave"), tokenMs: 40 });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    const response = await cluster.post("/v1/chat/completions", { ...chat, max_tokens: 20, stream: true });
+    expect(response.status).toBe(200);
+    const body = response.text();
+    await eventually(() => leaving.running() === 1, 5000);
+    await leaving.deregister();
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 0, 5000);
+    const text = await body;
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    expect(context.requests.filter((r) => r.phase === "context").length).toBe(1);
+  }, 20_000);
+
+  test("a worker registering host 0.0.0.0 is reached at the address its registration came from", async () => {
+    await using cluster = await httpCluster("wildcard");
+    await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "wildcard") });
+    await using generation = startEmulatedWorker({ role: "generation" });
+    const value = JSON.stringify({ worker_id: "GENERATION-0.0.0.0", host: "0.0.0.0", port: generation.port, role: 1 });
+    const set = await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ key: "/trtllm-disagg/wildcard/workers/GENERATION-0.0.0.0", value, ttl: 30 }) });
+    expect(set.status).toBe(200);
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    expect((await clusterInfo(cluster.url)).server_lists.generation).toEqual([`http://127.0.0.1:${generation.port}`]);
+    expect((await clusterInfo(cluster.url)).current_workers.generation_servers[0]?.host).toBe("0.0.0.0");
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    expect(context.url.length).toBeGreaterThan(0);
+  }, 20_000);
+
+  test("with a cluster key, a registration without the Bearer token is refused with 403 and a log line naming its address", async () => {
+    await using cluster = await httpCluster("keyed", 0, { clusterKey: "s3cret" });
+    const item = JSON.stringify({ key: "/trtllm-disagg/keyed/workers/x", value: "{}" });
+    const refused = await fetch(`${cluster.url}/set`, { method: "POST", body: item });
+    expect(refused.status).toBe(403);
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", from: expect.stringContaining("127.0.0.1"), reason: "no Bearer token" });
+    const wrong = await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { authorization: "Bearer nope" } });
+    expect([wrong.status, await wrong.json()]).toEqual([403, { detail: "Invalid API key" }]);
+    const accepted = await fetch(`${cluster.url}/set`, { method: "POST", body: item, headers: { authorization: "Bearer s3cret" } });
+    expect(accepted.status).toBe(200);
+    // The emulated worker sends the key as upstream's client does.
+    await using worker = startEmulatedWorker({
+      role: "generation",
+      register: httpRegistrar({ uri: cluster.url, clusterName: "keyed", heartbeatMs: 200, ttlMs: 1000, key: "s3cret", logger: silentLogger }),
+    });
+    await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
+    expect(worker.url.length).toBeGreaterThan(0);
+  }, 20_000);
+});
