@@ -53,11 +53,11 @@ describe("the dashboard in headless Chromium", () => {
         generations: [{ tokenMs: 15 }],
         config: { contextRouter: "round_robin", healthCheckIntervalMs: 100, healthCheckFailures: 2 },
       });
-      // Traffic: four lanes of streamed and plain requests, and now and then a bad one.
+      // Traffic: four lanes of streamed and plain requests, now and then a bad one or one the worker fails.
       const traffic = new AbortController();
       const lane = async (n: number): Promise<void> => {
         for (let i = 0; !traffic.signal.aborted; i++) {
-          const body = i % 7 === 3 ? { model: "m" } : chat(`lane ${n} request ${i}`, i % 2 === 0);
+          const body = i % 7 === 3 ? { model: "m" } : chat(`${i % 11 === 5 ? "[[emu gen.reject=400]] " : ""}lane ${n} request ${i}`, i % 2 === 0);
           await (await cluster.post("/v1/chat/completions", body)).text();
         }
       };
@@ -74,8 +74,10 @@ describe("the dashboard in headless Chromium", () => {
       const page = await browser.newPage();
       await Promise.all(["Runtime.enable", "Log.enable", "Page.enable"].map((method) => browser.send(method, {}, page)));
       await browser.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: 1500, deviceScaleFactor: 1, mobile: false }, page);
+      const loaded = browser.nextEvent("Page.loadEventFired", page);
       await browser.send("Page.navigate", { url: `${cluster.url}/dashboard` }, page);
-      await browser.evaluate(page, waitInPage(`document.readyState === "complete" && Number(document.body.dataset.updates) >= 2`, 10_000));
+      await loaded;
+      await browser.evaluate(page, waitInPage(`Number(document.body.dataset.updates) >= 2`, 10_000));
 
       // A chart is redrawn with a newer point within 3 s.
       const lastAt = await browser.evaluate<string>(page, `document.getElementById("chart-outcomes").dataset.lastAt`);
@@ -91,7 +93,7 @@ describe("the dashboard in headless Chromium", () => {
       await browser.evaluate(page, waitInPage(`Number(document.body.dataset.updates) >= ${seen + 2}`, 5000));
       const routes = await browser.evaluate<{ route: string; outcome: string; total: number }[]>(page, ROUTE_ROWS);
       const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
-      expect(routes.map((r) => r.outcome).toSorted()).toEqual(["ok", "rejected"]);
+      expect(routes.map((r) => r.outcome).toSorted()).toEqual(["ok", "rejected", "worker_error"]);
       for (const row of routes) expect(row.total).toBe(sample(metrics, "disagg_proxy_requests_total", { route: row.route, outcome: row.outcome }));
       expect(routes.find((r) => r.outcome === "ok")!.total).toBeGreaterThan(4);
       const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { url: string; ready: boolean; in_flight: number }[]> };
@@ -108,7 +110,7 @@ describe("the dashboard in headless Chromium", () => {
       // Readable on a phone: nothing wider than the screen but the tables' own scrolling.
       await browser.send("Emulation.setDeviceMetricsOverride", { width: 390, height: 844, deviceScaleFactor: 2, mobile: true }, page);
       expect(await browser.evaluate<boolean>(page, `document.documentElement.scrollWidth <= window.innerWidth`)).toBe(true);
-      await browser.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: 1500, deviceScaleFactor: 1, mobile: false }, page);
+      await browser.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: 1000, deviceScaleFactor: 1, mobile: false }, page);
 
       const shot = await browser.send("Page.captureScreenshot", { format: "png" }, page);
       const path = process.env["DASHBOARD_SCREENSHOT"] ?? join(tmpdir(), "disagg-proxy-dashboard.png");

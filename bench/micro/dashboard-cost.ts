@@ -27,6 +27,8 @@ const source: DashboardSource = {
   discovery: () => ({ source: "static" }),
 };
 const recorder = new DashboardRecorder(source, () => clock.now);
+// The pipeline passes the pool's own origin strings, not fresh ones.
+const ORIGINS = source.workers().map((worker) => worker.url);
 const metrics = createMetrics({ workers: () => [] });
 const ok: EndedRequest = { route: "/v1/chat/completions", outcome: "ok", status: 200, disaggRequestId: 1n, worker: "http://w1:8000", message: undefined, ttftMs: 120, durationMs: 900 };
 const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, message: "The generation worker answered 500" };
@@ -34,8 +36,8 @@ const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, mess
 function oneRequest(i: number, withDashboard: boolean): void {
   clock.now += 1;
   if (clock.now % 1000 === 0) recorder.tick();
-  const ctxWorker = `http://w${(i % (WORKERS / 2)) * 2}:8000`;
-  const genWorker = `http://w${(i % (WORKERS / 2)) * 2 + 1}:8000`;
+  const ctxWorker = ORIGINS[(i % (WORKERS / 2)) * 2]!;
+  const genWorker = ORIGINS[(i % (WORKERS / 2)) * 2 + 1]!;
   const failedOn: FailedOn | undefined = withDashboard ? { worker: undefined } : undefined;
   const hooks = metricsHooks(metrics, "/v1/chat/completions", withDashboard ? recorder : undefined, failedOn);
   hooks.legAttempt("context", ctxWorker);
@@ -50,8 +52,8 @@ function oneRequest(i: number, withDashboard: boolean): void {
 function recorderOnly(i: number): void {
   clock.now += 1;
   if (clock.now % 1000 === 0) recorder.tick();
-  const ctxWorker = `http://w${(i % (WORKERS / 2)) * 2}:8000`;
-  const genWorker = `http://w${(i % (WORKERS / 2)) * 2 + 1}:8000`;
+  const ctxWorker = ORIGINS[(i % (WORKERS / 2)) * 2]!;
+  const genWorker = ORIGINS[(i % (WORKERS / 2)) * 2 + 1]!;
   recorder.legAttempt("context", ctxWorker);
   recorder.legCompleted("context", ctxWorker, 0.1, 0.1);
   recorder.legAttempt("generation", genWorker);
@@ -73,25 +75,29 @@ function heapMiB(): number {
   return process.memoryUsage().heapUsed / 2 ** 20;
 }
 
-const N = 2_000_000;
-const rounds = 5;
+const N = Number(process.env["N"] ?? 1_000_000);
+const rounds = 7;
 const alone: number[] = [];
-const delta: number[] = [];
+const on: number[] = [];
+const off: number[] = [];
 for (let r = 0; r < rounds; r++) {
   alone.push(nsPerRequest(recorderOnly, N));
   // On and off interleaved, so machine load hits both alike.
-  const on = nsPerRequest((i) => oneRequest(i, true), N);
-  const off = nsPerRequest((i) => oneRequest(i, false), N);
-  delta.push(on - off);
+  on.push(nsPerRequest((i) => oneRequest(i, true), N));
+  off.push(nsPerRequest((i) => oneRequest(i, false), N));
 }
-const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
-console.log(`recorder calls per request (median of ${rounds}):   ${median(alone).toFixed(0)} ns`);
-console.log(`hooks, dashboard on minus off (median of ${rounds}): ${median(delta).toFixed(0)} ns`);
+const sorted = (values: number[]): number[] => values.toSorted((a, b) => a - b);
+const show = (values: number[]): string => `min ${sorted(values)[0]!.toFixed(0)} ns, median ${sorted(values)[Math.floor(values.length / 2)]!.toFixed(0)} ns`;
+console.log(`${rounds} rounds of ${N} requests; Bun ${Bun.version}`);
+console.log(`the recorder's calls per request:          ${show(alone)}`);
+console.log(`a request's hooks, dashboard off:         ${show(off)}`);
+console.log(`a request's hooks, dashboard on:          ${show(on)}`);
+console.log(`on − off (min − min):                     ${(sorted(on)[0]! - sorted(off)[0]!).toFixed(0)} ns`);
 
 // Memory with uptime: simulated hours at 1000 requests per simulated second.
 const before = heapMiB();
 const hours: string[] = [];
-for (let hour = 1; hour <= 6; hour++) {
+for (let hour = 1; hour <= Number(process.env["HOURS"] ?? 6); hour++) {
   for (let i = 0; i < 3600 * 1000; i++) recorderOnly(i);
   const snapshot = JSON.stringify(recorder.snapshot());
   hours.push(`${hour} h: heap ${heapMiB().toFixed(2)} MiB, snapshot ${(snapshot.length / 1024).toFixed(1)} KiB`);

@@ -15,10 +15,10 @@ export function bucketOf(ms: number): number {
   return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(ms / FLOOR_MS) / LOG_STEP));
 }
 
-/** A bucket's geometric midpoint, the value a percentile in it is reported as. */
+/** A bucket's geometric midpoint, the value a percentile in it is reported as (to 0.01 ms: finer would be noise). */
 export function midpointOf(bucket: number): number {
   if (bucket === 0) return FLOOR_MS;
-  return FLOOR_MS * Math.exp((bucket - 0.5) * LOG_STEP);
+  return Math.round(FLOOR_MS * Math.exp((bucket - 0.5) * LOG_STEP) * 100) / 100;
 }
 
 export class SlotHistograms {

@@ -44,7 +44,7 @@ export class Chromium implements AsyncDisposable {
   static async launch(): Promise<Chromium> {
     const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
     const process = Bun.spawn(
-      ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions", "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank"],
+      ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--disable-extensions", "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank"],
       { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
     );
     // Chromium announces its DevTools endpoint on stderr.
@@ -81,6 +81,18 @@ export class Chromium implements AsyncDisposable {
   onEvent(listener: (method: string, params: Params, sessionId: string | undefined) => void): void {
     this.#listeners.push((message) => {
       if (message.method !== undefined) listener(message.method, message.params ?? {}, message.sessionId);
+    });
+  }
+
+  /** The next `method` event of `sessionId` (register before triggering it). */
+  nextEvent(method: string, sessionId: string): Promise<Params> {
+    return new Promise((resolve) => {
+      const listener = (message: Message): void => {
+        if (message.method !== method || message.sessionId !== sessionId) return;
+        this.#listeners.splice(this.#listeners.indexOf(listener), 1);
+        resolve(message.params ?? {});
+      };
+      this.#listeners.push(listener);
     });
   }
 
