@@ -34,12 +34,83 @@ function keepLargeIntegers(_key: string, value: unknown, context?: ReviverContex
 
 /** 16 digits in a row: the shortest integer that can lose precision as a double. */
 const MAYBE_LARGE_INTEGER = /\d{16}/;
+const LONG_DIGIT_RUN = /[0-9]{16,}/;
+/** Characters that, next to a digit run, make it part of a longer number (a fraction, an exponent). */
+const NUMBER_CHAR = /[\d.eE+-]/;
 
 /** JSON.parse that keeps integers beyond 2^53 exact. Throws SyntaxError like JSON.parse. */
 export function parseJson(text: string): JsonValue {
-  // The reviver costs ~10x a plain parse; text without a long digit run cannot need it.
-  const parsed: JsonValue = MAYBE_LARGE_INTEGER.test(text) ? JSON.parse(text, keepLargeIntegers) : JSON.parse(text);
-  return parsed;
+  const parsed: JsonValue = JSON.parse(text);
+  // Text without a long digit run cannot hold an integer a double rounds.
+  const first = text.search(MAYBE_LARGE_INTEGER);
+  return first < 0 ? parsed : withExactIntegers(parsed, text, first);
+}
+
+/**
+ * The plain parse with every integer a double could not hold put back as its source text.
+ * A reviver (JSON.parse source text access) would do it in one pass but calls JS for every
+ * value: ~10x a plain parse, and context answers carry the prompt's token ids. Instead the
+ * rounded doubles are matched to the text's long digit runs; two different runs that round
+ * to the same double leave the match ambiguous, and only then does the reviver run.
+ */
+function withExactIntegers(parsed: JsonValue, text: string, from: number): JsonValue {
+  const sources = digitRunsByValue(text, from);
+  if (sources === undefined) {
+    const revived: JsonValue = JSON.parse(text, keepLargeIntegers);
+    return revived;
+  }
+  if (sources.size === 0) return parsed;
+  const exact = (value: JsonValue): JsonValue => {
+    if (typeof value !== "number" || Number.isSafeInteger(value) || !Number.isInteger(value)) return value;
+    const source = sources.get(value);
+    return source === undefined ? value : JSON.rawJSON(source);
+  };
+  // Iterative: an answer's nesting is not bounded here, the call stack is.
+  const pending: (JsonValue[] | JsonObject)[] = [];
+  const visit = (value: JsonValue): void => {
+    if (typeof value === "object" && value !== null && !isRawJson(value)) pending.push(value);
+  };
+  const top = exact(parsed);
+  visit(top);
+  for (let holder = pending.pop(); holder !== undefined; holder = pending.pop()) {
+    if (Array.isArray(holder)) {
+      for (let i = 0; i < holder.length; i++) {
+        const value = holder[i];
+        if (typeof value === "number") holder[i] = exact(value);
+        else if (value !== undefined) visit(value);
+      }
+    } else {
+      for (const key in holder) {
+        const value = holder[key];
+        if (typeof value === "number") holder[key] = exact(value);
+        else if (value !== undefined) visit(value);
+      }
+    }
+  }
+  return top;
+}
+
+/**
+ * The text's whole integer literals of 16+ digits from `from` on, by their double; undefined
+ * when two different ones round alike. A sign and a neighbouring fraction or exponent are
+ * checked by hand: the regex engine finds plain digit runs far faster than a JS loop over the
+ * text, and a non-global regex keeps no state between calls.
+ */
+function digitRunsByValue(text: string, from: number): Map<number, string> | undefined {
+  const sources = new Map<number, string>();
+  for (let offset = from, match = LONG_DIGIT_RUN.exec(text.slice(offset)); match !== null; match = LONG_DIGIT_RUN.exec(text.slice(offset))) {
+    const start = offset + match.index;
+    const end = start + match[0].length;
+    offset = end;
+    const runStart = text[start - 1] === "-" ? start - 1 : start;
+    if (NUMBER_CHAR.test(text[runStart - 1] ?? " ") || NUMBER_CHAR.test(text[end] ?? " ")) continue;
+    const run = text.slice(runStart, end);
+    const value = Number(run);
+    const known = sources.get(value);
+    if (known !== undefined && known !== run && BigInt(known) !== BigInt(run)) return undefined;
+    sources.set(value, run);
+  }
+  return sources;
 }
 
 /** A 64-bit integer as a JSON number (JSON.stringify cannot write a bigint). */
