@@ -67,11 +67,33 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
   return (concatBytes(parts) ?? new Uint8Array()).subarray(0, Math.min(size, limit));
 }
 
-/** Reads a whole body, refusing one larger than `limit` bytes. */
-export async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
-  const bytes = await readPrefix(body, limit + 1);
-  if (bytes.byteLength > limit) {
-    throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
+/**
+ * Reads a whole answer, refusing one larger than `limit` bytes. An answer that declares its
+ * length (and is not compressed, so the length is what arrives) is read natively in one go:
+ * the HTTP framing already stops it there, and a JS read loop costs ~12 µs more per call.
+ */
+export async function readBounded(response: Response, limit: number): Promise<Uint8Array> {
+  const declared = declaredLength(response.headers);
+  if (declared !== undefined) {
+    if (declared > limit) {
+      response.body?.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    return response.bytes();
   }
+  const bytes = await readPrefix(response.body, limit + 1);
+  if (bytes.byteLength > limit) throw tooLarge(limit);
   return bytes;
+}
+
+function declaredLength(headers: Headers): number | undefined {
+  const encoding = headers.get("content-encoding");
+  if (encoding !== null && encoding.toLowerCase() !== "identity") return undefined;
+  const length = headers.get("content-length");
+  if (length === null || !/^\d+$/.test(length)) return undefined;
+  return Number(length);
+}
+
+function tooLarge(limit: number): ProxyError {
+  return new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
 }

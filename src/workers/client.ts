@@ -50,7 +50,7 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
-    const text = decodeAnswer(await readBounded(response.body, post.maxAnswerBytes));
+    const text = decodeAnswer(await readBounded(response, post.maxAnswerBytes));
     const body = parseAnswer(text);
     return { body, headers: response.headers };
   } catch (error) {
@@ -72,7 +72,7 @@ export async function fetchAnswer(post: WorkerPost): Promise<RawAnswer> {
   const deadline = new Deadline(post.timeoutMs);
   try {
     const response = await send(post, deadline);
-    const body = await readBounded(response.body, post.maxAnswerBytes);
+    const body = await readBounded(response, post.maxAnswerBytes);
     return { status: response.status, contentType: response.headers.get("content-type") ?? "application/json", body };
   } catch (error) {
     throw translateFailure(error, post);
