@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import type { LogLevel } from "../config/types.ts";
 
 /** Structured JSON lines on stdout (journald-friendly); one object per line. */
@@ -26,7 +27,39 @@ function describe(value: unknown, depth = 0): unknown {
   return value;
 }
 
-export function createLogger(level: LogLevel, sink: Sink = (line) => process.stdout.write(line)): Logger {
+/** Lines held for one write at most; a burst larger than this is written at once. */
+const BATCH_BYTES = 64 * 1024;
+
+/**
+ * Stdout, written once per event-loop turn: under load the request lines of every request
+ * that ended in one turn share one write (a write per line was ~6 µs of CPU per request).
+ * Lines still held when the process exits are written synchronously on the way out.
+ */
+export function batchedStdout(): Sink {
+  let held = "";
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (held === "") return;
+    const text = held;
+    held = "";
+    process.stdout.write(text);
+  };
+  process.once("exit", () => {
+    if (held !== "") writeSync(1, held);
+    held = "";
+  });
+  return (line) => {
+    held += line;
+    if (held.length >= BATCH_BYTES) flush();
+    else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+}
+
+export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Logger {
   const threshold = RANK[level];
   const write = (lvl: LogLevel, msg: string, fields?: LogFields): void => {
     if (RANK[lvl] < threshold) return;
