@@ -49,6 +49,9 @@ export const NO_HOOKS: RequestHooks = {
   streamClosed() {},
 };
 
+/** The abort reason of whatever still runs when a request ends well: one shared error, not a stack captured per request. */
+const REQUEST_ENDED = Object.freeze(new ProxyError("CLIENT_GONE", 499, "Request ended"));
+
 export interface RequestContextOptions {
   readonly disaggRequestId: bigint;
   readonly route: string;
@@ -209,7 +212,7 @@ export class RequestContext {
   end(status: number, error?: ProxyError): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.abortLegs(error ?? new ProxyError("CLIENT_GONE", 499, "Request ended"));
+    this.abortLegs(error ?? REQUEST_ENDED);
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.clear();
     this.#reportStreamedGeneration(error);
