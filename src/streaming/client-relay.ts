@@ -1,7 +1,7 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock } from "./stream-request.ts";
 
-type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };
+type ReadResult = { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
 /** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
 export interface Reader {
   read(): Promise<ReadResult>;
@@ -13,12 +13,9 @@ export interface FirstRead {
   readonly read: ReadResult;
 }
 
+/** The runtime's own reader: a wrapper would cost a promise and an object per chunk. */
 export function readerOf(body: ReadableStream<Uint8Array>): Reader {
-  const reader = body.getReader();
-  return {
-    read: () => reader.read().then((r): ReadResult => (r.done ? { done: true } : { done: false, value: r.value })),
-    cancel: (reason) => reader.cancel(reason),
-  };
+  return body.getReader();
 }
 
 /**
