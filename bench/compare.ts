@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { spawnFloor, stopAll, waitReady } from "./cluster/cluster.ts";
 import { spawnService, type Service } from "./cluster/service.ts";
 import { alternateRounds, medianCpuPerRequest } from "./load/ab-rounds.ts";
-import { summarize } from "./lib/stats.ts";
+import { median, summarize } from "./lib/stats.ts";
 import { endpointOf, proxyPath, type Path } from "./load/paths.ts";
 import { chatJson, chatStream } from "./load/workloads.ts";
 
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     services.push(relays.floor);
     const pids = { base: relays.base.pid, next: relays.next.pid, floor: relays.floor.pid, context: context.pid, generation: generation.pid };
     const workload = values.stream ? chatStream(256) : chatJson(16);
-    process.stdout.write(`| clients | base µs/req | new µs/req | new ÷ base | floor µs/req | base ÷ floor | new ÷ floor | p50 µs base / new / floor |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n`);
+    process.stdout.write(`| clients | base µs/req | new µs/req | new ÷ base (median of per-round ratios) | floor µs/req | base ÷ floor | new ÷ floor | p50 µs base / new / floor |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n`);
     for (const clients of values.clients.split(",").map(Number)) {
       const users = {
         base: paths(relays.base, workload, clients),
@@ -66,7 +66,10 @@ async function main(): Promise<void> {
       const cpu = (name: "base" | "next" | "floor"): number => medianCpuPerRequest(tally[name], name, 1e6);
       const p50 = (name: "base" | "next" | "floor"): string => summarize(tally[name].latenciesUs).p50.toFixed(0);
       const [b, n, f] = [cpu("base"), cpu("next"), cpu("floor")];
-      process.stdout.write(`| ${clients} | ${b.toFixed(0)} | ${n.toFixed(0)} | ${(n / b).toFixed(3)} | ${f.toFixed(0)} | ${(b / f).toFixed(2)} | ${(n / f).toFixed(2)} | ${p50("base")} / ${p50("next")} / ${p50("floor")} |\n`);
+      // Rounds of one index ran back to back: the median of their ratios cancels slow drifts of other load.
+      const perRound = (name: "base" | "next" | "floor"): number[] => tally[name].rounds.map((r) => (r.ok === 0 ? Number.NaN : (r.cpu[name] ?? 0) / r.ok));
+      const ratio = median(perRound("next").map((x, i) => x / (perRound("base")[i] ?? Number.NaN)).filter(Number.isFinite));
+      process.stdout.write(`| ${clients} | ${b.toFixed(0)} | ${n.toFixed(0)} | ${ratio.toFixed(3)} | ${f.toFixed(0)} | ${(b / f).toFixed(2)} | ${(n / f).toFixed(2)} | ${p50("base")} / ${p50("next")} / ${p50("floor")} |\n`);
     }
   } finally {
     await stopAll(services);
