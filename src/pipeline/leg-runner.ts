@@ -1,3 +1,4 @@
+import type { Role } from "../config/types.ts";
 import { asProxyError, type ProxyError } from "../errors.ts";
 import { RETURN_METRICS_HEADER } from "../observability/perf-format.ts";
 import type { LegSpan } from "../observability/request-spans.ts";
@@ -5,14 +6,13 @@ import { legTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import type { WorkerBody } from "../workers/body-codec.ts";
-import type { WorkerPost } from "../workers/client.ts";
-import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { pause } from "../timers.ts";
+import type { WorkerBody } from "../workers/body-codec.ts";
+import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
+import { affinityHeaders, type Affinity } from "./affinity.ts";
 import type { PipelineDeps } from "./types.ts";
-import type { Role } from "../config/types.ts";
 
-/** One upstream leg: which worker, which body per attempt, what may be retried. */
+/** One upstream leg: which worker, which body under which id, what may be retried. */
 export interface LegPlan {
   readonly role: Role;
   readonly path: string;
@@ -28,96 +28,161 @@ export interface LegPlan {
   readonly retryable: (error: ProxyError) => boolean;
   /** Headers every attempt carries besides the trace (the internal HMAC, the body's encoding). */
   readonly headers: Readonly<Record<string, string>>;
-  /** Body of attempt n, encoded (a context retry gets a fresh disagg_request_id). */
-  readonly body: (attempt: number) => WorkerBody;
-  /** The disagg_request_id attempt n sent (read after its body was built). */
-  readonly sentId: (attempt: number) => bigint;
+  /** The disagg_request_id of the first attempt. */
+  readonly id: bigint;
+  /** A retry is sent under a fresh id (a context retry), else under `id` again. */
+  readonly freshIdOnRetry: boolean;
+  /** The encoded body of an attempt sent under `id`. */
+  readonly body: (id: bigint) => WorkerBody;
   /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
   readonly affinity: Affinity | undefined;
 }
 
-/** Runs a leg's attempts: placement, the call, retries, and what each attempt reports. */
-export async function runLeg<T>(
+/** The answering attempt: its worker, the id it was sent under, and what came back. */
+export interface LegResult<T> {
+  readonly origin: string;
+  readonly id: bigint;
+  readonly result: T;
+}
+
+/** A non-streamed leg: over once the worker answered. */
+export function runJsonLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan): Promise<LegResult<JsonAnswer>> {
+  return runAttempts(deps, ctx, plan, postForJson, "answer");
+}
+
+/** A streamed leg: the worker's stream, which lasts until the request's end. */
+export function runStreamLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan): Promise<LegResult<Response>> {
+  return runAttempts(deps, ctx, plan, postForStream, "request end");
+}
+
+/** A one-shot call (GET /v1/models, count_tokens): the worker's answer as it came, any status. */
+export function runOneShotLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, method: "GET" | "POST"): Promise<LegResult<RawAnswer>> {
+  return runAttempts(deps, ctx, plan, (post) => fetchAnswer({ ...post, method }), "answer");
+}
+
+/** Runs a leg's attempts: placement, the call, retries; each attempt is one LegAttempt. */
+async function runAttempts<T>(
   deps: PipelineDeps,
   ctx: RequestContext,
   plan: LegPlan,
   call: (post: WorkerPost) => Promise<T>,
-  releaseOnAnswer: boolean,
-): Promise<{ origin: string; result: T }> {
+  lastsUntil: "answer" | "request end",
+): Promise<LegResult<T>> {
   const failedOn: string[] = [];
   for (let attempt = 0; ; attempt++) {
-    const placed = placeAttempt(deps, ctx, plan, attempt, failedOn);
-    const reservation = ctx.hold(placed.reservation);
-    const startedAt = performance.now();
-    ctx.hooks.legAttempt(plan.role, placed.worker.origin);
-    if (!releaseOnAnswer) ctx.markStreamedGenerationStart();
-    const finished = (success: boolean): void => void deps.placement.finished(plan.role, placed.worker.origin, plan.routing, success);
-    const body = plan.body(attempt);
-    const span = ctx.spans.startLeg({ role: plan.role, origin: placed.worker.origin, path: plan.path, attempt, disaggRequestId: plan.sentId(attempt) });
+    const id = attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
+    const leg = new LegAttempt(deps, ctx, plan, placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
     try {
-      const result = await call(postOf(deps, ctx, plan, placed, body, span, plan.sentId(attempt)));
-      if (releaseOnAnswer) {
-        reservation.release();
-        finished(true);
-        span.end();
-        const seconds = (performance.now() - startedAt) / 1000;
-        ctx.hooks.legCompleted(plan.role, seconds, seconds, placed.worker.origin);
-      } else {
-        // A streamed leg lasts until the request's end.
-        ctx.atEnd((error) => {
-          finished(error === undefined);
-          span.end(error);
-        });
-      }
-      return { origin: placed.worker.origin, result };
+      const result = await call(leg.post(plan.body(id)));
+      // A streamed leg lasts until the request's end, which completes it.
+      if (lastsUntil === "answer") leg.answered();
+      else ctx.atEnd((error) => leg.streamEnded(error));
+      return { origin: leg.origin, id, result };
     } catch (thrown) {
-      reservation.release();
-      finished(false);
       const error = asProxyError(thrown);
-      span.end(error);
       const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
-      reportFailure(deps, ctx, plan, placed, error, last ? undefined : attempt + 1);
+      leg.failed(error, last ? undefined : attempt + 1);
       if (last) throw error;
-      failedOn.push(placed.worker.origin);
+      failedOn.push(leg.origin);
       ctx.retried();
       await pause(deps.config.retryDelayMs, plan.signal);
     }
   }
 }
 
-function postOf(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, body: WorkerBody, span: LegSpan, id: bigint): WorkerPost {
-  const headers: Record<string, string> = {
-    ...plan.headers,
-    ...affinityHeaders(deps.config.internalAuthKey, plan.affinity, plan.role, id),
-    ...legTraceHeaders(ctx.trace, span.spanId),
-  };
-  // Workers are asked for their metrics only when this request's are collected (§5.3).
-  if (ctx.perf !== undefined) headers[RETURN_METRICS_HEADER] = "1";
-  return {
-    role: plan.role,
-    origin: placed.worker.origin,
-    path: plan.path,
-    body,
-    signal: plan.signal,
-    timeoutMs: deps.config.requestTimeoutMs,
-    maxAnswerBytes: deps.config.maxAnswerBytes,
-    fetch: deps.workerFetch,
-    headers,
-  };
-}
+/**
+ * One attempt of a leg, from its placement to its end: the reservation, the span, the routers'
+ * learning and the metrics, completed in one place whichever way it ends.
+ */
+class LegAttempt {
+  readonly origin: string;
+  readonly #deps: PipelineDeps;
+  readonly #ctx: RequestContext;
+  readonly #plan: LegPlan;
+  readonly #placed: Placed;
+  readonly #span: LegSpan;
+  readonly #id: bigint;
+  readonly #startedMs: number;
 
-/** Logs a failed attempt and counts it; `retry` is the number of the retry that follows, if any. */
-function reportFailure(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, error: ProxyError, retry: number | undefined): void {
-  if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role, placed.worker.origin);
-  if (retry !== undefined) ctx.hooks.legRetry(plan.role);
-  deps.logger.warn(`${plan.role} leg failed`, {
-    disagg_request_id: ctx.disaggRequestId,
-    worker: placed.worker.origin,
-    code: error.code,
-    status: error.status,
-    error: error.message,
-    retry: retry === undefined ? undefined : `${retry} of ${deps.config.maxRetries}`,
-  });
+  constructor(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number, id: bigint) {
+    this.#deps = deps;
+    this.#ctx = ctx;
+    this.#plan = plan;
+    this.#placed = { worker: placed.worker, reservation: ctx.hold(placed.reservation) };
+    this.origin = placed.worker.origin;
+    this.#id = id;
+    this.#startedMs = ctx.elapsedMs();
+    ctx.hooks.legAttempt(plan.role, this.origin);
+    this.#span = ctx.spans.startLeg({ role: plan.role, origin: this.origin, path: plan.path, attempt, disaggRequestId: id });
+  }
+
+  post(body: WorkerBody): WorkerPost {
+    const { ctx, plan, deps } = { ctx: this.#ctx, plan: this.#plan, deps: this.#deps };
+    const headers: Record<string, string> = {
+      ...plan.headers,
+      ...affinityHeaders(deps.config.internalAuthKey, plan.affinity, plan.role, this.#id),
+      ...legTraceHeaders(ctx.trace, this.#span.spanId),
+    };
+    // Workers are asked for their metrics only when this request's are collected (§5.3).
+    if (ctx.perf !== undefined) headers[RETURN_METRICS_HEADER] = "1";
+    return {
+      role: plan.role,
+      origin: this.origin,
+      path: plan.path,
+      body,
+      signal: plan.signal,
+      timeoutMs: deps.config.requestTimeoutMs,
+      maxAnswerBytes: deps.config.maxAnswerBytes,
+      fetch: deps.workerFetch,
+      headers,
+    };
+  }
+
+  /** A non-streamed answer: the worker is free again. */
+  answered(): void {
+    this.#placed.reservation.release();
+    this.#learn(true);
+    this.#span.end();
+    const seconds = (this.#ctx.elapsedMs() - this.#startedMs) / 1000;
+    this.#ctx.hooks.legCompleted(this.#plan.role, seconds, seconds, this.origin);
+  }
+
+  /** The request whose stream this attempt served ended (its reservation goes with it). */
+  streamEnded(error: ProxyError | undefined): void {
+    this.#learn(error === undefined);
+    this.#span.end(error);
+    const ttftMs = this.#ctx.ttftMs;
+    if (ttftMs === undefined) return;
+    if (error !== undefined) {
+      if (error.code !== "CLIENT_GONE") this.#ctx.hooks.legFailed(this.#plan.role, this.origin);
+      return;
+    }
+    const seconds = (ms: number): number => (ms - this.#startedMs) / 1000;
+    this.#ctx.hooks.legCompleted(this.#plan.role, seconds(ttftMs), seconds(this.#ctx.elapsedMs()), this.origin);
+  }
+
+  /** Logs and counts a failed attempt; `retry` is the number of the retry that follows, if any. */
+  failed(error: ProxyError, retry: number | undefined): void {
+    this.#placed.reservation.release();
+    this.#learn(false);
+    this.#span.end(error);
+    const { deps, ctx, plan } = { deps: this.#deps, ctx: this.#ctx, plan: this.#plan };
+    if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role, this.origin);
+    if (retry !== undefined) ctx.hooks.legRetry(plan.role);
+    deps.logger.warn(`${plan.role} leg failed`, {
+      disagg_request_id: ctx.disaggRequestId,
+      worker: this.origin,
+      code: error.code,
+      status: error.status,
+      error: error.message,
+      retry: retry === undefined ? undefined : `${retry} of ${deps.config.maxRetries}`,
+    });
+  }
+
+  /** Routers that learn from placements hear how the attempt ended. */
+  #learn(success: boolean): void {
+    void this.#deps.placement.finished(this.#plan.role, this.origin, this.#plan.routing, success);
+  }
 }
 
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {

@@ -3,9 +3,8 @@ import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
-import { postForJson, postForStream } from "../workers/client.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import { runLeg, type LegPlan } from "./leg-runner.ts";
+import { runJsonLeg, runStreamLeg, type LegPlan } from "./leg-runner.ts";
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";
 
@@ -22,34 +21,28 @@ export async function runContextLeg(
   input: PipelineInput,
   options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject },
 ): Promise<ContextLegResult> {
-  const ids: bigint[] = [];
-  const idOf = (attempt: number): bigint => {
-    ids[attempt] ??= attempt === 0 || options.pinned ? ctx.disaggRequestId : deps.ids.next();
-    return ids[attempt];
-  };
-  let sentId = ctx.disaggRequestId;
   const codec = deps.bodyCodec ?? JSON_CODEC;
   ctx.perf?.markContextDispatch();
-  const { origin, result } = await runLeg(deps, ctx, {
+  const pinned = options.pinned ?? false;
+  const answered = await runJsonLeg(deps, ctx, {
     role: "context",
     path: WORKER_PATH[input.api],
     exclude: options.exclude,
     first: options.first,
-    pinned: options.pinned ?? false,
+    pinned,
     routing: input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: contextLegRetryable,
     headers: codec.headers,
-    body: (attempt) => {
-      sentId = idOf(attempt);
-      return codec.encode(options.body(sentId));
-    },
-    sentId: idOf,
+    // A context retry gets a fresh id, unless it is pinned (generation-first: the hand-off names the id).
+    id: ctx.disaggRequestId,
+    freshIdOnRetry: !pinned,
+    body: (id) => codec.encode(options.body(id)),
     affinity: input.affinity,
-  }, (post) => postForJson(post), true);
-  ctx.legServed("context", origin);
-  ctx.perf?.workerAnswered("ctx", origin, result.headers);
-  return { answer: result.body, origin, sentId };
+  });
+  ctx.legServed("context", answered.origin);
+  ctx.perf?.workerAnswered("ctx", answered.origin, answered.result.headers);
+  return { answer: answered.result.body, origin: answered.origin, sentId: answered.id };
 }
 
 export async function runGenerationLeg(
@@ -78,17 +71,18 @@ export async function runGenerationLeg(
     signal: options.signal ?? ctx.signal,
     retryable: generationLegRetryable,
     headers: { ...codec.headers, ...internalAuth(deps, options.body) },
+    id: ctx.engineRequestId,
+    freshIdOnRetry: false,
     body: () => encoded,
-    sentId: () => ctx.engineRequestId,
     affinity: input.affinity,
   };
   if (input.stream) {
-    const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForStream(post), false);
+    const { origin, result } = await runStreamLeg(deps, ctx, plan);
     ctx.legServed("generation", origin);
     ctx.perf?.workerAnswered("gen", origin, result.headers);
     return { kind: "stream", response: result, headers: result.headers };
   }
-  const { origin, result } = await runLeg(deps, ctx, plan, (post) => postForJson(post), true);
+  const { origin, result } = await runJsonLeg(deps, ctx, plan);
   ctx.legServed("generation", origin);
   ctx.perf?.workerAnswered("gen", origin, result.headers);
   return { kind: "json", body: result.body, headers: result.headers };

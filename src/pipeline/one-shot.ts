@@ -3,11 +3,11 @@ import type { JsonObject } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import { NO_ROUTING } from "../routing/routing-request.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
-import { fetchAnswer, type RawAnswer } from "../workers/client.ts";
+import type { RawAnswer } from "../workers/client.ts";
 
 /** A worker's answer to a one-shot call, as it came (any status). */
 export type WorkerReply = RawAnswer;
-import { runLeg } from "./leg-runner.ts";
+import { runOneShotLeg } from "./leg-runner.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /** A call one worker answers alone (GET /v1/models, POST /v1/messages/count_tokens). */
@@ -25,7 +25,7 @@ export interface OneShotCall {
  */
 export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<WorkerReply> {
   const body = JSON_CODEC.encode(call.body ?? {});
-  const { origin, result } = await runLeg(
+  const { origin, result } = await runOneShotLeg(
     deps,
     ctx,
     {
@@ -38,12 +38,12 @@ export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, cal
       signal: ctx.signal,
       retryable: () => false,
       headers: JSON_CODEC.headers,
+      id: ctx.disaggRequestId,
+      freshIdOnRetry: false,
       body: () => body,
-      sentId: () => ctx.disaggRequestId,
       affinity: undefined,
     },
-    (post) => fetchAnswer({ ...post, method: call.method }),
-    true,
+    call.method,
   );
   ctx.legServed(call.role, origin);
   return result;

@@ -99,7 +99,6 @@ export class RequestContext {
   readonly #startedAt: number;
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
-  #streamedGenerationStartMs: number | undefined;
   readonly #atEnd: ((error: ProxyError | undefined) => void)[] = [];
   #ended = false;
 
@@ -193,9 +192,14 @@ export class RequestContext {
     this.#ttftMs ??= this.#now() - this.#startedAt;
   }
 
-  /** The attempt whose stream the client is getting started now (its latency is measured at the end). */
-  markStreamedGenerationStart(): void {
-    this.#streamedGenerationStartMs = this.#now() - this.#startedAt;
+  /** Milliseconds since the request started, on the context's clock. */
+  elapsedMs(): number {
+    return this.#now() - this.#startedAt;
+  }
+
+  /** When the first token reached the client, in ms since the start; undefined before. */
+  get ttftMs(): number | undefined {
+    return this.#ttftMs;
   }
 
   /** Runs once the request ends, with its error (undefined on success). */
@@ -215,20 +219,8 @@ export class RequestContext {
     this.abortLegs(error ?? REQUEST_ENDED);
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.clear();
-    this.#reportStreamedGeneration(error);
     for (const callback of this.#atEnd) callback(error);
     this.#onEnd(this.#summary(status, error));
-  }
-
-  #reportStreamedGeneration(error: ProxyError | undefined): void {
-    const start = this.#streamedGenerationStartMs;
-    if (start === undefined || this.#ttftMs === undefined) return;
-    if (error !== undefined) {
-      if (error.code !== "CLIENT_GONE") this.hooks.legFailed("generation", this.generationWorker);
-      return;
-    }
-    const end = this.#now() - this.#startedAt;
-    this.hooks.legCompleted("generation", (this.#ttftMs - start) / 1000, (end - start) / 1000, this.generationWorker);
   }
 
   #summary(status: number, error: ProxyError | undefined): RequestSummary {
