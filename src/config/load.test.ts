@@ -67,6 +67,14 @@ max_retires: 2
     expect(config.benchmarkGenerationOnly).toBe(true);
   });
 
+  test("cluster allow-from networks are checked at start-up, from flags or the YAML", () => {
+    expect(loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/8", "fd00::/8"] }, deps()).config.clusterAllowFrom).toEqual(["10.0.0.0/8", "fd00::/8"]);
+    const yaml = `${README_EXAMPLE}\ncluster_allow_from: [192.168.0.0/16]\n`;
+    expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml })).config.clusterAllowFrom).toEqual(["192.168.0.0/16"]);
+    expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/33"] }, deps())).toThrow('cluster allow-from "10.0.0.0/33" is not a network');
+    expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["lan"] }, deps())).toThrow("is not a network");
+  });
+
   test("flags override the YAML, key by key", () => {
     const yaml = `${README_EXAMPLE}\nmax_retries: 3\nnode_id: 5\nschedule_style: generation_first\n`;
     const flags: ServeFlags = { configFile: "d.yaml", port: 9000, generationServers: ["http://other:1"], nodeId: 6 };

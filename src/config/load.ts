@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { ServeFlags } from "./cli-options.ts";
 import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
-import { network } from "./networks.ts";
+import { parseNetwork } from "../security/networks.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
 import { DEFAULTS, type ProxyConfig, type Role, type RouterOptions } from "./types.ts";
@@ -70,7 +70,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster" && file.settings.discovery.storage === "etcd",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
     reportAddrFile: flags.reportAddrFile,
-    clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map((text) => network(text).text),
+    clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map(allowedNetwork),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
@@ -176,6 +176,13 @@ function warningsOf(file: TrtllmYaml | undefined, config: ProxyConfig, noRetry: 
 function notesOf(file: TrtllmYaml | undefined): StartupNote[] {
   if (file === undefined || file.workerKeys.length === 0) return [];
   return [{ level: "debug", text: `Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): ${file.workerKeys.join(", ")}` }];
+}
+
+/** A --cluster-allow-from / cluster_allow_from entry; one that is no network stops start-up naming it. */
+function allowedNetwork(text: string): string {
+  const parsed = parseNetwork(text);
+  if (parsed === undefined) throw new ConfigError(`Invalid config: cluster allow-from ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
+  return parsed.text;
 }
 
 function clusterKey(keyFile: string | undefined, deps: LoadDeps): string | undefined {

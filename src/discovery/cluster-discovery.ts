@@ -10,7 +10,7 @@ import { EtcdClient } from "./etcd-client.ts";
 import { isObject } from "./etcd-wire.ts";
 import { discoveredOrigin } from "../config/urls.ts";
 import { PrefixMirror } from "./prefix-mirror.ts";
-import type { Discovery, ReconnectOptions, Role } from "./types.ts";
+import type { Discovery, ReconnectOptions, RegisteredWorker, Role } from "./types.ts";
 import { WorkerSet, type WorkerEntry } from "./worker-set.ts";
 
 /** Upstream's ServerRole numbers; other roles (2 = multimodal encoder, …) are not ours to route. */
@@ -66,14 +66,6 @@ export function etcdClusterDiscovery(options: ClusterDiscoveryOptions): Discover
 
 function entryPair(key: string, entry: WorkerEntry | undefined): [string, WorkerEntry][] {
   return entry === undefined ? [] : [[key, entry]];
-}
-
-/** A worker's registration as upstream's /cluster_info lists it (WorkerInfo, disagg_auto_scaling.py @ 00184339). */
-export interface RegisteredWorker {
-  readonly worker_id: string;
-  readonly host: string;
-  readonly port: number;
-  readonly role: number;
 }
 
 /** A wildcard listen address says nothing about where the worker is. */

@@ -7,9 +7,9 @@
  */
 
 import type { Logger } from "../observability/logger.ts";
-import { parseWorker, workersPrefix, type RegisteredWorker } from "./cluster-discovery.ts";
+import { parseWorker, workersPrefix } from "./cluster-discovery.ts";
 import type { ClusterStore, StorageItem } from "./cluster-store.ts";
-import type { Discovery } from "./types.ts";
+import type { Discovery, RegisteredWorker } from "./types.ts";
 import { WorkerSet, type WorkerEntry } from "./worker-set.ts";
 
 export interface HttpClusterDiscoveryOptions {

@@ -12,7 +12,7 @@
  * loop retries with backoff.
  */
 
-export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions, type RegisteredWorker } from "./cluster-discovery.ts";
+export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions } from "./cluster-discovery.ts";
 export { ClusterStore, StoreFullError, STORE_LIMITS, type SetRequest, type StorageItem } from "./cluster-store.ts";
 export { httpClusterDiscovery, type HttpClusterDiscovery } from "./http-cluster-discovery.ts";
 export { httpRegistrar, registerOverHttp, type HttpRegistration } from "./http-register-worker.ts";
@@ -27,4 +27,4 @@ export {
   type RegisterWorkerOptions,
   type WorkerRegistration,
 } from "./register-worker.ts";
-export type { Discovery, DiscoveryEvent, DiscoveryStatus, ReconnectOptions, Role } from "./types.ts";
+export type { Discovery, DiscoveryEvent, DiscoveryStatus, ReconnectOptions, RegisteredWorker, Role } from "./types.ts";

@@ -4,6 +4,15 @@ import type { Role } from "../config/types.ts";
 
 export type { Role };
 
+/** A worker's registration as upstream's /cluster_info lists it (WorkerInfo, disagg_auto_scaling.py @ 00184339). */
+export interface RegisteredWorker {
+  readonly worker_id: string;
+  readonly host: string;
+  readonly port: number;
+  /** 0 context, 1 generation (upstream's ServerRole). */
+  readonly role: number;
+}
+
 /** `origin` is canonical (`http://host:port`, as src/config/urls.ts spells it), so it compares equal to a static list's entry. */
 export type DiscoveryEvent =
   | { kind: "add"; role: Role; origin: string }

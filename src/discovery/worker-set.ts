@@ -4,8 +4,7 @@
  * its old key has not expired yet): it is added with the first key and removed with the last.
  */
 
-import type { RegisteredWorker } from "./cluster-discovery.ts";
-import type { DiscoveryEvent, Role } from "./types.ts";
+import type { DiscoveryEvent, RegisteredWorker, Role } from "./types.ts";
 
 export interface WorkerEntry {
   readonly role: Role;

@@ -8,7 +8,7 @@
  */
 
 import { timingSafeEqual } from "node:crypto";
-import { addressBytes, network, type Network } from "../config/networks.ts";
+import { addressBytes, parseNetwork, type Network } from "./networks.ts";
 
 export interface ClusterAccessOptions {
   readonly allowFrom: readonly string[];
@@ -18,6 +18,13 @@ export interface ClusterAccessOptions {
 export type AccessVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
 
 const LOOPBACK: readonly Network[] = [network("127.0.0.0/8"), network("::1/128")];
+
+/** Networks reach here checked (config/load.ts refuses a bad one at start-up). */
+function network(text: string): Network {
+  const parsed = parseNetwork(text);
+  if (parsed === undefined) throw new TypeError(`not a network: ${JSON.stringify(text)}`);
+  return parsed;
+}
 
 export class ClusterAccess {
   readonly #allowFrom: readonly Network[];

@@ -1,22 +1,18 @@
 /** Networks and addresses as operators write them (`10.0.0.0/8`, `fd00::/8`, `::ffff:10.1.2.3`). */
 
-import { ConfigError } from "./errors.ts";
-
 export interface Network {
   readonly text: string;
   readonly bytes: Uint8Array;
   readonly prefix: number;
 }
 
-/** `10.0.0.0/8`, `fd00::/8`, or a bare address (a /32 or /128). */
-export function network(text: string): Network {
+/** `10.0.0.0/8`, `fd00::/8`, or a bare address (a /32 or /128); undefined when it is none of these. */
+export function parseNetwork(text: string): Network | undefined {
   const [address = "", bits, extra] = text.trim().split("/");
   const bytes = addressBytes(address);
   const max = bytes === undefined ? 0 : bytes.length * 8;
   const prefix = bits === undefined ? max : /^\d+$/.test(bits) ? Number(bits) : Number.NaN;
-  if (bytes === undefined || extra !== undefined || !(prefix >= 0 && prefix <= max)) {
-    throw new ConfigError(`Invalid config: cluster allow-from ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
-  }
+  if (bytes === undefined || extra !== undefined || !(prefix >= 0 && prefix <= max)) return undefined;
   return { text: text.trim(), bytes, prefix };
 }
 
