@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { claimNodeId, etcdRegistrar } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
+import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
 import { silentLogger } from "../src/observability/logger.ts";
 import { DisaggIdAllocator } from "../src/request/disagg-id.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
@@ -51,6 +52,20 @@ describe("the proxy with etcd discovery", () => {
     expect(generations[0]!.requests.filter((r) => r.phase === "generation").length).toBeLessThanOrEqual(1);
     await generations[1]!.stop();
     expect(context.url.length).toBeGreaterThan(0);
+  }, 20_000);
+
+  test("the dashboard names etcd as the workers' source, connected, and when the list last changed", async () => {
+    const clusterName = `dashboard-${++clusters}`;
+    await using cluster = await discoveredCluster(clusterName);
+    const before = Date.now();
+    await using context = startEmulatedWorker({ role: "context", register: register(clusterName) });
+    await eventually(() => cluster.proxy.app.placement.pool.all("context").length === 1, 5000);
+    const data = (await (await fetch(`${cluster.url}/dashboard/data`)).json()) as DashboardSnapshot;
+    expect(data.proxy.discovery).toMatchObject({ source: "etcd cluster", endpoint: etcd.endpoint, connected: true });
+    expect(data.proxy.discovery.lastChangeAt).toBeGreaterThanOrEqual(before);
+    expect(data.workers.map((w) => w.url)).toEqual([context.url]);
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { current_workers: { context_servers: { worker_id: string }[] } };
+    expect(data.workers[0]!.id).toBe(info.current_workers.context_servers[0]!.worker_id);
   }, 20_000);
 
   test("two replicas claim distinct node ids, and their ids never collide over 100,000 each", async () => {

@@ -23,7 +23,7 @@ const source: DashboardSource = {
   draining: () => false,
   admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),
   workers: () =>
-    Array.from({ length: WORKERS }, (_, i) => ({ role: i % 2 === 0 ? ("context" as const) : ("generation" as const), url: `http://w${i}:8000`, ready: true, inFlight: 0, version: undefined })),
+    Array.from({ length: WORKERS }, (_, i) => ({ role: i % 2 === 0 ? ("context" as const) : ("generation" as const), url: `http://w${i}:8000`, id: undefined, ready: true, inFlight: 0, version: undefined })),
   discovery: () => ({ source: "static" }),
 };
 const recorder = new DashboardRecorder(source, () => clock.now);

@@ -3,7 +3,7 @@ import type { EndedRequest } from "../observability/traffic-observer.ts";
 import { DashboardRecorder, FAILURES_KEPT, SERIES_POINTS, type DashboardSource } from "./recorder.ts";
 import type { WorkerView } from "./snapshot.ts";
 
-function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", ready: true, inFlight: 0, version: undefined }]) {
+function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: undefined, ready: true, inFlight: 0, version: undefined }]) {
   const clock = { now: 1_000_000 };
   const listed = { workers };
   const source: DashboardSource = {

@@ -221,6 +221,7 @@ export class DashboardRecorder implements TrafficObserver {
     return {
       role: worker.role,
       url: worker.url,
+      id: worker.id,
       version: worker.version,
       state: stateOf(worker.ready, health),
       lastCheckAt: health?.at,

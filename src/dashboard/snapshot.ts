@@ -12,6 +12,8 @@ export const OUTCOMES: readonly Outcome[] = ["ok", "worker_error", "client_disco
 export interface WorkerView {
   readonly role: Role;
   readonly url: string;
+  /** The id it registered under, when discovered. */
+  readonly id: string | undefined;
   readonly ready: boolean;
   readonly inFlight: number;
   /** The version the worker reported, when known. */
@@ -43,6 +45,7 @@ export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "unc
 export interface WorkerRow {
   readonly role: Role;
   readonly url: string;
+  readonly id: string | undefined;
   readonly version: string | undefined;
   readonly state: HealthState;
   readonly lastCheckAt: number | undefined;

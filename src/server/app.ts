@@ -64,8 +64,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
   let draining = false;
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
+  let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
   const dashboard = config.dashboard
-    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.() }))
+    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.() }))
     : undefined;
   const ends = requestEnds(metrics, logger, dashboard);
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
@@ -100,7 +101,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       discoveryStatus = status;
     },
     dashboard,
-    discoveredWorkers: undefined,
+    get discoveredWorkers() {
+      return discoveredWorkers;
+    },
+    set discoveredWorkers(workers) {
+      discoveredWorkers = workers;
+    },
     clusterStorage: config.discovery?.kind === "cluster" && config.discovery.storage === "http" ? { store: new ClusterStore(), access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }) } : undefined,
     get clientKeys() {
       return clientKeys;

@@ -1,7 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardSource } from "../dashboard/recorder.ts";
 import type { DiscoveryView, WorkerView } from "../dashboard/snapshot.ts";
-import type { DiscoveryStatus } from "../discovery/index.ts";
+import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import type { Admission } from "./admission.ts";
@@ -14,6 +14,8 @@ interface SourceParts {
   readonly active: ReadonlySet<unknown>;
   readonly draining: () => boolean;
   readonly discoveryStatus: () => DiscoveryStatus | undefined;
+  /** Workers registered through cluster discovery, with the ids they registered under. */
+  readonly registered: () => readonly RegisteredWorker[] | undefined;
 }
 
 /** The server's live state as the dashboard reads it once a second. */
@@ -24,18 +26,27 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
     inFlight: () => parts.active.size,
     draining: parts.draining,
     admission: () => ({ inFlight: admission.inFlight, waiting: admission.waiting, limit: admission.limit }),
-    workers: () =>
-      (["context", "generation"] as const).flatMap((role) =>
+    workers: () => {
+      const idOf = registeredIds(parts.registered() ?? []);
+      return (["context", "generation"] as const).flatMap((role) =>
         placement.pool.all(role).map(
-          (worker): WorkerView => ({ role, url: worker.origin, ready: worker.ready, inFlight: placement.table.load(role, worker.origin), version: versionOf(worker) }),
+          (worker): WorkerView => ({
+            role,
+            url: worker.origin,
+            id: idOf(worker.origin),
+            ready: worker.ready,
+            inFlight: placement.table.load(role, worker.origin),
+            version: versionOf(worker),
+          }),
         ),
-      ),
+      );
+    },
     discovery: (): DiscoveryView => {
       const discovery = config.discovery;
       if (discovery === undefined) return { source: "static" };
       const status = parts.discoveryStatus();
       return {
-        source: discovery.kind === "cluster" ? "etcd cluster" : "etcd metadata",
+        source: discovery.kind === "metadata" ? "etcd metadata" : discovery.storage === "http" ? "HTTP cluster storage" : "etcd cluster",
         endpoint: discovery.endpoint,
         connected: status?.connected ?? false,
         revision: status?.revision,
@@ -49,4 +60,27 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
 function versionOf(worker: WorkerEntry): string | undefined {
   const version = worker.serverInfo?.["version"];
   return typeof version === "string" ? version : undefined;
+}
+
+/**
+ * origin → the id its worker registered under. A registration names host and port; a worker
+ * that registered a wildcard host is reached at the address it registered from, so a port
+ * alone identifies it when only one registration has that port.
+ */
+function registeredIds(registered: readonly RegisteredWorker[]): (origin: string) => string | undefined {
+  if (registered.length === 0) return () => undefined;
+  return (origin) => {
+    let host: string;
+    let port: number;
+    try {
+      const url = new URL(origin);
+      host = url.hostname;
+      port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+    } catch {
+      return undefined;
+    }
+    const samePort = registered.filter((worker) => worker.port === port);
+    const exact = samePort.find((worker) => worker.host === host || `[${worker.host}]` === host);
+    return (exact ?? (samePort.length === 1 ? samePort[0] : undefined))?.worker_id;
+  };
 }

@@ -7,7 +7,7 @@
 
 /** @typedef {"ok"|"worker_error"|"client_disconnected"|"timeout"|"rejected"|"internal_error"} Outcome */
 /** @typedef {{ at: number[], outcomes: Record<Outcome, number[]>, inFlight: number[], ttftP50Ms: (number|null)[], ttftP99Ms: (number|null)[] }} Series */
-/** @typedef {{ role: string, url: string, version?: string, state: string, lastCheckAt?: number, inFlight: number, perSecond: number, errorShare?: number, ttftP50Ms?: number, ttftP99Ms?: number, durationP50Ms?: number, durationP99Ms?: number, ejectedAt?: number }} WorkerRow */
+/** @typedef {{ role: string, url: string, id?: string, version?: string, state: string, lastCheckAt?: number, inFlight: number, perSecond: number, errorShare?: number, ttftP50Ms?: number, ttftP99Ms?: number, durationP50Ms?: number, durationP99Ms?: number, ejectedAt?: number }} WorkerRow */
 /** @typedef {{ route: string, outcome: Outcome, total: number, perSecond: number }} RouteRow */
 /** @typedef {{ at: number, route: string, disaggRequestId?: string, worker?: string, outcome: Outcome, status: number, message?: string }} FailureRow */
 /** @typedef {{ source: string, endpoint?: string, connected?: boolean, revision?: string, lastError?: string, lastChangeAt?: number }} DiscoveryView */
@@ -151,7 +151,7 @@
     const rows = snapshot.workers.map((w) => {
       const tr = row([
         ["role", w.role],
-        ["url", w.url, "url"],
+        ["url", w.id === undefined ? w.url : `${w.url} (${w.id})`, "url"],
         ["version", w.version ?? "–"],
         ["state", w.state, `state s-${w.state}`],
         ["lastCheck", ago(w.lastCheckAt, snapshot.now)],
