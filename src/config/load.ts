@@ -78,6 +78,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
   }
   requireWorkers(config, file);
   checkConditionalDisagg(config);
+  checkWorkerProtocol(config);
   return { config: freeze(config), warnings: warningsOf(file, config, noRetry), notes: notesOf(file) };
 }
 
@@ -134,6 +135,12 @@ function checkConditionalDisagg(config: ProxyConfig): void {
   if (config.generationRouter !== "kv_cache_aware" && config.generationRouter !== "conversation") {
     throw new ConfigError("Invalid config: conditional_disagg_config needs a generation router of type kv_cache_aware or conversation");
   }
+}
+
+/** "auto" or a release number as tensorrt_llm/version.py spells it (the table in workers/protocol.ts reads it). */
+function checkWorkerProtocol(config: ProxyConfig): void {
+  if (config.workerProtocol === "auto" || /^v?\d+\.\d+(\.\d+)?((\.)?rc\d+)?(\.post\d+)?$/.test(config.workerProtocol)) return;
+  throw new ConfigError(`Invalid config: --worker-protocol must be auto or a TensorRT-LLM version such as 1.3.0rc18, not ${JSON.stringify(config.workerProtocol)}`);
 }
 
 function requireWorkers(config: ProxyConfig, file: TrtllmYaml | undefined): void {

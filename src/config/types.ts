@@ -126,6 +126,13 @@ export interface ProxyConfig {
   readonly clusterKey: string | undefined;
   /** --worker-msgpack: bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy sends them. */
   readonly workerMsgpack: boolean;
+  /**
+   * --worker-protocol: "auto" learns each worker's version from GET /version (or its etcd
+   * registration); a version (e.g. 1.3.0rc18) is taken as every worker's (workers/protocol.ts).
+   */
+  readonly workerProtocol: string;
+  /** --responses-fallback: a Responses request no worker can disaggregate gets a 501 ("error") or runs on one worker ("aggregated"). */
+  readonly responsesFallback: "error" | "aggregated";
 }
 
 export const DEFAULTS = {
@@ -182,4 +189,6 @@ export const DEFAULTS = {
   reportAddrFile: undefined,
   clusterAllowFrom: Object.freeze([]),
   clusterKey: undefined,
+  workerProtocol: "auto",
+  responsesFallback: "error",
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -25,10 +25,11 @@ export interface EmulatorFlags {
   readonly silenceAfterTokens?: number | undefined;
   readonly errorEventAfterTokens?: number | undefined;
   readonly maxRecords?: number | undefined;
+  readonly protocolVersion?: string | undefined;
 }
 
 const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "tokensPerBlock", "kvCacheBlocks", "maxRecords"] as const;
-const TEXT_KEYS = ["host", "model"] as const;
+const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",
   "rejectAfterMs",

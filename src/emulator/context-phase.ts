@@ -23,7 +23,7 @@ export async function serveContextPhase(job: Job): Promise<Response> {
     const output = await collectOutput(prepared, engineRun(prepared, plan.tokens));
     if (output.errorMessage !== undefined) throw new WorkerError(500, output.errorMessage);
     const handover = handoverOf(prepared);
-    const answer = withContextExtras(job.request, prepared.renderers.json(output.tokens, plan.finishReason), handover);
+    const answer = withContextExtras(job.request, prepared.renderers.json(output.tokens, plan.finishReason), handover, plan.finishReason);
     if (handoffKey !== undefined && output.cut === undefined) {
       job.worker.handoffs.complete(handoffKey, {
         firstGenTokens: [handover.firstTokenId],

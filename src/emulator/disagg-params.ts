@@ -18,14 +18,15 @@ export interface ContextHandover {
 }
 
 /** Adds the context-phase extras to a non-streamed answer of any API. */
-export function withContextExtras(request: ModelRequest, answer: JsonObject, handover: ContextHandover): JsonObject {
+export function withContextExtras(request: ModelRequest, answer: JsonObject, handover: ContextHandover, finishReason: string): JsonObject {
   const params = contextParams(request, handover);
   const wantsBase64 = request.disagg?.["return_prompt_token_ids_b64"] === true;
   const promptIds = wantsBase64
     ? { prompt_token_ids_b64: encodeTokenIdsBase64(handover.promptTokenIds) }
     : { prompt_token_ids: [...handover.promptTokenIds] };
-  // Responses has no choices: by this emulator's convention the params sit at the top level.
-  if (request.api === "responses") return { ...answer, disaggregated_params: params, ...promptIds };
+  // Responses has no choices: the params sit at the top level, and so does the finish_reason
+  // the orchestrator decides continuation by (#18497).
+  if (request.api === "responses") return { ...answer, finish_reason: finishReason, disaggregated_params: params, ...promptIds };
   const [first] = Array.isArray(answer["choices"]) ? answer["choices"] : [];
   const choice = isJsonObject(first) ? first : {};
   return { ...answer, choices: [{ ...choice, disaggregated_params: params }], ...promptIds };

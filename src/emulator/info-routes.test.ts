@@ -27,9 +27,11 @@ describe("non-model routes", () => {
     expect(body).toMatchObject({ object: "list", data: [{ id: "m2", object: "model", owned_by: "tensorrt_llm" }] });
   });
 
-  test("GET /version answers the emulated version", async () => {
-    await using worker = startEmulatedWorker({ role: "mixed" });
-    expect(await json(await fetch(`${worker.url}/version`))).toEqual({ version: "emulated" });
+  test("GET /version answers the release the worker plays, the newest by default", async () => {
+    await using newest = startEmulatedWorker({ role: "mixed" });
+    await using older = startEmulatedWorker({ role: "mixed", protocolVersion: "1.3.0rc14" });
+    expect(await json(await fetch(`${newest.url}/version`))).toEqual({ version: "1.3.0rc28" });
+    expect(await json(await fetch(`${older.url}/version`))).toEqual({ version: "1.3.0rc14" });
   });
 
   test("POST /v1/messages/count_tokens counts the system prompt and message words", async () => {

@@ -5,6 +5,7 @@ import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { countTokensText } from "./prompt-text.ts";
 import { tokenize } from "./tokenizer.ts";
 import type { WorkerContext } from "./worker-context.ts";
+import type { WorkerGeneration } from "./protocol-generation.ts";
 import { detailResponse, errorResponse, WorkerError } from "./worker-error.ts";
 
 export function health(): Response {
@@ -33,8 +34,9 @@ export function models(worker: WorkerContext, startedAt: number): Response {
   });
 }
 
-export function version(): Response {
-  return Response.json({ version: "emulated" });
+/** GET /version as trtllm-serve answers it (openai_server.py): {"version": tensorrt_llm.__version__}. */
+export function version(generation: WorkerGeneration): Response {
+  return Response.json({ version: generation.version });
 }
 
 /** Anthropic-shaped (system + messages) or chat-shaped body → `{"input_tokens": n}`. */

@@ -4,12 +4,13 @@
  * turn a refusal into the worker's error envelope.
  */
 
-import type { JsonValue } from "../json.ts";
+import { isJsonObject, type JsonValue } from "../json.ts";
 import { metricsRequested } from "./perf-wire.ts";
 import { readRequestBody } from "./body-decode.ts";
 import { serveContextPhase } from "./context-phase.ts";
 import { serveAggregated, serveGenerationPhase } from "./generation-phase.ts";
 import { JobTimeline } from "./perf-timeline.ts";
+import { admitFields } from "./protocol-generation.ts";
 import { disaggRequestIdOf, phaseOf, readModelRequest, type ApiKind, type ModelPhase } from "./model-request.ts";
 import type { RecordedRequest, WorkerRole } from "./types.ts";
 import type { Job, WorkerContext } from "./worker-context.ts";
@@ -41,7 +42,7 @@ export async function serveModelRequest(
   };
   try {
     if (body === undefined) throw new WorkerError(400, "Cannot parse the request body as JSON");
-    const request = readModelRequest(api, body);
+    const request = readModelRequest(api, isJsonObject(body) ? admitFields(worker.generation, api, body) : body);
     checkRole(worker.options.role, request.phase);
     timeline.markArrival();
     const job: Job = {

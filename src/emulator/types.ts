@@ -48,6 +48,11 @@ export interface EmulatorOptions {
   /** How long a generation-first request waits for its KV hand-off (default 60000). */
   kvWaitTimeoutMs?: number;
   faults?: EmulatorFaults;
+  /**
+   * The trtllm-serve release played (GET /version, accepted request fields): 1.3.0rc14 (before
+   * ctx_usage), 1.3.0rc18 (with it) or 1.3.0rc28 (newest, the default); see protocol-generation.ts.
+   */
+  protocolVersion?: string;
   /** Keep each reply body's bytes on its record (`sent`), for byte-exact relay tests (default false). */
   recordReplies?: boolean;
   /** Keep only the newest N request records, so a long run (the soak benchmark) stays bounded (default: all). */

@@ -6,6 +6,7 @@ import type { ModelRequest } from "./model-request.ts";
 import type { WorkerPerfState } from "./perf-state.ts";
 import type { JobTimeline } from "./perf-timeline.ts";
 import type { PrefillTally } from "./prefill-tally.ts";
+import type { WorkerGeneration } from "./protocol-generation.ts";
 import type { RequestLog } from "./request-log.ts";
 import type { EmulatorOptions, RecordedRequest } from "./types.ts";
 
@@ -22,6 +23,8 @@ export interface WorkerContext {
   readonly prefill: PrefillTally;
   /** Steady clock, its offset from the proxy, iteration counter and /perf_metrics records. */
   readonly perf: WorkerPerfState;
+  /** The trtllm-serve release this worker plays: which request fields it accepts. */
+  readonly generation: WorkerGeneration;
   /** A request id below 2^40, the range real workers keep for their local ids. */
   nextLocalId(): bigint;
 }

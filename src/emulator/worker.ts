@@ -5,6 +5,7 @@ import type { JsonValue } from "../json.ts";
 import { health, countTokens, kvCacheEvents, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
+import { generationOf, type WorkerGeneration } from "./protocol-generation.ts";
 import { KvHandoffTable } from "./kv-handoff.ts";
 import { WorkerPerfState } from "./perf-state.ts";
 import { PREFILL_TALLY_PATH, PrefillTally } from "./prefill-tally.ts";
@@ -44,6 +45,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly kvCache: KvBlockCache;
   readonly perf: WorkerPerfState;
   readonly prefill = new PrefillTally();
+  readonly generation: WorkerGeneration;
   readonly #server: Server<undefined>;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
@@ -55,6 +57,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.options = options;
     this.log = new RequestLog(options.maxRecords);
     this.model = options.model ?? "emulated-model";
+    this.generation = generationOf(options.protocolVersion);
     this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
     this.perf = new WorkerPerfState(options);
     this.kvCache = new KvBlockCache({
@@ -174,7 +177,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/v1/models") return models(this, this.#startedAt);
     if (path === "/perf_metrics") return perfMetrics(this);
     if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
-    return version();
+    return version(this.generation);
   }
 }
 

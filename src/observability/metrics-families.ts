@@ -54,6 +54,7 @@ export interface OwnFamilies {
   readonly streamsOpen: Gauge;
   readonly workerInFlight: Gauge<"role" | "url">;
   readonly workerHealthy: Gauge<"role" | "url">;
+  readonly workerInfo: Gauge<"role" | "url" | "version">;
 }
 
 function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
@@ -118,5 +119,6 @@ export function ownFamilies(registry: Registry): OwnFamilies {
     streamsOpen: gauge(registry, "disagg_proxy_streams_open", "Client streams open now"),
     workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker),
     workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker),
+    workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"]),
   };
 }

@@ -26,7 +26,7 @@ import type { Role } from "../config/types.ts";
 
 export interface WorkerGaugeSource {
   /** Called at scrape time. */
-  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean }[];
+  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; version?: string }[];
 }
 
 export interface ProxyMetrics {
@@ -74,10 +74,12 @@ function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void 
   // Reset first so a worker that left the pool leaves the exposition too.
   own.workerInFlight.reset();
   own.workerHealthy.reset();
+  own.workerInfo.reset();
   for (const worker of source.workers()) {
     const labels = { role: worker.role, url: worker.url };
     own.workerInFlight.set(labels, worker.inFlight);
     own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
+    own.workerInfo.set({ ...labels, version: worker.version ?? "unknown" }, 1);
   }
 }
 

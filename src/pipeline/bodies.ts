@@ -38,10 +38,15 @@ export function handOffParams(api: ApiKind, answer: JsonObject): JsonObject | un
   return isJsonObject(params) ? params : undefined;
 }
 
-/** True when the context phase left generation to do (finish_reason length / not_finished). */
+/**
+ * True when the context phase left generation to do: finish_reason length / not_finished
+ * (openai_disagg_service.py `_need_gen`, `_GEN_PENDING_FINISH_REASONS`). A Responses answer
+ * has no choices: upstream (#18497) reads its top-level finish_reason; a worker that does
+ * not report one is judged by its status.
+ */
 export function needsGeneration(api: ApiKind, answer: JsonObject): boolean {
-  if (api === "responses") return answer["status"] !== "completed";
-  const reason = firstChoice(answer)?.["finish_reason"];
+  const reason = api === "responses" ? answer["finish_reason"] : firstChoice(answer)?.["finish_reason"];
+  if (api === "responses" && (reason === undefined || reason === null)) return answer["status"] !== "completed";
   return reason === "length" || reason === "not_finished";
 }
 
@@ -74,6 +79,9 @@ export function generationBody(input: PipelineInput, answer: JsonObject, id: big
       request_type: "generation_only",
       disagg_request_id: jsonInteger(id),
       schedule_style: SCHEDULE_STYLE[schedule],
+      // The context answer's usage, so the generation worker reports the request's real prompt and
+      // cached tokens (#14177; openai_disagg_service.py _get_gen_request). Cut for older workers (protocol-fit.ts).
+      ...contextUsage(input.api, answer),
     },
   };
   const messages = body["messages"];
@@ -147,6 +155,23 @@ export function withoutHandOff(api: ApiKind, answer: JsonObject): JsonObject {
   });
   const { prompt_token_ids: _tokens, ...rest } = answer;
   return { ...rest, choices: cleaned };
+}
+
+/** ctx_usage is a UsageInfo (prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens). */
+function contextUsage(api: ApiKind, answer: JsonObject): { ctx_usage?: JsonObject } {
+  const usage = answer["usage"];
+  if (!isJsonObject(usage)) return {};
+  if (api !== "responses") return { ctx_usage: usage };
+  // A Responses answer counts input/output tokens; the worker's DisaggregatedParams takes UsageInfo.
+  const details = usage["input_tokens_details"];
+  const cached = isJsonObject(details) ? details["cached_tokens"] : undefined;
+  const ctxUsage: JsonObject = {
+    prompt_tokens: usage["input_tokens"] ?? 0,
+    completion_tokens: usage["output_tokens"] ?? 0,
+    total_tokens: usage["total_tokens"] ?? 0,
+  };
+  if (typeof cached === "number") ctxUsage["prompt_tokens_details"] = { cached_tokens: cached };
+  return { ctx_usage: ctxUsage };
 }
 
 function firstChoice(answer: JsonObject): JsonObject | undefined {

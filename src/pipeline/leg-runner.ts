@@ -7,9 +7,13 @@ import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { pause } from "../timers.ts";
-import type { WorkerBody } from "../workers/body-codec.ts";
+import type { JsonObject } from "../json.ts";
+import type { BodyCodec, WorkerBody } from "../workers/body-codec.ts";
+import { rejectedCapability } from "../workers/protocol.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
+import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
@@ -32,8 +36,12 @@ export interface LegPlan {
   readonly id: bigint;
   /** A retry is sent under a fresh id (a context retry), else under `id` again. */
   readonly freshIdOnRetry: boolean;
-  /** The encoded body of an attempt sent under `id`. */
-  readonly body: (id: bigint) => WorkerBody;
+  /**
+   * The body of an attempt sent under `id`, as the newest worker takes it: each attempt's
+   * worker is sent it cut to its protocol (protocol-fit.ts), then encoded with `codec`.
+   */
+  readonly body: (id: bigint) => JsonObject;
+  readonly codec: BodyCodec;
   /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
   readonly affinity: Affinity | undefined;
 }
@@ -69,17 +77,29 @@ async function runAttempts<T>(
   lastsUntil: "answer" | "request end",
 ): Promise<LegResult<T>> {
   const failedOn: string[] = [];
+  // A worker that rejected an optional field gets one more attempt without it (a 400 ran nothing).
+  let again: Placed | undefined;
+  let protocolRetried = false;
   for (let attempt = 0; ; attempt++) {
     const id = attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
-    const leg = new LegAttempt(deps, ctx, plan, placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
+    const leg = new LegAttempt(deps, ctx, plan, again ?? placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
+    again = undefined;
+    const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
     try {
-      const result = await call(leg.post(plan.body(id)));
+      const result = await call(leg.post(plan.codec.encode(sent)));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") leg.answered();
       else ctx.atEnd((error) => leg.streamEnded(error));
       return { origin: leg.origin, id, result };
     } catch (thrown) {
       const error = asProxyError(thrown);
+      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent)) {
+        protocolRetried = true;
+        leg.failed(error, attempt + 1);
+        ctx.retried();
+        again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
+        continue;
+      }
       const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       leg.failed(error, last ? undefined : attempt + 1);
       if (last) throw error;
@@ -96,6 +116,7 @@ async function runAttempts<T>(
  */
 class LegAttempt {
   readonly origin: string;
+  readonly worker: WorkerEntry;
   readonly #deps: PipelineDeps;
   readonly #ctx: RequestContext;
   readonly #plan: LegPlan;
@@ -110,6 +131,7 @@ class LegAttempt {
     this.#plan = plan;
     this.#placed = { worker: placed.worker, reservation: ctx.hold(placed.reservation) };
     this.origin = placed.worker.origin;
+    this.worker = placed.worker;
     this.#id = id;
     this.#startedMs = ctx.elapsedMs();
     ctx.hooks.legAttempt(plan.role, this.origin);
@@ -183,6 +205,24 @@ class LegAttempt {
   #learn(success: boolean): void {
     void this.#deps.placement.finished(this.#plan.role, this.origin, this.#plan.routing, success);
   }
+}
+
+/**
+ * A worker's 400 naming an optional field it was sent (pydantic extra="forbid"): its version
+ * claimed a capability it lacks. The capability goes off for that worker (logged once, since it
+ * is gone afterwards) and the caller retries without it.
+ */
+function dropRejectedField(deps: PipelineDeps, worker: WorkerEntry, error: ProxyError, sent: JsonObject): boolean {
+  if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
+  const capability = rejectedCapability(error.message, capabilitiesUsed(sent));
+  if (capability === undefined) return false;
+  worker.protocol.accepts.delete(capability);
+  deps.logger.warn("worker rejected an optional field; no longer sending it to this worker", {
+    worker: worker.origin,
+    version: worker.protocol.version ?? "unknown",
+    field: capability,
+  });
+  return true;
 }
 
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {

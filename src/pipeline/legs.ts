@@ -37,7 +37,8 @@ export async function runContextLeg(
     // A context retry gets a fresh id, unless it is pinned (generation-first: the hand-off names the id).
     id: ctx.disaggRequestId,
     freshIdOnRetry: !pinned,
-    body: (id) => codec.encode(options.body(id)),
+    codec,
+    body: options.body,
     affinity: input.affinity,
   });
   ctx.legServed("context", answered.origin);
@@ -60,7 +61,6 @@ export async function runGenerationLeg(
   },
 ): Promise<{ kind: "json"; body: JsonObject; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
-  const encoded = codec.encode(options.body);
   const plan: LegPlan = {
     role: "generation",
     path: WORKER_PATH[input.api],
@@ -73,7 +73,8 @@ export async function runGenerationLeg(
     headers: { ...codec.headers, ...internalAuth(deps, options.body) },
     id: ctx.engineRequestId,
     freshIdOnRetry: false,
-    body: () => encoded,
+    codec,
+    body: () => options.body,
     affinity: input.affinity,
   };
   if (input.stream) {

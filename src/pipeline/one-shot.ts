@@ -24,7 +24,7 @@ export interface OneShotCall {
  * goes back as it came.
  */
 export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<WorkerReply> {
-  const body = JSON_CODEC.encode(call.body ?? {});
+  const body = call.body ?? {};
   const { origin, result } = await runOneShotLeg(
     deps,
     ctx,
@@ -40,6 +40,7 @@ export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, cal
       headers: JSON_CODEC.headers,
       id: ctx.disaggRequestId,
       freshIdOnRetry: false,
+      codec: JSON_CODEC,
       body: () => body,
       affinity: undefined,
     },

@@ -5,12 +5,14 @@ import { KvEventPoller } from "./kv-events.ts";
 import { ReservationTable } from "./reservations.ts";
 import type { RoutingRequest } from "./routing-request.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
+import { workerProtocol } from "../workers/protocol.ts";
 
 const WORKERS: readonly WorkerEntry[] = ["http://a:1", "http://b:1", "http://c:1"].map((origin) => ({
   origin,
   role: "context",
   ready: true,
   serverInfo: undefined,
+  protocol: workerProtocol(undefined, undefined),
 }));
 
 function router(options: RouterOptions = {}, maxIndexNodes?: number): { router: ConversationRouter; table: ReservationTable } {

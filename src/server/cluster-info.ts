@@ -11,7 +11,14 @@ import type { Placement } from "../routing/placement.ts";
 export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined, registered?: readonly RegisteredWorker[]): JsonObject {
   const { pool, table } = placement;
   const describe = (role: Role): JsonObject[] =>
-    pool.all(role).map((w) => ({ url: w.origin, ready: w.ready, in_flight: table.load(role, w.origin) }));
+    pool.all(role).map((w) => ({
+      url: w.origin,
+      ready: w.ready,
+      in_flight: table.load(role, w.origin),
+      // The TensorRT-LLM version it reported and the optional fields it is sent (workers/protocol.ts).
+      version: w.protocol.version ?? null,
+      protocol: { source: w.protocol.source, accepts: [...w.protocol.accepts].toSorted() },
+    }));
   return {
     is_ready: pool.isReady(),
     server_lists: { context: pool.all("context").map((w) => w.origin), generation: pool.all("generation").map((w) => w.origin) },

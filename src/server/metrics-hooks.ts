@@ -62,6 +62,7 @@ export function workerGauges(placement: Placement): ReturnType<WorkerGaugeSource
       url: worker.origin,
       inFlight: placement.table.load(role, worker.origin),
       healthy: worker.ready,
+      version: worker.protocol.version ?? "unknown",
     })),
   );
 }

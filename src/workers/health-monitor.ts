@@ -3,11 +3,12 @@ import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
 import type { WorkerPool } from "./worker-pool.ts";
+import { workerProtocol } from "./protocol.ts";
 import { syncWorkerClock } from "./clock-sync.ts";
 import type { WorkerFetch } from "./transport.ts";
 
 type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses"> &
-  Partial<Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests">>;
+  Partial<Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests" | "workerProtocol">>;
 
 /** Hears every finished check: whether it passed, and whether the worker is in rotation after it. */
 export type HealthCheckListener = (origin: string, ok: boolean, ready: boolean) => void;
@@ -20,7 +21,8 @@ interface Streak {
 /**
  * Worker health after start-up: each origin's /health is checked; a worker failing
  * `healthCheckFailures` checks in a row leaves rotation, one passing `healthCheckSuccesses`
- * in a row (re)joins it, with its /server_info fetched on the way in (and, when per-request
+ * in a row (re)joins it, with its /server_info and /version fetched on the way in (the version
+ * decides which optional fields it is sent, workers/protocol.ts; and, when per-request
  * perf metrics are on, its steady clock aligned with ours, as trtllm-serve prepares a server).
  */
 export class HealthMonitor {
@@ -59,15 +61,26 @@ export class HealthMonitor {
       for (const entry of entries) entry.ready = false;
       this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
-      const info = await serverInfo(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
+      const info = await getJson(this.#fetch, `${origin}/server_info`, this.#settings.healthCheckTimeoutMs, signal);
+      const reported = versionOf(await getJson(this.#fetch, `${origin}/version`, this.#settings.healthCheckTimeoutMs, signal));
       if (perfMetricsOn(this.#settings)) {
         await syncWorkerClock(origin, { fetch: this.#fetch, clock: steadySeconds, logger: this.#logger, timeoutMs: this.#settings.healthCheckTimeoutMs, signal });
       }
-      for (const entry of this.#pool.entriesOf(origin)) {
+      const joined = this.#pool.entriesOf(origin);
+      const override = this.#settings.workerProtocol === undefined || this.#settings.workerProtocol === "auto" ? undefined : this.#settings.workerProtocol;
+      // Learnt afresh on every (re)join: a worker may come back upgraded or downgraded.
+      const protocol = workerProtocol(reported ?? joined.find((entry) => entry.advertisedVersion !== undefined)?.advertisedVersion, override);
+      for (const entry of joined) {
         entry.serverInfo = info ?? entry.serverInfo;
+        entry.protocol = protocol;
         entry.ready = true;
       }
-      this.#logger.info("worker ready", { worker: origin, roles: entries.map((entry) => entry.role) });
+      this.#logger.info("worker ready", {
+        worker: origin,
+        roles: entries.map((entry) => entry.role),
+        version: protocol.version ?? "unknown",
+        accepts: [...protocol.accepts].join(",") || "no optional fields",
+      });
     }
     this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready));
   }
@@ -87,9 +100,15 @@ async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, sign
   }
 }
 
-async function serverInfo(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
+/** GET /version answers {"version": "1.3.0rc26"} (tensorrt_llm/serve/openai_server.py); anything else: unknown. */
+function versionOf(answer: JsonObject | undefined): string | undefined {
+  const version = answer?.["version"];
+  return typeof version === "string" && version.trim() !== "" ? version.trim() : undefined;
+}
+
+async function getJson(fetch: WorkerFetch, url: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
   try {
-    const response = await fetch(`${origin}/server_info`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
+    const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     if (!response.ok) return undefined;
     const info = parseJson(await response.text());
     return isJsonObject(info) ? info : undefined;

@@ -1,5 +1,6 @@
 import type { Role } from "../config/types.ts";
 import type { JsonObject } from "../json.ts";
+import { workerProtocol, type WorkerProtocol } from "./protocol.ts";
 
 
 /** One worker as one role sees it. A URL in both lists is two entries with the same origin. */
@@ -9,10 +10,21 @@ export interface WorkerEntry {
   ready: boolean;
   /** GET /server_info, fetched once the worker is ready (generation-first needs it). */
   serverInfo: JsonObject | undefined;
+  /**
+   * Its version and the optional fields it accepts, learnt (GET /version) each time it joins;
+   * one object shared by an origin's entries of both roles, so what one leg learns both use.
+   */
+  protocol: WorkerProtocol;
+  /** The version its etcd metadata registration announced, used when GET /version says nothing. */
+  advertisedVersion?: string | undefined;
+}
+
+function entry(origin: string, role: Role): WorkerEntry {
+  return { origin, role, ready: false, serverInfo: undefined, protocol: workerProtocol(undefined, undefined) };
 }
 
 function entries(origins: readonly string[], role: Role): WorkerEntry[] {
-  return origins.map((origin) => ({ origin, role, ready: false, serverInfo: undefined }));
+  return origins.map((origin) => entry(origin, role));
 }
 
 /** The worker lists of both roles and their readiness. */
@@ -46,17 +58,24 @@ export class WorkerPool {
   replace(role: Role, origins: readonly string[]): { added: string[]; removed: string[] } {
     const current = this.#byRole[role];
     const kept = new Map(current.map((worker) => [worker.origin, worker]));
-    const next = origins.map((origin) => kept.get(origin) ?? { origin, role, ready: false, serverInfo: undefined });
+    const next = origins.map((origin) => kept.get(origin) ?? entry(origin, role));
     const added = origins.filter((origin) => !kept.has(origin));
     const removed = current.filter((worker) => !origins.includes(worker.origin)).map((worker) => worker.origin);
     this.#byRole[role] = next;
     return { added, removed };
   }
 
-  /** Adds a discovered worker (not ready until its first healthy check); false when already listed. */
-  add(role: Role, origin: string): boolean {
-    if (this.#byRole[role].some((worker) => worker.origin === origin)) return false;
-    this.#byRole[role] = [...this.#byRole[role], { origin, role, ready: false, serverInfo: undefined }];
+  /**
+   * Adds a discovered worker (not ready until its first healthy check); false when already
+   * listed. `version`: what its registration announced (etcd metadata), if anything.
+   */
+  add(role: Role, origin: string, version?: string): boolean {
+    const listed = this.#byRole[role].find((worker) => worker.origin === origin);
+    if (listed !== undefined) {
+      if (version !== undefined) listed.advertisedVersion = version;
+      return false;
+    }
+    this.#byRole[role] = [...this.#byRole[role], { ...entry(origin, role), advertisedVersion: version }];
     return true;
   }
 

@@ -1,0 +1,68 @@
+import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
+import type { Capability } from "../workers/protocol.ts";
+
+/**
+ * A worker-bound body cut to what the target worker's version accepts (workers/protocol.ts):
+ * the pipeline builds the newest body, and each attempt's worker gets it without the fields
+ * its request models would reject. Only fields present are looked at, and the body is copied
+ * only when something changes, so a newest worker costs a few property reads.
+ */
+export function fitToWorker(body: JsonObject, accepts: ReadonlySet<Capability>): JsonObject {
+  let out = body;
+  const edit = (): JsonObject => (out === body ? (out = { ...body }) : out);
+  let params = isJsonObject(body["disaggregated_params"]) ? body["disaggregated_params"] : undefined;
+  const editParams = (): JsonObject => {
+    const copy = params === body["disaggregated_params"] ? { ...params } : (params ?? {});
+    params = copy;
+    edit()["disaggregated_params"] = copy;
+    return copy;
+  };
+
+  const conversation = body["conversation_params"];
+  if (conversation !== undefined && !accepts.has("conversation_params")) {
+    delete edit()["conversation_params"];
+    const id = isJsonObject(conversation) ? conversation["conversation_id"] : undefined;
+    // Before conversation_params the id travelled inside disaggregated_params (openai_disagg_service.py _get_ctx_request).
+    if (params !== undefined && typeof id === "string" && accepts.has("disagg_conversation_id")) editParams()["conversation_id"] = id;
+  }
+  if (params !== undefined) {
+    if (params["ctx_usage"] !== undefined && !accepts.has("ctx_usage")) delete editParams()["ctx_usage"];
+    if (params["resolved_thinking"] !== undefined && !accepts.has("resolved_thinking")) delete editParams()["resolved_thinking"];
+    if (params["return_prompt_token_ids_b64"] !== undefined && !accepts.has("prompt_token_ids_b64")) {
+      delete editParams()["return_prompt_token_ids_b64"];
+    }
+  }
+  if (body["injected_chat_template_kwargs"] !== undefined && !accepts.has("injected_chat_template_kwargs")) {
+    delete edit()["injected_chat_template_kwargs"];
+  }
+  const packed = body["prompt_token_ids_b64"];
+  if (packed !== undefined && !accepts.has("prompt_token_ids_b64")) {
+    // A newer context worker packed the ids; an older generation worker takes them as a list.
+    const copy = edit();
+    delete copy["prompt_token_ids_b64"];
+    if (typeof packed === "string") copy["prompt_token_ids"] = unpackTokenIds(packed);
+  }
+  return out;
+}
+
+/** prompt_token_ids_b64: little-endian int32 values, base64 (openai_protocol.py). */
+function unpackTokenIds(packed: string): JsonValue[] {
+  const bytes = Buffer.from(packed, "base64");
+  const count = Math.floor(bytes.length / 4);
+  const ids: JsonValue[] = Array.from({ length: count });
+  for (let i = 0; i < count; i++) ids[i] = bytes.readInt32LE(i * 4);
+  return ids;
+}
+
+/** The capabilities a body built for the newest worker relies on (to name what a 400 rejected). */
+export function capabilitiesUsed(body: JsonObject): Set<Capability> {
+  const used = new Set<Capability>();
+  const params = isJsonObject(body["disaggregated_params"]) ? body["disaggregated_params"] : undefined;
+  if (body["conversation_params"] !== undefined) used.add("conversation_params");
+  if (params?.["conversation_id"] !== undefined) used.add("disagg_conversation_id");
+  if (params?.["ctx_usage"] !== undefined) used.add("ctx_usage");
+  if (params?.["resolved_thinking"] !== undefined) used.add("resolved_thinking");
+  if (params?.["return_prompt_token_ids_b64"] !== undefined || body["prompt_token_ids_b64"] !== undefined) used.add("prompt_token_ids_b64");
+  if (body["injected_chat_template_kwargs"] !== undefined) used.add("injected_chat_template_kwargs");
+  return used;
+}
