@@ -17,6 +17,7 @@ export type ErrorCode =
   | "WORKER_TIMEOUT"
   | "WORKER_BAD_ANSWER"
   | "WORKER_STREAM_BROKEN"
+  | "WORKER_TOO_OLD"
   | "CLIENT_GONE"
   | "DRAINING"
   | "OVERLOADED"
@@ -49,6 +50,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   WORKER_TIMEOUT: "timeout",
   WORKER_BAD_ANSWER: "worker_error",
   WORKER_STREAM_BROKEN: "worker_error",
+  WORKER_TOO_OLD: "worker_error",
   CLIENT_GONE: "client_disconnected",
   INTERNAL: "internal_error",
 };

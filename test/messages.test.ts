@@ -38,13 +38,19 @@ describe.each(SCHEDULES)("%s: /v1/messages", (schedule) => {
     expect(seen.at(-1)!.event).toBe("message_stop");
   });
 
-  test.each([400, 503])("a fast %p keeps its status with the Anthropic error body", async (status) => {
+  test.each([
+    [400, 400, "invalid_request_error"],
+    [413, 413, "request_too_large"],
+    [429, 429, "rate_limit_error"],
+    [500, 500, "api_error"],
+    [503, 529, "overloaded_error"],
+  ])("a fast worker %p is an Anthropic %p %s", async (status, expected, type) => {
     await using cluster = await startCluster({ config: { schedule, maxRetries: 0 } });
     const response = await cluster.post("/v1/messages", message(`[[emu ctx.reject=${status}]]`, { stream: true }));
-    expect(response.status).toBe(status);
+    expect(response.status).toBe(expected);
     const body = (await response.json()) as { type: string; error: { type: string; message: string } };
     expect(body.type).toBe("error");
-    expect(body.error.type).toBe(status < 500 ? "invalid_request_error" : "api_error");
+    expect(body.error.type).toBe(type);
   });
 
   test.each([400, 503])("a late %p ends the started stream with an error event and no message_stop", async (status) => {
@@ -54,6 +60,8 @@ describe.each(SCHEDULES)("%s: /v1/messages", (schedule) => {
     const seen = await events(response);
     expect(seen[0]!.event).toBe("ping");
     expect(seen.at(-1)!.event).toBe("error");
+    // The in-band error carries the type the same failure has before the stream starts.
+    expect((seen.at(-1)!.data as { error: { type: string } }).error.type).toBe(status === 503 ? "overloaded_error" : "invalid_request_error");
     expect(seen.some((e) => e.event === "message_stop")).toBe(false);
   });
 

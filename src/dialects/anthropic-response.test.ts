@@ -145,9 +145,18 @@ describe("Anthropic errors", () => {
       type: "error",
       error: { type: "invalid_request_error", message: "bad" },
     });
-    expect(anthropicErrorBody(404, "x")).toMatchObject({ error: { type: "invalid_request_error" } });
+    expect(anthropicErrorBody(422, "x")).toMatchObject({ error: { type: "invalid_request_error" } });
     expect(anthropicErrorBody(500, "x")).toMatchObject({ error: { type: "api_error" } });
-    expect(anthropicErrorBody(503, "x")).toMatchObject({ error: { type: "api_error" } });
+    expect(anthropicErrorBody(502, "x")).toMatchObject({ error: { type: "api_error" } });
+  });
+
+  test("statuses Anthropic clients handle specially get Anthropic's own types", () => {
+    expect(anthropicErrorBody(503, "x")).toMatchObject({ error: { type: "overloaded_error" } });
+    expect(anthropicErrorBody(529, "x")).toMatchObject({ error: { type: "overloaded_error" } });
+    expect(anthropicErrorBody(429, "x")).toMatchObject({ error: { type: "rate_limit_error" } });
+    expect(anthropicErrorBody(413, "x")).toMatchObject({ error: { type: "request_too_large" } });
+    expect(anthropicErrorBody(404, "x")).toMatchObject({ error: { type: "not_found_error" } });
+    expect(anthropicErrorBody(403, "x")).toMatchObject({ error: { type: "permission_error" } });
   });
 
   test("a worker error body gives its message from error.message, message or detail", () => {
@@ -180,8 +189,8 @@ describe("Anthropic errors", () => {
     expect(anthropicErrorFor(fromWorker)).toEqual({ status: 400, body: anthropicErrorBody(400, "prompt too long") });
     const proxySide = new ProxyError("NO_WORKER", 503, "No generation worker is available");
     expect(anthropicErrorFor(proxySide)).toEqual({
-      status: 503,
-      body: anthropicErrorBody(503, "No generation worker is available"),
+      status: 529,
+      body: { type: "error", error: { type: "overloaded_error", message: "No generation worker is available" } },
     });
     expect(anthropicErrorMessage(new ProxyError("WORKER_UNREACHABLE", 502, "Cannot reach http://h:1/x"))).toBe(
       "Cannot reach <url>",

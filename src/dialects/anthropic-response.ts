@@ -59,10 +59,25 @@ export function toAnthropicMessage(chat: JsonObject, ids: AnthropicIds): JsonObj
   };
 }
 
-/** Anthropic's own error types for the statuses a client handles specially. */
-const SPECIFIC_TYPES: Readonly<Record<number, string>> = { 401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error" };
+/**
+ * Anthropic's error types by status (docs.anthropic.com/en/api/errors), which its SDKs and
+ * Claude Code branch on: rate_limit_error and overloaded_error are retried with back-off. An
+ * unavailable worker (503) is Anthropic's overloaded_error, which Anthropic sends as HTTP 529.
+ */
+const SPECIFIC_TYPES: Readonly<Record<number, string>> = {
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  503: "overloaded_error",
+  529: "overloaded_error",
+};
 
-/** `{"type":"error","error":{type, message}}`; the type follows the status class. */
+/** The HTTP status Anthropic answers overloaded_error with. */
+export const ANTHROPIC_OVERLOADED_STATUS = 529;
+
+/** `{"type":"error","error":{type, message}}`; the type follows the status (its class when not specific). */
 export function anthropicErrorBody(status: number, message: string): JsonObject {
   const type = SPECIFIC_TYPES[status] ?? (status >= 400 && status < 500 ? "invalid_request_error" : "api_error");
   return { type: "error", error: { type, message } };
@@ -125,7 +140,11 @@ export function anthropicErrorMessage(error: ProxyError): string {
   return (answer === undefined ? undefined : workerErrorMessage(answer.body)) ?? scrubAddresses(error.message);
 }
 
-/** The status and Anthropic body a request that failed before its response started answers with. */
+/**
+ * The status and Anthropic body a request that failed before its response started answers
+ * with: an overloaded or unavailable worker is a 529 overloaded_error, as from Anthropic.
+ */
 export function anthropicErrorFor(error: ProxyError): { status: number; body: JsonObject } {
-  return { status: error.status, body: anthropicErrorBody(error.status, anthropicErrorMessage(error)) };
+  const status = error.status === 503 ? ANTHROPIC_OVERLOADED_STATUS : error.status;
+  return { status, body: anthropicErrorBody(error.status, anthropicErrorMessage(error)) };
 }

@@ -61,7 +61,7 @@ const EVENT_SCHEMAS = {
   message_stop: v.strictObject({ type: v.literal("message_stop") }),
   error: v.strictObject({
     type: v.literal("error"),
-    error: v.strictObject({ type: v.picklist(["invalid_request_error", "api_error"]), message: v.string() }),
+    error: v.strictObject({ type: v.picklist(["invalid_request_error", "api_error", "overloaded_error", "rate_limit_error", "request_too_large", "authentication_error", "permission_error", "not_found_error"]), message: v.string() }),
   }),
 };
 

@@ -61,6 +61,7 @@ export function errorType(status: number): string {
   if (status === 408) return "RequestTimeout";
   if (status === 413) return "RequestTooLarge";
   if (status === 499) return "ClientClosedRequest";
+  if (status === 501) return "NotImplementedError";
   if (status === 503) return "ServiceUnavailableError";
   if (status === 504) return "GatewayTimeout";
   return status < 500 ? "BadRequestError" : "InternalServerError";

@@ -6,6 +6,7 @@ import {
   benchmarkGenerationBody,
   contextBody,
   generationBody,
+  handOffParams,
   needsGeneration,
   verifyContextAnswer,
   withoutHandOff,
@@ -13,6 +14,7 @@ import {
 } from "./bodies.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
+import { responsesUnsupported } from "./responses-support.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
@@ -32,6 +34,10 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
       ...(reserved === undefined ? {} : { exclude: reserved.worker.origin }),
       body: (id) => contextBody(input, id, "context_first", options),
     });
+    if (input.api === "responses" && handOffParams(input.api, leg.answer) === undefined) {
+      // The worker's version claimed Responses disaggregation, yet it answered the request whole.
+      return servedWhole(deps, ctx, input, leg.origin, leg.answer, reserved);
+    }
     const continueId = verifyContextAnswer(input.api, leg.answer, leg.sentId);
     if (!needsGeneration(input.api, leg.answer)) {
       releaseUnused(deps, input, reserved);
@@ -72,6 +78,31 @@ async function generationAlone(deps: PipelineDeps, ctx: RequestContext, input: P
 }
 
 /** A generation worker reserved for a request that will not reach it: released now, exactly once. */
+/**
+ * A context worker answered a Responses request without a hand-off: it cannot disaggregate it
+ * (whatever its version said), so it is not asked again; its whole answer is the fallback's
+ * answer when one was chosen, else the client gets the 501.
+ */
+function servedWhole(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+  origin: string,
+  answer: JsonObject,
+  reserved: RoutedPlacement | undefined,
+): PipelineOutcome {
+  releaseUnused(deps, input, reserved);
+  for (const entry of deps.placement.pool.entriesOf(origin)) entry.protocol.accepts.delete("responses_disaggregation");
+  const version = deps.placement.pool.entriesOf(origin)[0]?.protocol.version ?? "unknown";
+  deps.logger.warn("context worker answered /v1/responses without a hand-off; it is no longer sent disaggregated Responses requests", {
+    worker: origin,
+    version,
+    fallback: deps.config.responsesFallback,
+  });
+  if (deps.config.responsesFallback !== "aggregated") throw responsesUnsupported();
+  return finishedByContext(ctx, input, answer);
+}
+
 function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: RoutedPlacement | undefined): void {
   if (reserved === undefined) return;
   reserved.reservation.release();

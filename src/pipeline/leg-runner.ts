@@ -9,7 +9,7 @@ import type { RoutingRequest } from "../routing/routing-request.ts";
 import { pause } from "../timers.ts";
 import type { JsonObject } from "../json.ts";
 import type { BodyCodec, WorkerBody } from "../workers/body-codec.ts";
-import { rejectedCapability } from "../workers/protocol.ts";
+import { rejectedCapability, type Capability } from "../workers/protocol.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
@@ -44,6 +44,8 @@ export interface LegPlan {
   readonly codec: BodyCodec;
   /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
   readonly affinity: Affinity | undefined;
+  /** Only workers with this capability take the leg (a disaggregated Responses request). */
+  readonly requires?: Capability | undefined;
 }
 
 /** The answering attempt: its worker, the id it was sent under, and what came back. */
@@ -230,5 +232,12 @@ function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, at
     if (attempt === 0) return plan.first;
     return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, plan.first.worker, plan.routing);
   }
-  return deps.placement.place({ role: plan.role, requestKey: ctx.disaggRequestId, exclude: plan.exclude, avoid: failedOn, routing: plan.routing });
+  return deps.placement.place({
+    role: plan.role,
+    requestKey: ctx.disaggRequestId,
+    exclude: plan.exclude,
+    avoid: failedOn,
+    routing: plan.routing,
+    requires: plan.requires,
+  });
 }

@@ -40,6 +40,7 @@ export async function runContextLeg(
     codec,
     body: options.body,
     affinity: input.affinity,
+    requires: input.api === "responses" ? "responses_disaggregation" : undefined,
   });
   ctx.legServed("context", answered.origin);
   ctx.perf?.workerAnswered("ctx", answered.origin, answered.result.headers);
@@ -76,6 +77,8 @@ export async function runGenerationLeg(
     codec,
     body: () => options.body,
     affinity: input.affinity,
+    // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
+    requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
   };
   if (input.stream) {
     const { origin, result } = await runStreamLeg(deps, ctx, plan);

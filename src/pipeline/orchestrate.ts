@@ -1,6 +1,7 @@
 import type { RequestContext } from "../request/context.ts";
 import { contextFirst } from "./context-first.ts";
 import { generationFirst } from "./generation-first.ts";
+import { canDisaggregateResponses, responsesWithoutDisaggregation } from "./responses-support.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
@@ -8,5 +9,8 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
  * order. Knows no client dialect; throws ProxyError on failure.
  */
 export function runPipeline(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
+  if (input.api === "responses" && !deps.config.benchmarkGenerationOnly && !canDisaggregateResponses(deps.placement.pool)) {
+    return responsesWithoutDisaggregation(deps, ctx, input);
+  }
   return deps.config.schedule === "generation_first" ? generationFirst(deps, ctx, input) : contextFirst(deps, ctx, input);
 }

@@ -5,6 +5,7 @@ import { ReservationTable, type Reservation } from "./reservations.ts";
 import { createRouter, type Router } from "./routers.ts";
 import { contentWeight, NO_ROUTING, type RoutingRequest } from "./routing-request.ts";
 import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
+import type { Capability } from "../workers/protocol.ts";
 
 export interface PlacementRequest {
   readonly role: Role;
@@ -15,6 +16,8 @@ export interface PlacementRequest {
   readonly avoid: readonly string[];
   /** What the routers may know of the request; without it they route as if the prompt were empty. */
   readonly routing?: RoutingRequest;
+  /** Only workers whose protocol has this capability (a Responses hand-off in a mixed fleet). */
+  readonly requires?: Capability | undefined;
 }
 
 export interface Placed {
@@ -67,7 +70,10 @@ export class Placement {
    * reservation carries the request's content weight (the conversation router's load).
    */
   place(request: PlacementRequest): RoutedPlacement {
-    const candidates = this.pool.ready(request.role).filter((worker) => worker.origin !== request.exclude);
+    const { requires } = request;
+    const candidates = this.pool
+      .ready(request.role)
+      .filter((worker) => worker.origin !== request.exclude && (requires === undefined || worker.protocol.accepts.has(requires)));
     const ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
     if (ready.length === 0 && candidates.length > 0) {
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
