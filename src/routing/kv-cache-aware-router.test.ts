@@ -114,3 +114,50 @@ describe("kv_cache_aware router", () => {
     expect(place(c.placement, routing(undefined, text)).matchedTokens).toBe(0);
   });
 });
+
+describe("kv_cache_aware exploration", () => {
+  const system = "You are a careful assistant. ".repeat(40);
+
+  test("a worker that joins cold gets traffic although the others all match the shared system prompt", async () => {
+    await using c = cluster(3);
+    const [cold, ...warm] = c.placement.pool.all("context");
+    cold!.ready = false;
+    const run = async (from: number, count: number): Promise<Map<string, number>> => {
+      const picks = new Map<string, number>();
+      for (let i = from; i < from + count; i++) {
+        const request = routing(undefined, `${system} question ${i}`);
+        const placed = place(c.placement, request, BigInt(i));
+        picks.set(placed.worker.origin, (picks.get(placed.worker.origin) ?? 0) + 1);
+        placed.reservation.release();
+        await c.placement.finished("context", placed.worker.origin, request, true);
+      }
+      return picks;
+    };
+    const before = await run(0, 32);
+    expect([...before.keys()].toSorted()).toEqual(warm.map((w) => w.origin).toSorted());
+    cold!.ready = true;
+    const after = await run(100, 96);
+    // Explored, then warm: it wins ties with the others once it holds the shared prefix.
+    expect(after.get(cold!.origin) ?? 0).toBeGreaterThanOrEqual(96 / 3 / 2);
+  });
+
+  test("without a cold worker nothing is explored: a conversation keeps returning to its worker", async () => {
+    await using c = cluster(2);
+    let history = system;
+    let home: string | undefined;
+    for (let turn = 0; turn < 48; turn++) {
+      history += ` turn ${turn} ${"words ".repeat(30)}`;
+      const request = routing(undefined, history);
+      const placed = place(c.placement, request, BigInt(turn));
+      if (turn > 0) expect(placed.worker.origin).toBe(home!);
+      home = placed.worker.origin;
+      placed.reservation.release();
+      // A second conversation keeps the other worker's share up, so it is never starved.
+      const other = routing(undefined, `another conversation ${turn}`);
+      const elsewhere = place(c.placement, other, BigInt(1000 + turn));
+      elsewhere.reservation.release();
+      await c.placement.finished("context", placed.worker.origin, request, true);
+      await c.placement.finished("context", elsewhere.worker.origin, other, true);
+    }
+  });
+});

@@ -7,6 +7,12 @@
  *
  * (in-flight requests from the reservation table); the highest wins, ties round-robin.
  *
+ * Exploration (not upstream's): a worker that joins with an empty cache while every other one
+ * matches a shared system prompt would never win a score, so never warm up. One pick in
+ * EXPLORE_EVERY goes to a starved candidate — one given less than a quarter of its fair share
+ * of the last RECENT_PICKS picks. Once it holds the shared prefix it ties with the others and
+ * is no longer starved, so exploration stops by itself and cached prefixes keep their reuse.
+ *
  * What is matched:
  * - With token ids (a completions prompt given as ids, or ids from the context answer): the
  *   prompt's chained `v1_block_key` hashes of tokens_per_block tokens, exactly as the engine
@@ -39,6 +45,11 @@ export interface KvCacheLimits {
   readonly maxPlacedTextBlocks: number;
 }
 
+/** Picks remembered to judge each worker's share. */
+export const RECENT_PICKS = 64;
+/** At most one pick in this many explores. */
+export const EXPLORE_EVERY = 8;
+
 const LIMITS: KvCacheLimits = { maxLearnedBlocks: MAX_LEARNED_BLOCKS, maxPlacedTextBlocks: MAX_PLACED_TEXT_BLOCKS };
 
 interface WorkerCache {
@@ -53,6 +64,10 @@ export class KvCacheAwareRouter implements Router {
   readonly #limits: KvCacheLimits;
   readonly #tokensPerBlock: number;
   readonly #maxBatchSize: number;
+  /** The last RECENT_PICKS picks (origins), oldest first, and how often each origin appears in them. */
+  readonly #recent: string[] = [];
+  readonly #recentCount = new Map<string, number>();
+  #picks = 0;
 
   constructor(context: RouterContext, limits: KvCacheLimits = LIMITS) {
     this.#context = context;
@@ -73,8 +88,10 @@ export class KvCacheAwareRouter implements Router {
       depths.set(worker.origin, depth);
       return depth;
     };
-    const worker = this.#best(candidates, depthOn, blocks);
+    const worker = this.#explore(candidates) ?? this.#best(candidates, depthOn, blocks);
     if (worker === undefined) return undefined;
+    this.#remember(worker.origin);
+    if (!depths.has(worker.origin)) depthOn(worker);
     return { worker, matchedTokens: matchedTokensOf(blocks, depths.get(worker.origin) ?? 0), totalTokens: blocks.totalTokens };
   }
 
@@ -101,6 +118,30 @@ export class KvCacheAwareRouter implements Router {
       } else if (score === best) tied.push(worker);
     }
     return this.#next(tied);
+  }
+
+  /** A starved candidate on every EXPLORE_EVERY-th pick, once enough picks were seen to judge shares. */
+  #explore(candidates: readonly WorkerEntry[]): WorkerEntry | undefined {
+    this.#picks++;
+    if (candidates.length < 2 || this.#picks % EXPLORE_EVERY !== 0) return undefined;
+    if (this.#recent.length < candidates.length * EXPLORE_EVERY) return undefined;
+    const floor = this.#recent.length / candidates.length / 4;
+    let starved: WorkerEntry | undefined;
+    for (const worker of candidates) {
+      const count = this.#recentCount.get(worker.origin) ?? 0;
+      if (count < floor && (starved === undefined || count < (this.#recentCount.get(starved.origin) ?? 0))) starved = worker;
+    }
+    return starved;
+  }
+
+  #remember(origin: string): void {
+    this.#recent.push(origin);
+    this.#recentCount.set(origin, (this.#recentCount.get(origin) ?? 0) + 1);
+    if (this.#recent.length <= RECENT_PICKS) return;
+    const dropped = this.#recent.shift() ?? origin;
+    const left = (this.#recentCount.get(dropped) ?? 1) - 1;
+    if (left === 0) this.#recentCount.delete(dropped);
+    else this.#recentCount.set(dropped, left);
   }
 
   #cache(origin: string): WorkerCache {

@@ -163,7 +163,6 @@ export function versionNeededFor(capability: Capability): string {
 
 /** The body fields each capability adds, as a worker's validation error names them. */
 const FIELDS: Readonly<Record<Capability, readonly string[]>> = {
-  // conversation_params before disagg_conversation_id: "conversation_id" also sits inside it.
   conversation_params: ["conversation_params"],
   ctx_usage: ["ctx_usage"],
   disagg_conversation_id: ["conversation_id"],
@@ -173,13 +172,23 @@ const FIELDS: Readonly<Record<Capability, readonly string[]>> = {
   responses_disaggregation: [],
 };
 
+/** conversation_params is tried before disagg_conversation_id, whose field name it contains. */
+const FIELD_ORDER: readonly Capability[] = [
+  "conversation_params",
+  "ctx_usage",
+  "disagg_conversation_id",
+  "injected_chat_template_kwargs",
+  "prompt_token_ids_b64",
+  "resolved_thinking",
+];
+
 /**
  * The capability a worker's 400 rejects as an extra field (pydantic `extra_forbidden`, "Extra
  * inputs are not permitted"), among those the request used; undefined for any other 400.
  */
 export function rejectedCapability(message: string, used: ReadonlySet<Capability>): Capability | undefined {
   if (!/extra[_ ]forbidden|extra inputs are not permitted/i.test(message)) return undefined;
-  for (const capability of Object.keys(FIELDS) as Capability[]) {
+  for (const capability of FIELD_ORDER) {
     if (!used.has(capability)) continue;
     if (FIELDS[capability].some((field) => new RegExp(`\\b${field}\\b`).test(message))) return capability;
   }
