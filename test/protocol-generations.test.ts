@@ -1,0 +1,245 @@
+import { describe, expect, test } from "bun:test";
+import { admitFields, generationOf } from "../src/emulator/protocol-generation.ts";
+import type { EmulatedWorker } from "../src/emulator/index.ts";
+import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../src/json.ts";
+import { startCluster, type TestCluster } from "./support/cluster.ts";
+
+/**
+ * The proxy against each worker generation the emulator plays (1.3.0rc14 before ctx_usage,
+ * 1.3.0rc18 with it, 1.3.0rc28 newest) and a mixed fleet: every route, streamed and not,
+ * succeeds; no worker is ever sent a field its version rejects; and where the generation
+ * worker takes ctx_usage the client's usage is what the context phase measured.
+ */
+
+const OLD = "1.3.0rc14";
+const CTX_USAGE = "1.3.0rc18";
+const NEWEST = "1.3.0rc28";
+
+type Route = "chat" | "completions" | "messages" | "responses";
+const ROUTES: readonly Route[] = ["chat", "completions", "messages", "responses"];
+const PATH: Record<Route, string> = {
+  chat: "/v1/chat/completions",
+  completions: "/v1/completions",
+  messages: "/v1/messages",
+  responses: "/v1/responses",
+};
+const WORKER_API: Record<string, "chat" | "completions" | "responses"> = {
+  "/v1/chat/completions": "chat",
+  "/v1/completions": "completions",
+  "/v1/responses": "responses",
+};
+
+// Long enough to fill KV blocks of 4 tokens, so a repeated prompt has cached tokens.
+const PROMPT = "Tell me about the generations of the worker protocol and why usage matters so much here";
+
+function bodyOf(route: Route, stream: boolean): JsonObject {
+  switch (route) {
+    case "chat":
+      return { model: "m", messages: [{ role: "user", content: PROMPT }], max_tokens: 6, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+    case "completions":
+      return { model: "m", prompt: PROMPT, max_tokens: 6, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+    case "messages":
+      // Thinking makes the Anthropic adapter send injected_chat_template_kwargs.
+      return { model: "m", max_tokens: 2000, stream, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: PROMPT }] };
+    case "responses":
+      return { model: "m", input: PROMPT, max_output_tokens: 6, stream };
+  }
+}
+
+interface Usage {
+  readonly prompt: number;
+  readonly cached: number;
+}
+
+function numberAt(value: JsonValue | undefined, ...path: string[]): number | undefined {
+  let at = value;
+  for (const key of path) at = isJsonObject(at) ? at[key] : undefined;
+  return typeof at === "number" ? at : undefined;
+}
+
+/** The usage an OpenAI, Anthropic or Responses object reports, as prompt and cached tokens. */
+function usageOf(object: JsonValue | undefined): Usage | undefined {
+  const usage = isJsonObject(object) ? object["usage"] : undefined;
+  if (!isJsonObject(usage)) return undefined;
+  if (usage["prompt_tokens"] !== undefined) {
+    return { prompt: numberAt(usage, "prompt_tokens") ?? -1, cached: numberAt(usage, "prompt_tokens_details", "cached_tokens") ?? 0 };
+  }
+  if (usage["cache_read_input_tokens"] !== undefined || object !== undefined && isJsonObject(object) && object["type"] !== undefined && usage["input_tokens_details"] === undefined) {
+    // Anthropic: input_tokens excludes what was read from the cache.
+    const cached = numberAt(usage, "cache_read_input_tokens") ?? 0;
+    return { prompt: (numberAt(usage, "input_tokens") ?? -1) + cached, cached };
+  }
+  return { prompt: numberAt(usage, "input_tokens") ?? -1, cached: numberAt(usage, "input_tokens_details", "cached_tokens") ?? 0 };
+}
+
+/** The final usage the client saw: the JSON answer's, or the last one a stream carried. */
+async function clientUsage(route: Route, response: Response, stream: boolean): Promise<Usage | undefined> {
+  const text = await response.text();
+  if (!stream) return usageOf(parseJson(text));
+  let last: Usage | undefined;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
+    const event = parseJson(line.slice(6));
+    const holder = route === "responses" && isJsonObject(event) ? event["response"] : event;
+    last = usageOf(holder) ?? last;
+    if (route === "messages" && isJsonObject(event) && event["type"] === "message_delta") {
+      const usage = event["usage"];
+      const cached = numberAt(usage, "cache_read_input_tokens") ?? 0;
+      last = { prompt: (numberAt(usage, "input_tokens") ?? -1) + cached, cached };
+    }
+  }
+  return last;
+}
+
+/** What the context phase measured: the usage of the newest context answer a worker sent. */
+function contextUsage(workers: readonly EmulatedWorker[]): Usage | undefined {
+  const answered = workers.flatMap((worker) => worker.requests.filter((r) => r.phase === "context" && r.sent.length > 0));
+  const latest = answered.at(-1);
+  if (latest === undefined) return undefined;
+  const bytes = Buffer.concat(latest.sent.map((part) => Buffer.from(part)));
+  return usageOf(parseJson(bytes.toString("utf8")));
+}
+
+/** Every request a worker got, judged by the request model of the version it plays. */
+function rejectedFields(workers: readonly EmulatedWorker[], versions: readonly string[]): string[] {
+  const problems: string[] = [];
+  workers.forEach((worker, index) => {
+    for (const request of worker.requests) {
+      const api = WORKER_API[request.path];
+      if (api === undefined || !isJsonObject(request.body)) continue;
+      try {
+        admitFields(generationOf(versions[index]), api, request.body);
+      } catch (error) {
+        problems.push(`${versions[index]} ${request.path}: ${String(error)}`);
+      }
+    }
+  });
+  return problems;
+}
+
+interface Fleet {
+  readonly name: string;
+  readonly contexts: readonly string[];
+  readonly generations: readonly string[];
+}
+
+const FLEETS: readonly Fleet[] = [
+  { name: `all ${OLD}`, contexts: [OLD], generations: [OLD] },
+  { name: `all ${CTX_USAGE}`, contexts: [CTX_USAGE], generations: [CTX_USAGE] },
+  { name: `all ${NEWEST}`, contexts: [NEWEST], generations: [NEWEST] },
+  { name: "mixed", contexts: [NEWEST, OLD, CTX_USAGE], generations: [OLD, NEWEST, CTX_USAGE] },
+];
+
+/** Responses is disaggregated only when a context and a generation worker both can (#18497). */
+function fleetDisaggregatesResponses(fleet: Fleet): boolean {
+  return fleet.contexts.includes(NEWEST) && fleet.generations.includes(NEWEST);
+}
+
+async function fleetCluster(fleet: Fleet, config: Parameters<typeof startCluster>[0] = {}): Promise<TestCluster> {
+  const spec = (protocolVersion: string) => ({ protocolVersion, tokensPerBlock: 4, recordReplies: true });
+  return startCluster({ contexts: fleet.contexts.map(spec), generations: fleet.generations.map(spec), ...config });
+}
+
+function post(cluster: TestCluster, route: Route, stream: boolean): Promise<Response> {
+  // A session header names the conversation: conversation_params (or the older disaggregated_params.conversation_id).
+  return cluster.post(PATH[route], bodyOf(route, stream), { headers: { "content-type": "application/json", "x-session-id": "conv-7" } });
+}
+
+describe.each(FLEETS)("worker generations: $name", (fleet) => {
+  test.each(ROUTES.flatMap((route) => [false, true].map((stream) => [route, stream] as const)))(
+    "%s (stream %p) succeeds and no worker is sent a field it rejects",
+    async (route, stream) => {
+      await using cluster = await fleetCluster(fleet);
+      for (let turn = 0; turn < 2; turn++) {
+        const response = await post(cluster, route, stream);
+        if (route === "responses" && !fleetDisaggregatesResponses(fleet)) {
+          expect(response.status).toBe(501);
+          expect(await response.text()).toContain(`TensorRT-LLM ${NEWEST}`);
+          continue;
+        }
+        expect(response.status).toBe(200);
+        await response.arrayBuffer();
+      }
+      expect(rejectedFields(cluster.contexts, fleet.contexts)).toEqual([]);
+      expect(rejectedFields(cluster.generations, fleet.generations)).toEqual([]);
+    },
+  );
+});
+
+describe.each([CTX_USAGE, NEWEST])("usage on workers with ctx_usage (%s)", (version) => {
+  test.each(ROUTES.flatMap((route) => [false, true].map((stream) => [route, stream] as const)))(
+    "%s (stream %p): the client's prompt and cached tokens are the context phase's",
+    async (route, stream) => {
+      if (route === "responses" && version !== NEWEST) return;
+      await using cluster = await fleetCluster({ name: version, contexts: [version], generations: [version] });
+      // The second turn finds the prompt in the context worker's cache, not in the generation worker's.
+      await (await post(cluster, route, stream)).arrayBuffer();
+      const usage = await clientUsage(route, await post(cluster, route, stream), stream);
+      const measured = contextUsage(cluster.contexts);
+      expect(measured?.cached).toBeGreaterThan(0);
+      expect(usage).toEqual(measured);
+    },
+  );
+});
+
+describe("usage on workers before ctx_usage", () => {
+  test("the generation worker's own count is what an older worker reports, so cached tokens differ", async () => {
+    await using cluster = await fleetCluster({ name: OLD, contexts: [OLD], generations: [OLD] });
+    await (await post(cluster, "chat", false)).arrayBuffer();
+    const usage = await clientUsage("chat", await post(cluster, "chat", false), false);
+    const measured = contextUsage(cluster.contexts);
+    expect(measured?.cached).toBeGreaterThan(0);
+    expect(usage?.cached).not.toBe(measured?.cached);
+    const generation = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
+    expect(generation.every((r) => isJsonObject(r.body) && isJsonObject(r.body["disaggregated_params"]) && r.body["disaggregated_params"]["ctx_usage"] === undefined)).toBe(true);
+  });
+});
+
+describe("Responses on workers that cannot disaggregate it", () => {
+  test("--responses-fallback aggregated serves it whole on one generation worker, streamed and not", async () => {
+    await using cluster = await fleetCluster({ name: CTX_USAGE, contexts: [CTX_USAGE], generations: [CTX_USAGE] }, { config: { responsesFallback: "aggregated" } });
+    for (const stream of [false, true]) {
+      const response = await post(cluster, "responses", stream);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain(stream ? "response.completed" : '"status":"completed"');
+    }
+    expect(cluster.contexts[0]!.requests.filter((r) => r.path === "/v1/responses")).toHaveLength(0);
+    expect(cluster.generations[0]!.requests.filter((r) => r.phase === "aggregated")).toHaveLength(2);
+    expect(cluster.logs.some((line) => String(line["msg"]).includes("served aggregated"))).toBe(true);
+  });
+});
+
+describe("a worker whose version overstates what it accepts", () => {
+  test("its 400 naming the field turns the field off for it, logged once, and the context leg is retried once without it", async () => {
+    // The proxy is told every worker is the newest; the context worker is really 1.3.0rc18.
+    await using cluster = await fleetCluster(
+      { name: "lying", contexts: [CTX_USAGE], generations: [NEWEST] },
+      { config: { workerProtocol: NEWEST, maxRetries: 0 } },
+    );
+    for (let turn = 0; turn < 3; turn++) {
+      const response = await post(cluster, "chat", false);
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    const refused = cluster.logs.filter((line) => String(line["msg"]).includes("rejected an optional field"));
+    expect(refused).toHaveLength(1);
+    // The log names the version the worker reported, beside the override that overstated it.
+    expect(refused[0]).toMatchObject({ field: "conversation_params", version: CTX_USAGE });
+    // One rejected attempt, then every context request fits the worker.
+    expect(rejectedFields(cluster.contexts, [CTX_USAGE])).toHaveLength(1);
+    expect(cluster.contexts[0]!.requests.filter((r) => r.phase === "context")).toHaveLength(4);
+  });
+});
+
+describe("worker versions are visible", () => {
+  test("/cluster_info and the metrics show each worker's version", async () => {
+    await using cluster = await fleetCluster({ name: "mixed", contexts: [OLD], generations: [NEWEST] });
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { version: string; protocol: { accepts: string[] } }[]> };
+    expect(info.workers["context"]?.[0]).toMatchObject({ version: OLD, protocol: { accepts: [] } });
+    expect(info.workers["generation"]?.[0]?.version).toBe(NEWEST);
+    expect(info.workers["generation"]?.[0]?.protocol.accepts).toContain("ctx_usage");
+    const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
+    expect(metrics).toContain(`version="${OLD}"`);
+    expect(metrics).toContain(`version="${NEWEST}"`);
+  });
+});
