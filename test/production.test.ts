@@ -68,7 +68,7 @@ describe("graceful drain", () => {
     const refusedMessages = await cluster.post("/v1/messages", { model: "m", max_tokens: 4, messages: [{ role: "user", content: "late" }] });
     // Anthropic's overloaded_error, which its clients retry with back-off.
     expect(refusedMessages.status).toBe(529);
-    expect((await refusedMessages.json()) as unknown).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
+    expect(await refusedMessages.json()).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
     expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
     expect((await fetch(`${cluster.url}/livez`)).status).toBe(200);
     expect(await body).toContain("[DONE]");

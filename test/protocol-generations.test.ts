@@ -33,17 +33,15 @@ const WORKER_API: Record<string, "chat" | "completions" | "responses"> = {
 const PROMPT = "Tell me about the generations of the worker protocol and why usage matters so much here";
 
 function bodyOf(route: Route, stream: boolean): JsonObject {
-  switch (route) {
-    case "chat":
-      return { model: "m", messages: [{ role: "user", content: PROMPT }], max_tokens: 6, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
-    case "completions":
-      return { model: "m", prompt: PROMPT, max_tokens: 6, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
-    case "messages":
-      // Thinking makes the Anthropic adapter send injected_chat_template_kwargs.
-      return { model: "m", max_tokens: 2000, stream, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: PROMPT }] };
-    case "responses":
-      return { model: "m", input: PROMPT, max_output_tokens: 6, stream };
-  }
+  const usage = stream ? { stream_options: { include_usage: true } } : {};
+  const bodies: Record<Route, JsonObject> = {
+    chat: { model: "m", messages: [{ role: "user", content: PROMPT }], max_tokens: 6, stream, ...usage },
+    completions: { model: "m", prompt: PROMPT, max_tokens: 6, stream, ...usage },
+    // Thinking makes the Anthropic adapter send injected_chat_template_kwargs.
+    messages: { model: "m", max_tokens: 2000, stream, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: PROMPT }] },
+    responses: { model: "m", input: PROMPT, max_output_tokens: 6, stream },
+  };
+  return bodies[route];
 }
 
 interface Usage {
@@ -135,8 +133,11 @@ function fleetDisaggregatesResponses(fleet: Fleet): boolean {
   return fleet.contexts.includes(NEWEST) && fleet.generations.includes(NEWEST);
 }
 
+function spec(protocolVersion: string): { protocolVersion: string; tokensPerBlock: number; recordReplies: boolean } {
+  return { protocolVersion, tokensPerBlock: 4, recordReplies: true };
+}
+
 async function fleetCluster(fleet: Fleet, config: Parameters<typeof startCluster>[0] = {}): Promise<TestCluster> {
-  const spec = (protocolVersion: string) => ({ protocolVersion, tokensPerBlock: 4, recordReplies: true });
   return startCluster({ contexts: fleet.contexts.map(spec), generations: fleet.generations.map(spec), ...config });
 }
 
