@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { etcdMetadataDiscovery } from "../src/discovery/index.ts";
+import { etcdMetadataDiscovery, type DiscoveryEvent } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
 import { eventLog, freePort, startEtcd, waitUntil, type EtcdServer } from "./support/etcd.ts";
@@ -66,6 +66,22 @@ describe("metadata-server discovery", () => {
       await etcd.start();
       await waitUntil("reconnected", () => discovery.status().connected, 10_000);
       expect(log.lines).toEqual([`add generation ${worker.url}`]);
+    } finally {
+      await discovery.stop();
+    }
+  }, 20_000);
+});
+
+describe("metadata-server discovery: versions", () => {
+  test("a registration's version travels with its add event", async () => {
+    await using etcd = await startEtcd();
+    await using worker = startEmulatedWorker({ role: "context" });
+    await etcd.client().put("trtllm/ctx", JSON.stringify({ model: "m", version: "1.3.0rc18", server_role: "context", url: worker.url }));
+    const events: DiscoveryEvent[] = [];
+    const discovery = etcdMetadataDiscovery({ endpoint: etcd.endpoint, logger: silentLogger, ...OPTIONS });
+    try {
+      await discovery.start((event) => events.push(event));
+      expect(events).toEqual([{ kind: "add", role: "context", origin: worker.url, version: "1.3.0rc18" }]);
     } finally {
       await discovery.stop();
     }

@@ -2,7 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { admitFields, generationOf } from "../src/emulator/protocol-generation.ts";
 import type { EmulatedWorker } from "../src/emulator/index.ts";
 import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../src/json.ts";
+import { silentLogger } from "../src/observability/logger.ts";
+import { HealthMonitor } from "../src/workers/health-monitor.ts";
+import { WorkerPool } from "../src/workers/worker-pool.ts";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
 
 /**
  * The proxy against each worker generation the emulator plays (1.3.0rc14 before ctx_usage,
@@ -242,5 +246,23 @@ describe("worker versions are visible", () => {
     const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
     expect(metrics).toContain(`version="${OLD}"`);
     expect(metrics).toContain(`version="${NEWEST}"`);
+  });
+});
+
+describe("a worker without GET /version", () => {
+  test("takes the version its registration announced, else the conservative set", async () => {
+    await using announced = fakeWorker(() => new Response(null, { status: 404 }));
+    await using silent = fakeWorker(() => new Response(null, { status: 404 }));
+    const pool = new WorkerPool([], []);
+    pool.add("context", `http://127.0.0.1:${announced.port}`, "1.3.0rc18");
+    pool.add("generation", `http://127.0.0.1:${silent.port}`);
+    const monitor = new HealthMonitor(pool, { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 }, silentLogger, fetch);
+    await monitor.checkAll(new AbortController().signal);
+    const [context] = pool.ready("context");
+    const [generation] = pool.ready("generation");
+    expect(context?.protocol).toMatchObject({ version: "1.3.0rc18", source: "reported" });
+    expect(context?.protocol.accepts.has("ctx_usage")).toBe(true);
+    expect(generation?.protocol).toMatchObject({ version: undefined, source: "unknown" });
+    expect(generation?.protocol.accepts.size).toBe(0);
   });
 });

@@ -100,7 +100,9 @@ export function parseWorker(key: string, value: string, logger: Logger, from?: s
     return undefined;
   }
   const workerId = typeof info["worker_id"] === "string" ? info["worker_id"] : key.slice(key.lastIndexOf("/") + 1);
-  return { role: roleName, origin, registered: { worker_id: workerId, host, port, role: ROLE_NUMBERS[roleName] } };
+  // A registration may announce the worker's release; GET /version, read when it joins, wins.
+  const version = typeof info["version"] === "string" ? info["version"] : undefined;
+  return { role: roleName, origin, version, registered: { worker_id: workerId, host, port, role: ROLE_NUMBERS[roleName] } };
 }
 
 /** An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d. */

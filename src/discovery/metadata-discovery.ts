@@ -107,7 +107,9 @@ function serverOf(kv: KeyValue, logger: Logger): Server[] {
     logger.warn("Ignoring a metadata server entry whose url is not http(s)://host:port", { key: kv.key, url });
     return [];
   }
-  return [{ key: kv.key, url: origin, entry: role === undefined ? undefined : { role, origin } }];
+  // A registration may announce the worker's release; GET /version, read when it joins, wins.
+  const version = stringAt(metadata, "version");
+  return [{ key: kv.key, url: origin, entry: role === undefined ? undefined : { role, origin, version } }];
 }
 
 function roleOf(value: unknown): Role | undefined {

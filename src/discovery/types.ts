@@ -15,7 +15,8 @@ export interface RegisteredWorker {
 
 /** `origin` is canonical (`http://host:port`, as src/config/urls.ts spells it), so it compares equal to a static list's entry. */
 export type DiscoveryEvent =
-  | { kind: "add"; role: Role; origin: string }
+  /** `version`: the TensorRT-LLM release its registration announced, when it names one. */
+  | { kind: "add"; role: Role; origin: string; version?: string | undefined }
   | { kind: "remove"; role: Role; origin: string };
 
 export interface DiscoveryStatus {

@@ -11,6 +11,8 @@ export interface WorkerEntry {
   readonly origin: string;
   /** The registration as the worker wrote it (disagg_cluster layouts only). */
   readonly registered?: RegisteredWorker;
+  /** The release the registration announced (metadata `version`), if any. */
+  readonly version?: string | undefined;
 }
 
 export class WorkerSet {
@@ -62,7 +64,7 @@ export class WorkerSet {
     const id = idOf(entry);
     const count = this.#keysPerWorker.get(id) ?? 0;
     this.#keysPerWorker.set(id, count + 1);
-    if (count === 0) this.#emit({ kind: "add", role: entry.role, origin: entry.origin });
+    if (count === 0) this.#emit({ kind: "add", role: entry.role, origin: entry.origin, version: entry.version });
   }
 
   #release(entry: WorkerEntry): void {

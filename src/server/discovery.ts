@@ -19,7 +19,7 @@ export function startDiscovery(
   const discovery = discoveryOf(config, store, logger);
   discovery
     .start((event) => {
-      const touched = event.kind === "add" ? pool.add(event.role, event.origin) : pool.remove(event.role, event.origin);
+      const touched = event.kind === "add" ? pool.add(event.role, event.origin, event.version) : pool.remove(event.role, event.origin);
       if (!touched) return;
       logger.info(event.kind === "add" ? "worker discovered" : "worker left", { role: event.role, worker: event.origin });
       changed();
