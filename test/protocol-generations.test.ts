@@ -251,8 +251,8 @@ describe("worker versions are visible", () => {
 
 describe("a worker without GET /version", () => {
   test("takes the version its registration announced, else the conservative set", async () => {
-    await using announced = fakeWorker(() => new Response(null, { status: 404 }));
-    await using silent = fakeWorker(() => new Response(null, { status: 404 }));
+    using announced = fakeWorker(() => new Response(null, { status: 404 }));
+    using silent = fakeWorker(() => new Response(null, { status: 404 }));
     const pool = new WorkerPool([], []);
     pool.add("context", `http://127.0.0.1:${announced.port}`, "1.3.0rc18");
     pool.add("generation", `http://127.0.0.1:${silent.port}`);
