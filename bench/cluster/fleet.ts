@@ -30,13 +30,18 @@ export interface FleetSpec {
   /** conditional_disagg_config.max_local_prefill_length; undefined: always disaggregated. */
   readonly maxLocalPrefillLength: number | undefined;
   readonly maxHttpRequests: number;
+  /** Workers per role started but left out of the YAML until admitHeldBack() (a worker that joins cold). */
+  readonly heldBack?: number;
 }
 
 export interface Fleet {
+  /** Every worker, the held-back ones last. */
   readonly context: readonly Service[];
   readonly generation: readonly Service[];
   readonly proxy: Service;
   readonly configFile: string;
+  /** Lists the held-back workers in the YAML and reloads the proxy (SIGHUP); resolves once they are ready. */
+  admitHeldBack(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -50,13 +55,14 @@ export async function startFleet(spec: FleetSpec): Promise<Fleet> {
       started.push(service);
       return service;
     };
+    const held = spec.heldBack ?? 0;
     const [context, generation] = await Promise.all([
-      Promise.all(Array.from({ length: spec.contextWorkers }, (_, i) => worker("context", i))),
-      Promise.all(Array.from({ length: spec.generationWorkers }, (_, i) => worker("generation", i))),
+      Promise.all(Array.from({ length: spec.contextWorkers + held }, (_, i) => worker("context", i))),
+      Promise.all(Array.from({ length: spec.generationWorkers + held }, (_, i) => worker("generation", i))),
     ]);
     const configFile = join(spec.logDir, `${spec.name}.yaml`);
     mkdirSync(spec.logDir, { recursive: true });
-    writeFileSync(configFile, disaggConfig(spec, context, generation));
+    writeFileSync(configFile, disaggConfig(spec, context.slice(0, spec.contextWorkers), generation.slice(0, spec.generationWorkers)));
     const proxy = await spawnService({
       name: `${spec.name}-proxy`,
       cmd: [spec.binary, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0"],
@@ -66,7 +72,12 @@ export async function startFleet(spec: FleetSpec): Promise<Fleet> {
     started.push(proxy);
     await waitReady(proxy.url);
     await waitEveryWorker(proxy.url);
-    return { context, generation, proxy, configFile, stop: () => stopAll(started) };
+    const admitHeldBack = async (): Promise<void> => {
+      writeFileSync(configFile, disaggConfig(spec, context, generation));
+      process.kill(proxy.pid, "SIGHUP");
+      await waitEveryWorker(proxy.url, context.length + generation.length);
+    };
+    return { context, generation, proxy, configFile, admitHeldBack, stop: () => stopAll(started) };
   } catch (error) {
     await stopAll(started);
     throw error;
@@ -78,7 +89,7 @@ export async function startFleet(spec: FleetSpec): Promise<Fleet> {
  * started would find the routers' state already made without it. So: until /cluster_info shows
  * every worker ready.
  */
-async function waitEveryWorker(url: string): Promise<void> {
+async function waitEveryWorker(url: string, count = 0): Promise<void> {
   const deadline = performance.now() + READY_TIMEOUT_MS;
   while (performance.now() < deadline) {
     const info = await fetch(`${url}/cluster_info`, { headers: { connection: "close" } }).then(
@@ -86,7 +97,7 @@ async function waitEveryWorker(url: string): Promise<void> {
       () => undefined,
     );
     const workers = Object.values(info?.workers ?? {}).flat();
-    if (workers.length > 0 && workers.every((w) => w.ready)) return;
+    if (workers.length > 0 && workers.length >= count && workers.every((w) => w.ready)) return;
     await Bun.sleep(20);
   }
   throw new Error(`Not every worker behind ${url} became ready`);

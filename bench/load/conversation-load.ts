@@ -12,7 +12,9 @@ import { chatTurn } from "./chat-turn.ts";
 import { systemPrompt, turnBody, userMessage, type ChatMessage, type ConversationShape } from "./conversation-script.ts";
 
 export interface ConversationLoad extends ConversationShape {
+  /** Conversations firstConversation (default 0) … conversations − 1 are played. */
   readonly conversations: number;
+  readonly firstConversation?: number;
   readonly turns: number;
   readonly clients: number;
 }
@@ -44,7 +46,7 @@ export async function runConversations(proxy: Endpoint, load: ConversationLoad):
     outcome.errors++;
     if (outcome.errorSamples.length < MAX_ERROR_SAMPLES) outcome.errorSamples.push(message);
   };
-  let next = 0;
+  let next = load.firstConversation ?? 0;
   const user = async (): Promise<void> => {
     let conn = await HttpConnection.open(proxy.hostname, proxy.port);
     try {

@@ -112,10 +112,21 @@ function why(result: ConversationsResult, base: ConversationsRun | undefined): s
     `- **conversation** keeps a conversation where it started (sticky by \`conversation_id\`; a new conversation goes to the least loaded worker by prompt tokens in flight). The worker still holds the previous turn, so only the new turn is prefilled (${cachedShare(sticky)} cached) and TTFT grows little (${firstLast(sticky)}). The price is balance: where a conversation starts decides where all its turns go (second table), and a worker given more long conversations than its cache holds evicts some. Which worker is least loaded at that instant depends on timing, so the split, and with it the evictions, varies from run to run for every cache-following setup.`,
     `- **kv_cache_aware** scores each worker by the share of the prompt it is believed to hold minus in-flight requests / max_batch_size (64), so it follows the cache without a conversation id (${cachedShare(aware)} cached; ${firstLast(aware)}). Chat prompts reach the proxy as text, which it cannot tokenize: the context router matches the text of prompts it placed itself; the generation router matches the context answer's token ids against each worker's KV events, read from \`POST /kv_cache_events\` after every request. Those reads cost CPU on this 2-core machine shared by ${p.contextWorkers + p.generationWorkers} workers, the proxy and the load generator (${cpu(aware)} ms per turn for the proxy and the workers, against ${cpu(sticky)} with conversation), which shows in its TTFT.`,
     `- **conditional** (\`max_local_prefill_length: ${p.maxLocalPrefillLength}\`): the generation router picks a generation worker first; when the part of the prompt that worker is not known to hold is at most ${p.maxLocalPrefillLength} tokens, the request goes to it alone and it prefills that part from its own cache (it kept the previous turn's prompt): no context phase, one hop fewer. The conversation router knows nothing of a new conversation, so its first turns still go through a context worker (${skipped(localSticky)} of turns skipped); kv_cache_aware finds the shared system prompt on the generation workers that served any turn, which can leave a first turn's ${p.userTokens} new tokens under the limit (${skipped(localAware)} skipped). The prefill work is not reduced but moved onto the generation workers (${work(localSticky)} and ${work(localAware)} tokens in all, against ${work(sticky)} and ${work(aware)} without the condition).`,
+    ...coldJoinNote(p.conversations, find("kv_cache_aware, cold join"), p.contextWorkers, p.generationWorkers),
     ``,
     `Limits of the emulation: a worker's prefills are timers that do not slow each other or its decoding, so uneven placement costs no queueing here; the KV transfer from context to generation worker is free, so the TTFT conditional disaggregation saves on real GPUs (no transfer of the whole prompt's KV) is larger than shown, and what local prefills cost the generation workers' decoding is not shown. Turns/s follow the turns' latency (${p.clients} clients in a closed loop), not a prefill capacity.`,
     ``,
     ...usageNote(result),
+  ];
+}
+
+/** A worker of each role joining cold halfway: the traffic it got after the join, and what prefill was kept. */
+function coldJoinNote(conversations: number, run: ConversationsRun | undefined, contexts: number, generations: number): string[] {
+  const join = run?.coldJoin;
+  if (run === undefined || join === undefined) return [];
+  const share = (n: number): string => `${n0((100 * n) / Math.max(join.turnsAfter, 1))} %`;
+  return [
+    `- **kv_cache_aware, cold join**: ${contexts} + ${generations} workers play the first ${Math.floor(conversations / 2)} conversations; then one more worker of each role joins (a reloaded disagg_config.yaml) with an empty cache, while the others all hold the shared system prompt. The router explores: one pick in 8 goes to a worker given under a quarter of its fair share of the last 64 picks, until it holds the shared prefix and wins ties. Of the ${n0(join.turnsAfter)} turns after the join, the new context worker prefilled ${n0(join.context.requests)} (${share(join.context.requests)}; fair share 1 in ${contexts + 1}) and the new generation worker served ${n0(join.generation.requests)} (${share(join.generation.requests)}), while ${cachedShare(run)} of all prompt tokens stayed cached (${work(run)} prefilled).`,
   ];
 }
 
@@ -129,7 +140,7 @@ function usageNote(result: ConversationsResult): string[] {
   const answers = 1 - runs.reduce((sum, run) => sum + run.answerUncachedTokens, 0) / answersPrompt;
   const workers = 1 - runs.reduce((sum, run) => sum + uncached(run.contextPrefill), 0) / runs.reduce((sum, run) => sum + prompted(run.contextPrefill), 0);
   if (runs.length === 0) return [];
-  if (Math.abs(answers - workers) < 0.01) return [`The answers' own usage (\`prompt_tokens_details.cached_tokens\`) agrees with the context workers' counts: ${pct(answers)} of prompt tokens cached in the setups that always disaggregate.`, ``];
+  if (Math.abs(answers - workers) < 0.01) return [`The answers' own usage (\`prompt_tokens_details.cached_tokens\`) agrees with the context workers' counts: ${pct(answers)} of prompt tokens cached in the setups that always disaggregate, as the proxy sends the context answer's usage to the generation worker as \`disaggregated_params.ctx_usage\` (TensorRT-LLM PR #14177) and the worker reports it.`, ``];
   return [
     `The answers' own usage says ${pct(answers)} of prompt tokens were cached in the setups that always disaggregate, where the context workers counted ${pct(workers)}: the proxy relays the generation worker's usage, whose \`cached_tokens\` is that worker's own count (none in the emulator; a real generation worker counts the whole transferred prompt as cached). Upstream's proxy takes \`prompt_tokens\` and \`cached_tokens\` from the context answer (TensorRT-LLM PR #13620); this one does not yet, hence the worker-side count.`,
     ``,

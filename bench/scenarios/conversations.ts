@@ -22,6 +22,11 @@ export interface RoutingSetup {
   readonly generationRouter: RouterType;
   /** Serve with conditional_disagg_config.max_local_prefill_length = the plan's. */
   readonly conditional: boolean;
+  /**
+   * One more worker of each role joins (SIGHUP reload) when half the conversations are done,
+   * with an empty cache while the others hold the shared system prompt: does it get traffic?
+   */
+  readonly coldJoin?: boolean;
 }
 
 /** The routing setups compared, in the report's order. */
@@ -29,6 +34,7 @@ export const ROUTING_SETUPS: readonly RoutingSetup[] = Object.freeze([
   { name: "round_robin", contextRouter: "round_robin", generationRouter: "round_robin", conditional: false },
   { name: "conversation", contextRouter: "conversation", generationRouter: "conversation", conditional: false },
   { name: "kv_cache_aware", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: false },
+  { name: "kv_cache_aware, cold join", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: false, coldJoin: true },
   { name: "conditional+conversation", contextRouter: "conversation", generationRouter: "conversation", conditional: true },
   { name: "conditional+kv_cache_aware", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: true },
 ]);
@@ -73,6 +79,8 @@ export interface ConversationsRun {
   /** Σ over answers of usage prompt_tokens and (prompt_tokens − cached_tokens). */
   readonly answerPromptTokens: number;
   readonly answerUncachedTokens: number;
+  /** coldJoin: turns played after the join, and the workers that joined (context, generation). */
+  readonly coldJoin?: { readonly turnsAfter: number; readonly context: PrefillCount; readonly generation: PrefillCount };
 }
 
 export interface ConversationsResult {
@@ -105,12 +113,17 @@ async function runSetup(binary: string, plan: ConversationsPlan, setup: RoutingS
     tokensPerBlock: plan.tokensPerBlock,
     maxLocalPrefillLength: setup.conditional ? plan.maxLocalPrefillLength : undefined,
     maxHttpRequests: 4096,
+    heldBack: setup.coldJoin === true ? 1 : 0,
   });
   try {
     const cpuBefore = cpuOf(fleet);
-    const outcome = await runConversations(endpointOf(fleet.proxy.url), plan);
+    const outcome = await playLoad(fleet, plan, setup);
     const cpuAfter = cpuOf(fleet);
-    const [contextPrefill, localPrefill] = await Promise.all([prefillOf(fleet.context, "context"), prefillOf(fleet.generation, "aggregated")]);
+    const [contextPrefill, localPrefill, generationPrefill] = await Promise.all([
+      prefillOf(fleet.context, "context"),
+      prefillOf(fleet.generation, "aggregated"),
+      prefillOf(fleet.generation, "generation"),
+    ]);
     const turns = outcome.turns;
     return {
       setup,
@@ -130,10 +143,38 @@ async function runSetup(binary: string, plan: ConversationsPlan, setup: RoutingS
       },
       answerPromptTokens: sum(turns.map((t) => t.promptTokens)),
       answerUncachedTokens: sum(turns.map((t) => t.promptTokens - t.cachedTokens)),
+      ...(outcome.turnsAfterJoin === undefined
+        ? {}
+        : {
+            coldJoin: {
+              turnsAfter: outcome.turnsAfterJoin,
+              context: contextPrefill.at(-1) ?? NO_PREFILL,
+              generation: generationPrefill.at(-1) ?? NO_PREFILL,
+            },
+          }),
     };
   } finally {
     await fleet.stop();
   }
+}
+
+const NO_PREFILL: PrefillCount = { requests: 0, promptTokens: 0, cachedTokens: 0 };
+
+/** The whole load; with a cold join, its first half, the join, then the second half. */
+async function playLoad(fleet: Fleet, plan: ConversationsPlan, setup: RoutingSetup): Promise<Awaited<ReturnType<typeof runConversations>> & { turnsAfterJoin?: number }> {
+  const endpoint = endpointOf(fleet.proxy.url);
+  if (setup.coldJoin !== true) return runConversations(endpoint, plan);
+  const half = Math.floor(plan.conversations / 2);
+  const before = await runConversations(endpoint, { ...plan, conversations: half });
+  await fleet.admitHeldBack();
+  const after = await runConversations(endpoint, { ...plan, firstConversation: half });
+  return {
+    turns: [...before.turns, ...after.turns],
+    errors: before.errors + after.errors,
+    errorSamples: [...before.errorSamples, ...after.errorSamples],
+    seconds: before.seconds + after.seconds,
+    turnsAfterJoin: after.turns.length,
+  };
 }
 
 function cpuOf(fleet: Fleet): { proxy: number; workers: number } {
@@ -151,7 +192,7 @@ function workerFlags(plan: ConversationsPlan): string[] {
   ].flatMap(([flag, value]) => [String(flag), String(value)]);
 }
 
-async function prefillOf(workers: readonly Service[], phase: "context" | "aggregated"): Promise<PrefillCount[]> {
+async function prefillOf(workers: readonly Service[], phase: "context" | "aggregated" | "generation"): Promise<PrefillCount[]> {
   return Promise.all(
     workers.map(async (worker) => {
       const response = await fetch(`${worker.url}/emulator/prefill`, { headers: { connection: "close" } });

@@ -11,10 +11,10 @@ async function tally(url: string): Promise<unknown> {
 }
 
 describe("GET /emulator/prefill", () => {
-  test("counts each prefilling phase's prompt and cached tokens; a generation phase and a rejection count nothing", async () => {
+  test("counts each prefilling phase's prompt and cached tokens, a generation phase only as a request, a rejection not at all", async () => {
     await using worker = startEmulatedWorker({ role: "mixed", tokensPerBlock: 4 });
     const zero = { requests: 0, prompt_tokens: 0, cached_tokens: 0 };
-    expect(await tally(worker.url)).toEqual({ context: zero, aggregated: zero });
+    expect(await tally(worker.url)).toEqual({ context: zero, aggregated: zero, generation: zero });
     const prompt = words(9);
     const context = await json(await post(worker.url, "/v1/completions", { prompt, disaggregated_params: { request_type: "context_only" } }));
     const params = { ...(at(context, "choices", 0, "disaggregated_params") as object), request_type: "generation_only" };
@@ -26,6 +26,7 @@ describe("GET /emulator/prefill", () => {
     expect(await tally(worker.url)).toEqual({
       context: { requests: 1, prompt_tokens: 9, cached_tokens: 0 },
       aggregated: { requests: 1, prompt_tokens: 9, cached_tokens: 8 },
+      generation: { requests: 1, prompt_tokens: 0, cached_tokens: 0 },
     });
   });
 
