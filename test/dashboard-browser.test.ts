@@ -119,4 +119,38 @@ describe("the dashboard in headless Chromium", () => {
     },
     90_000,
   );
+
+  test(
+    "with --protect-metrics the browser asks for the key once (Basic), and the live updates then flow",
+    async () => {
+      await using cluster = await startCluster({ config: { apiKeysFromEnv: "browser-key", protectMetrics: true } });
+      await using browser = await Chromium.launch();
+      const page = await browser.newPage();
+      let asked = 0;
+      const problems: string[] = [];
+      // The user answering the browser's prompt: requests pass on, an auth challenge gets the key.
+      browser.onEvent((method, params, sessionId) => {
+        if (sessionId !== page) return;
+        const requestId = params["requestId"];
+        if (method === "Fetch.requestPaused") void browser.send("Fetch.continueRequest", { requestId }, page);
+        if (method === "Fetch.authRequired") {
+          asked++;
+          const authChallengeResponse = { response: "ProvideCredentials", username: "ops", password: "browser-key" };
+          void browser.send("Fetch.continueWithAuth", { requestId, authChallengeResponse }, page);
+        }
+        if (method === "Runtime.exceptionThrown") problems.push(JSON.stringify(params["exceptionDetails"]));
+      });
+      await browser.send("Runtime.enable", {}, page);
+      await browser.send("Page.enable", {}, page);
+      await browser.send("Fetch.enable", { patterns: [{ urlPattern: "*" }], handleAuthRequests: true }, page);
+      const loaded = browser.nextEvent("Page.loadEventFired", page);
+      await browser.send("Page.navigate", { url: `${cluster.url}/dashboard` }, page);
+      await loaded;
+      await browser.evaluate(page, waitInPage(`Number(document.body.dataset.updates) >= 2`, 10_000));
+      expect(await browser.evaluate<number>(page, `document.querySelectorAll("#workers tr[data-url]").length`)).toBe(2);
+      expect(asked).toBe(1);
+      expect(problems).toEqual([]);
+    },
+    60_000,
+  );
 });
