@@ -84,6 +84,9 @@ describe("the proxy's HTTP cluster storage", () => {
   test("workers join within one heartbeat, show under current_workers, serve, and leave when they deregister", async () => {
     await using cluster = await httpCluster("join");
     expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
+    // While waiting, start-up says what is missing.
+    expect(cluster.logs.some((record) => record["msg"] === "waiting for workers to register: need 1 context worker, have 0; need 1 generation worker, have 0")).toBe(true);
+    expect(cluster.logs.some((record) => String(record["msg"]).startsWith("serving the HTTP cluster storage (disagg_cluster.cluster_uri): registrations accepted from loopback only"))).toBe(true);
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "join") });
     const generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "join") });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);

@@ -44,8 +44,14 @@ describe("the proxy with etcd discovery", () => {
     await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 2, 5000);
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
     expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
-    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { discovery: { connected: boolean } };
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+      discovery: { connected: boolean };
+      current_workers: { context_servers: { port: number; role: number }[]; generation_servers: { role: number }[] };
+    };
     expect(info.discovery.connected).toBe(true);
+    // Upstream's shape: the registrations as the workers wrote them.
+    expect(info.current_workers.context_servers).toEqual([expect.objectContaining({ port: context.port, role: 0 })]);
+    expect(info.current_workers.generation_servers.map((worker) => worker.role)).toEqual([1, 1]);
     await generations[0]!.stop();
     await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
     for (let i = 0; i < 4; i++) expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);

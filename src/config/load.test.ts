@@ -75,6 +75,15 @@ max_retires: 2
     expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["lan"] }, deps())).toThrow("is not a network");
   });
 
+  test("an http cluster_uri naming another port than the proxy's is warned about", () => {
+    const yaml = `port: 8000\ndisagg_cluster: { cluster_uri: "http://head:8000" }\n`;
+    expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml })).warnings).toEqual([]);
+    expect(loadConfig({ configFile: "d.yaml", port: 9000 }, deps({ "d.yaml": yaml })).warnings).toEqual([
+      "disagg_cluster.cluster_uri http://head:8000 names port 8000, but this proxy serves its cluster storage on port 9000: workers given that URI will not reach it",
+    ]);
+    expect(loadConfig({ configFile: "d.yaml", port: 0 }, deps({ "d.yaml": yaml })).warnings).toEqual([]);
+  });
+
   test("flags override the YAML, key by key", () => {
     const yaml = `${README_EXAMPLE}\nmax_retries: 3\nnode_id: 5\nschedule_style: generation_first\n`;
     const flags: ServeFlags = { configFile: "d.yaml", port: 9000, generationServers: ["http://other:1"], nodeId: 6 };

@@ -176,8 +176,24 @@ function warningsOf(file: TrtllmYaml | undefined, config: ProxyConfig, noRetry: 
   if (config.discovery?.kind === "metadata" && config.contextServers.length + config.generationServers.length > 0) {
     warnings.push("With a metadata server (-m) the static worker lists are used too: discovered workers join them");
   }
+  const mismatch = clusterPortMismatch(config);
+  if (mismatch !== undefined) warnings.push(mismatch);
   if (noRetry) warnings.push("Worker call retries are disabled by TRTLLM_DISAGG_NO_RETRY=1");
   return warnings;
+}
+
+/**
+ * An http(s) cluster_uri tells workers where this proxy's cluster storage is; upstream serves
+ * it on the proxy's own port whatever the URI says. A URI naming another port sends workers
+ * elsewhere: say so (port 0 picks a port at start, so it cannot be compared).
+ */
+function clusterPortMismatch(config: ProxyConfig): string | undefined {
+  const discovery = config.discovery;
+  if (discovery?.kind !== "cluster" || discovery.storage !== "http" || config.port === 0) return undefined;
+  const uri = new URL(discovery.endpoint);
+  const port = uri.port === "" ? (uri.protocol === "https:" ? 443 : 80) : Number(uri.port);
+  if (port === config.port) return undefined;
+  return `disagg_cluster.cluster_uri ${discovery.endpoint} names port ${port}, but this proxy serves its cluster storage on port ${config.port}: workers given that URI will not reach it`;
 }
 
 function notesOf(file: TrtllmYaml | undefined): StartupNote[] {
