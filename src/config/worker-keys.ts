@@ -6,8 +6,9 @@
  * the proxy itself ignores them. So does this one, silently: a warning about them would be
  * noise on every start of a file that works with trtllm-serve.
  *
- * The names are the LLM API's arguments (tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs,
- * TorchLlmArgs and TrtLlmArgs fields) and trtllm-serve's worker options
+ * The names are the LLM API's arguments (tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs fields
+ * read @ 00043967, TorchLlmArgs fields read in an older version, commit unknown; TrtLlmArgs and
+ * the older PyTorchConfig spellings), and trtllm-serve's worker options
  * (tensorrt_llm/commands/serve.py @ 00209af1, `serve`), as upstream's own configs use them
  * (tests/integration/defs/disaggregated/test_configs/, examples/disaggregated/).
  */
@@ -70,14 +71,22 @@ const LLM_ARGS = [
   "env_overrides",
   "otlp_traces_endpoint",
   "sparse_attention_config",
-  "enable_sleep",
   "ray_worker_extension_cls",
   "mm_encoder_only",
   "custom_tokenizer",
-  "disable_flashinfer_sampling",
+  "post_processor_hook",
+  "model_kwargs",
+  "pp_partition",
+  "kv_cache_compression_config",
+  "num_serve_frontends",
+  "prometheus_metrics_config",
+  "enable_energy_metrics",
+  "telemetry_config",
+  "perf_metrics_output_dir",
   // TorchLlmArgs
   "garbage_collection_gen0_threshold",
   "cuda_graph_config",
+  "attention_dp_config",
   "disable_overlap_scheduler",
   "moe_config",
   "attn_backend",
@@ -85,7 +94,6 @@ const LLM_ARGS = [
   "enable_iter_perf_stats",
   "enable_iter_req_stats",
   "print_iter_log",
-  "perf_metrics_keep_step_metrics",
   "torch_compile_config",
   "enable_autotuner",
   "enable_layerwise_nvtx_marker",
@@ -99,20 +107,17 @@ const LLM_ARGS = [
   "batch_wait_timeout_ms",
   "batch_wait_timeout_iters",
   "batch_wait_max_tokens_ratio",
-  "layer_wise_benchmarks_config",
+  // Older LLM API spellings (PyTorchConfig, before cuda_graph_config and moe_config).
   "use_cuda_graph",
   "cuda_graph_batch_sizes",
   "cuda_graph_max_batch_size",
   "cuda_graph_padding_enabled",
-  "mamba_ssm_cache_dtype",
   "enable_trtllm_sampler",
   "use_kv_cache",
   "moe_backend",
   "moe_load_balancer",
   "moe_max_num_tokens",
   "kv_cache_dtype",
-  "max_draft_len",
-  "num_extra_kv_tokens",
   // TrtLlmArgs
   "build_config",
   "workspace",
