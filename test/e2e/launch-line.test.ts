@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startEtcd } from "../support/etcd.ts";
 import { BINARY, ensureBinary, spawnBinary, spawnBinaryWithLog, type Child } from "./binary-harness.ts";
 
 const children: Child[] = [];
@@ -67,6 +68,24 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
     expect(answer.status).toBe(200);
     proxy.child.kill("SIGTERM");
     expect(await proxy.child.exited).toBe(0);
+  }, 30_000);
+
+  test("-m / --metadata_server_config_file starts with workers from etcd's metadata keys, and waits quietly for them", async () => {
+    await using etcd = await startEtcd();
+    const { hostname, port } = new URL(etcd.endpoint);
+    const meta = join(dir, "metadata_config.yaml");
+    // Upstream's example spelling of the refresh key (examples/disaggregated/README.md).
+    writeFileSync(meta, `server_type: etcd\nhostname: ${hostname}\nport: ${port}\nhealth_check_timeout: 5.0\nrefersh_interval: 10.0\n`);
+    const bare = join(dir, "disagg_config_metadata.yaml");
+    writeFileSync(bare, "hostname: 127.0.0.1\nport: 0\nbackend: pytorch\ncontext_servers:\n  num_instances: 1\ngeneration_servers:\n  num_instances: 1\n");
+    for (const flag of ["-m", "--metadata_server_config_file"]) {
+      const proxy = await spawnBinaryWithLog(["disaggregated", "-c", bare, flag, meta, "-t", "60"], children);
+      const lines = await proxy.log.until((line) => line.includes("waiting for workers"));
+      expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
+      expect((await fetch(`${proxy.url}/health`)).status).toBe(503);
+      proxy.child.kill("SIGTERM");
+      expect(await proxy.child.exited).toBe(0);
+    }
   }, 30_000);
 
   test("SIGTERM during the start-up wait exits 0, saying it stopped before workers were ready", async () => {
