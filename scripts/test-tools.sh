@@ -9,8 +9,15 @@ missing=()
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v openssl >/dev/null || missing+=(openssl)
-command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
-[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
+# The release check runs the other architecture's binary under qemu-user with that
+# architecture's C library (scripts/release/check.ts).
+if [ "$(uname -m)" = aarch64 ]; then
+  command -v qemu-x86_64 >/dev/null || missing+=(qemu-user)
+  [ -e /usr/x86_64-linux-gnu/lib64/ld-linux-x86-64.so.2 ] || missing+=(libc6-amd64-cross)
+else
+  command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+  [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
+fi
 command -v shellcheck >/dev/null || missing+=(shellcheck)
 command -v curl >/dev/null || missing+=(curl)
 command -v chromium >/dev/null || missing+=(chromium)
