@@ -18,7 +18,11 @@ import { versionLine } from "../../src/build-info.ts";
 import { sourceCommit } from "../build.ts";
 import { buildRelease, RELEASE_DIR, sha256Sums, sourceDateEpoch, TARBALL_FILES, tarballName } from "./release.ts";
 import { isJsonObject } from "../../src/json.ts";
+import { withDeadline } from "../../src/timers.ts";
 import { hostTarget, isTarget, TARGETS, type Target } from "./runtime.ts";
+
+/** Generous: under qemu-user on a loaded 2-core machine `--version` has taken 13 s and the demo 17 s. */
+const DEMO_START_MS = 120_000;
 
 /** How to run a binary built for `target` on this machine. */
 export function runnerFor(target: Target): string[] {
@@ -79,7 +83,7 @@ export function extractTarball(tarball: string, target: Target): string {
 }
 
 export function checkVersion(command: readonly string[], target: Target, commit: string): void {
-  const run = Bun.spawnSync([...command, "--version"], { stdout: "pipe", stderr: "pipe", env: environmentFor(target) });
+  const run = Bun.spawnSync([...command, "--version"], { stdout: "pipe", stderr: "pipe", env: environmentFor(target), timeout: DEMO_START_MS });
   const expected = versionLine({ version: pkg.version, commit, bun: Bun.version, target });
   const printed = run.stdout.toString().trim();
   if (run.exitCode !== 0 || printed !== expected) {
@@ -89,9 +93,18 @@ export function checkVersion(command: readonly string[], target: Target, commit:
 
 type Demo = Bun.Subprocess<"ignore", "pipe", "pipe">;
 
-/** `demo --port 0`, its proxy URL read from the banner; rejects if it exits first. */
+/** `demo --port 0`, its proxy URL read from the banner; rejects if it exits first or takes too long. */
 async function startDemo(command: readonly string[], env: Record<string, string | undefined>): Promise<{ demo: Demo; url: string }> {
   const demo = Bun.spawn([...command, "demo", "--port", "0"], { stdin: "ignore", stdout: "pipe", stderr: "pipe", env });
+  const url = await withDeadline(bannerUrl(demo), DEMO_START_MS);
+  if (url === "late") {
+    demo.kill("SIGKILL");
+    fail(`demo printed no URL within ${DEMO_START_MS / 1000} s`);
+  }
+  return { demo, url };
+}
+
+async function bannerUrl(demo: Demo): Promise<string> {
   const reader = demo.stdout.getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -100,7 +113,7 @@ async function startDemo(command: readonly string[], env: Record<string, string 
     if (match?.[1] !== undefined) {
       reader.releaseLock();
       void demo.stdout.pipeTo(new WritableStream()).catch(() => {});
-      return { demo, url: match[1] };
+      return match[1];
     }
     const { done, value } = await reader.read();
     if (done) fail(`demo exited before printing its URL: ${await new Response(demo.stderr).text()}`);
@@ -135,7 +148,11 @@ export async function checkDemo(command: readonly string[], env: Record<string, 
   } finally {
     demo.kill("SIGTERM");
   }
-  const code = await demo.exited;
+  const code = await withDeadline(demo.exited, DEMO_START_MS);
+  if (code === "late") {
+    demo.kill("SIGKILL");
+    fail(`demo still running ${DEMO_START_MS / 1000} s after SIGTERM`);
+  }
   if (code !== 0) fail(`demo exited ${code} on SIGTERM: ${await new Response(demo.stderr).text()}`);
 }
 
