@@ -188,8 +188,22 @@ export class RequestContext {
     this.#ttfbMs ??= this.#now() - this.#startedAt;
   }
 
+  /** The first token reached the client: the log's ttft and, when collected, the perf metrics' first token. */
   markFirstToken(): void {
     this.#ttftMs ??= this.#now() - this.#startedAt;
+    this.perf?.markFirstToken();
+  }
+
+  /** The worker's answer is complete (the perf metrics' last token). */
+  markDone(): void {
+    this.perf?.markDone();
+  }
+
+  /** A non-streamed answer goes out whole: its first byte, and its first and last token at once. */
+  markAnswered(): void {
+    this.markFirstByte();
+    this.perf?.markFirstToken();
+    this.markDone();
   }
 
   /** Milliseconds since the request started, on the context's clock. */

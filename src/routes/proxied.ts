@@ -146,9 +146,7 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
   if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
   const bytes = encoder.encode(JSON.stringify(dialect.renderJson ? dialect.renderJson(result.body) : result.body));
   ctx.sent(bytes.byteLength);
-  ctx.markFirstByte();
-  ctx.perf?.markFirstToken();
-  ctx.perf?.markDone();
+  ctx.markAnswered();
   const headers = engineHeaders(ctx);
   headers.set("content-type", "application/json");
   if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);

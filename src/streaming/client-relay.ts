@@ -81,6 +81,7 @@ export class ClientRelay {
     if (this.#closed) return true;
     const { dialect, ctx } = this.#request;
     if (read.done) {
+      ctx.markDone();
       const tail = dialect.end();
       if (tail instanceof ProxyError) this.#failLate(tail);
       else this.#finish(tail);

@@ -20,8 +20,9 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
   const scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
   return {
     opening: () => inner.opening(),
+    // The request context marks the first and the last token (client-relay.ts); this stage
+    // only withholds the worker's event and appends the merged one.
     push(chunk) {
-      perf.markFirstToken();
       const kept: Uint8Array[] = [];
       for (const frame of scanner.push(chunk)) {
         if (isPerfEvent(frame)) perf.workerEvent("gen", frame.data ?? "");
@@ -32,7 +33,6 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
     },
     keepalive: () => inner.keepalive(),
     end() {
-      perf.markDone();
       const tail = inner.end();
       if (tail instanceof ProxyError) return tail;
       const event = perf.exposed ? perf.clientEvent() : undefined;
