@@ -34,11 +34,13 @@ interface PageWorker {
   url: string;
   state: string;
   inFlight: number;
+  version: string;
 }
 
 const WORKER_ROWS = `[...document.querySelectorAll("#workers tr[data-url]")].map((tr) => ({
   role: tr.dataset.role, url: tr.dataset.url, state: tr.dataset.state,
-  inFlight: Number(tr.querySelector('[data-field="inFlight"]').textContent) }))`;
+  inFlight: Number(tr.querySelector('[data-field="inFlight"]').textContent),
+  version: tr.querySelector('[data-field="version"]').textContent }))`;
 
 const ROUTE_ROWS = `[...document.querySelectorAll("#routes tr")].filter((tr) => tr.children.length === 4).map((tr) => ({
   route: tr.querySelector('[data-field="route"]').textContent, outcome: tr.querySelector('[data-field="outcome"]').textContent,
@@ -96,8 +98,12 @@ describe("the dashboard in headless Chromium", () => {
       expect(routes.map((r) => r.outcome).toSorted()).toEqual(["ok", "rejected", "worker_error"]);
       for (const row of routes) expect(row.total).toBe(sample(metrics, "disagg_proxy_requests_total", { route: row.route, outcome: row.outcome }));
       expect(routes.find((r) => r.outcome === "ok")!.total).toBeGreaterThan(4);
-      const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { url: string; ready: boolean; in_flight: number }[]> };
-      const listed = Object.entries(info.workers).flatMap(([role, workers]) => workers.map((w) => ({ role, url: w.url, state: w.ready ? "healthy" : "unhealthy", inFlight: w.in_flight })));
+      const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+        workers: Record<string, { url: string; ready: boolean; in_flight: number; version: string | null }[]>;
+      };
+      const listed = Object.entries(info.workers).flatMap(([role, workers]) =>
+        workers.map((w) => ({ role, url: w.url, state: w.ready ? "healthy" : "unhealthy", inFlight: w.in_flight, version: w.version ?? "–" })),
+      );
       expect(await browser.evaluate<PageWorker[]>(page, WORKER_ROWS)).toEqual(listed);
       const failures = await browser.evaluate<number>(page, `document.querySelectorAll('#failures td[data-field="outcome"]').length`);
       expect(failures).toBeGreaterThan(0);

@@ -63,7 +63,7 @@ describe("the dashboard", () => {
   });
 
   test("its figures are the metrics' counters and /cluster_info's workers", async () => {
-    await using cluster = await startCluster({ contexts: [{}, {}], config: { contextRouter: "round_robin" } });
+    await using cluster = await startCluster({ contexts: [{ protocolVersion: "1.3.0rc14" }, {}], config: { contextRouter: "round_robin" } });
     for (let i = 0; i < 4; i++) await (await cluster.post("/v1/chat/completions", chat(`hello ${i}`, i % 2 === 0))).text();
     await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
     await (await cluster.post("/v1/completions", { model: "m" })).text();
@@ -75,9 +75,15 @@ describe("the dashboard", () => {
       expect(row.total).toBe(sample(metrics, "disagg_proxy_requests_total", { route: row.route, outcome: row.outcome }));
     }
     expect(data.proxy.requests.find((row) => row.outcome === "ok")!.total).toBe(4);
-    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { url: string; ready: boolean; in_flight: number }[]> };
-    const listed = Object.entries(info.workers).flatMap(([role, workers]) => workers.map((w) => ({ role, url: w.url, ready: w.ready, inFlight: w.in_flight })));
-    expect(data.workers.map((w) => ({ role: w.role as string, url: w.url, ready: w.state === "healthy", inFlight: w.inFlight }))).toEqual(listed);
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+      workers: Record<string, { url: string; ready: boolean; in_flight: number; version: string | null }[]>;
+    };
+    const listed = Object.entries(info.workers).flatMap(([role, workers]) =>
+      workers.map((w) => ({ role, url: w.url, ready: w.ready, inFlight: w.in_flight, version: w.version ?? undefined })),
+    );
+    const shown = data.workers.map((w) => ({ role: w.role as string, url: w.url, ready: w.state === "healthy", inFlight: w.inFlight, version: w.version }));
+    expect(shown).toEqual(listed);
+    expect(shown[0]!.version).toBe("1.3.0rc14");
     // The failed request names its id, its worker and the worker's message; never a body.
     const failure = data.failures.find((f) => f.outcome === "worker_error")!;
     expect(failure.disaggRequestId).toMatch(/^\d+$/);

@@ -56,10 +56,11 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
   };
 }
 
-/** The version the worker reported in its /server_info, when it did. */
+/** The TensorRT-LLM version the proxy speaks to it by, as /cluster_info shows it (an override says so). */
 function versionOf(worker: WorkerEntry): string | undefined {
-  const version = worker.serverInfo?.["version"];
-  return typeof version === "string" ? version : undefined;
+  const { version, source } = worker.protocol;
+  if (version === undefined) return undefined;
+  return source === "override" ? `${version} (--worker-protocol)` : version;
 }
 
 /**
