@@ -266,3 +266,32 @@ describe("a worker without GET /version", () => {
     expect(generation?.protocol.accepts.size).toBe(0);
   });
 });
+
+describe("gen_tokids_ctxbytes in a mixed fleet", () => {
+  test("a newest context worker packs the token ids; an older generation worker gets them as a list", async () => {
+    await using cluster = await fleetCluster({ name: "b64", contexts: [NEWEST], generations: [CTX_USAGE] }, { config: { genTokidsCtxbytes: true } });
+    for (const stream of [false, true]) {
+      const response = await post(cluster, "chat", stream);
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    const context = cluster.contexts[0]!.requests.filter((r) => r.phase === "context");
+    expect(context.every((r) => isJsonObject(r.body) && isJsonObject(r.body["disaggregated_params"]) && r.body["disaggregated_params"]["return_prompt_token_ids_b64"] === true)).toBe(true);
+    const generation = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
+    expect(generation).toHaveLength(2);
+    for (const request of generation) {
+      const body = isJsonObject(request.body) ? request.body : {};
+      expect(body["prompt_token_ids_b64"]).toBeUndefined();
+      expect(Array.isArray(body["prompt_token_ids"])).toBe(true);
+    }
+    expect(rejectedFields(cluster.generations, [CTX_USAGE])).toEqual([]);
+  });
+
+  test("an older context worker is not asked for packed ids", async () => {
+    await using cluster = await fleetCluster({ name: "b64-old", contexts: [CTX_USAGE], generations: [NEWEST] }, { config: { genTokidsCtxbytes: true } });
+    const response = await post(cluster, "chat", false);
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(rejectedFields(cluster.contexts, [CTX_USAGE])).toEqual([]);
+  });
+});

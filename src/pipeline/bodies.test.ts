@@ -29,6 +29,29 @@ describe("worker bodies", () => {
     expect(body["messages"]).toEqual([{ role: "user", content: "u" }]);
   });
 
+  test("the generation body carries the context answer's usage as ctx_usage; a Responses usage becomes a UsageInfo", () => {
+    const usage = { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4, prompt_tokens_details: { cached_tokens: 2 } };
+    const body = generationBody(chat, { ...contextAnswer("length", { ctx_request_id: 9 }), usage }, 43n, "context_first");
+    expect(body["disaggregated_params"]).toMatchObject({ ctx_usage: usage });
+    const responses: PipelineInput = { api: "responses", body: { model: "m", input: "hi" }, stream: false, routing: NO_ROUTING };
+    const answer = {
+      status: "incomplete",
+      finish_reason: "length",
+      disaggregated_params: { ctx_request_id: 9 },
+      usage: { input_tokens: 3, output_tokens: 1, total_tokens: 4, input_tokens_details: { cached_tokens: 2 } },
+    };
+    expect(generationBody(responses, answer, 43n, "context_first")["disaggregated_params"]).toMatchObject({ ctx_usage: usage });
+  });
+
+  test("a Responses context answer continues by its top-level finish_reason, by its status when it has none", () => {
+    expect(needsGeneration("responses", { status: "incomplete", finish_reason: "length" })).toBe(true);
+    expect(needsGeneration("responses", { status: "incomplete", finish_reason: "not_finished" })).toBe(true);
+    // finish_reason wins over status: a context phase that hit EOS is finished whatever its status says.
+    expect(needsGeneration("responses", { status: "incomplete", finish_reason: "stop" })).toBe(false);
+    expect(needsGeneration("responses", { status: "incomplete" })).toBe(true);
+    expect(needsGeneration("responses", { status: "completed", finish_reason: null })).toBe(false);
+  });
+
   test("generation first names the hand-off by id and takes the endpoint from the context worker's /server_info", () => {
     const body = generationFirstBody(chat, 7n, { disaggregated_params: { ctx_info_endpoint: ["tcp://c:1", "tcp://c:2"] } });
     expect(body["disaggregated_params"]).toMatchObject({ request_type: "generation_only", ctx_request_id: jsonInteger(7n), schedule_style: 1, ctx_info_endpoint: "tcp://c:1" });
