@@ -93,6 +93,9 @@ describe("the dashboard", () => {
     expect(rejected).toMatchObject({ route: "/v1/completions", status: 400 });
     expect(rejected.disaggRequestId).toBeUndefined();
     expect(JSON.stringify(data.failures)).not.toContain("hello");
+    expect(data.proxy.draining).toBe(false);
+    cluster.proxy.app.startDraining();
+    expect((await snapshot(cluster)).proxy.draining).toBe(true);
   });
 
   test("streams a snapshot at once and another after each second's tick, chart points sent once", async () => {
