@@ -156,6 +156,18 @@ describe("the proxy's HTTP cluster storage", () => {
     expect(context.requests.filter((r) => r.phase === "context").length).toBe(1);
   }, 20_000);
 
+  test("an emulated worker listening on 0.0.0.0 registers that host, as trtllm-serve does, and is reached over loopback", async () => {
+    await using cluster = await httpCluster("listen-wildcard");
+    await using context = startEmulatedWorker({ role: "context", host: "0.0.0.0", register: register(cluster.url, "listen-wildcard") });
+    await using generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "listen-wildcard") });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    const info = await clusterInfo(cluster.url);
+    expect(info.current_workers.context_servers[0]?.host).toBe("0.0.0.0");
+    expect(info.server_lists.context).toEqual([`http://127.0.0.1:${context.port}`]);
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    expect(generation.url.length).toBeGreaterThan(0);
+  }, 20_000);
+
   test("a worker registering host 0.0.0.0 is reached at the address its registration came from", async () => {
     await using cluster = await httpCluster("wildcard");
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "wildcard") });

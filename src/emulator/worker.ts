@@ -76,7 +76,9 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     });
     this.port = this.#server.port ?? 0;
     this.url = `http://${reachableHost(hostname)}:${this.port}`;
-    this.#registrations = register(options, new URL(this.url).hostname.replace(/^\[(.*)\]$/, "$1"), this.port);
+    // As trtllm-serve does, the worker registers the host it was told to listen on, a wildcard
+    // included (tensorrt_llm/serve/disagg_auto_scaling.py @ 00184339, WorkerInfo.host).
+    this.#registrations = register(options, hostname, this.port);
   }
 
   get role(): WorkerRole {
