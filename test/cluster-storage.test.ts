@@ -74,6 +74,9 @@ describe("the proxy's HTTP cluster storage", () => {
     expect((await fetch(`${cluster.url}/get`)).status).toBe(422);
     expect((await fetch(`${cluster.url}/expire?key=/a/2&ttl=soon`)).status).toBe(422);
     expect((await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ value: "no key" }) })).status).toBe(422);
+    // Bounded: a key over 1 KiB, a value over 64 KiB, a body over their sum.
+    expect((await set({ key: "k".repeat(1025), value: "v" }))[0]).toBe(413);
+    expect((await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ key: "/big", value: "v".repeat(70 * 1024) }) })).status).toBe(413);
   });
 
   test("is not served without an http cluster_uri", async () => {

@@ -44,7 +44,9 @@ function guarded(handler: StorageHandler) {
     const address = peer?.();
     const verdict = storage.access.check(address, request.headers.get("authorization"));
     if (!verdict.allowed) {
-      deps.logger.warn("cluster storage request refused", { path: new URL(request.url).pathname, from: address ?? "unknown", reason: verdict.reason });
+      if (storage.access.shouldLogRefusal(address ?? "unknown")) {
+        deps.logger.warn("cluster storage request refused", { path: new URL(request.url).pathname, from: address ?? "unknown", reason: verdict.reason });
+      }
       return Response.json({ detail: verdict.reason === "Invalid API key" ? "Invalid API key" : `Forbidden: ${verdict.reason}` }, { status: 403 });
     }
     return handler(storage.store, request, deps);

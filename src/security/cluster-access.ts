@@ -26,9 +26,15 @@ function network(text: string): Network {
   return parsed;
 }
 
+/** A refused address is logged at most this often, so a scanner cannot flood the log. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+/** Addresses remembered for that; beyond it the memory starts over. */
+const MAX_REMEMBERED_REFUSALS = 1024;
+
 export class ClusterAccess {
   readonly #allowFrom: readonly Network[];
   readonly #key: Uint8Array | undefined;
+  readonly #lastLogged = new Map<string, number>();
 
   constructor(options: ClusterAccessOptions) {
     this.#allowFrom = options.allowFrom.map(network);
@@ -41,6 +47,15 @@ export class ClusterAccess {
     if (this.#key === undefined) return `registrations accepted from ${networks} only (no cluster key)`;
     if (this.#allowFrom.length === 0) return "registrations need the cluster key as a Bearer token, from any address";
     return `registrations need the cluster key as a Bearer token, from ${networks}`;
+  }
+
+  /** Whether a refusal from this address should be logged now (at most once a minute per address). */
+  shouldLogRefusal(address: string, now: number = performance.now()): boolean {
+    const last = this.#lastLogged.get(address);
+    if (last !== undefined && now - last < REFUSAL_LOG_INTERVAL_MS) return false;
+    if (this.#lastLogged.size >= MAX_REMEMBERED_REFUSALS) this.#lastLogged.clear();
+    this.#lastLogged.set(address, now);
+    return true;
   }
 
   check(remoteAddress: string | undefined, authorization: string | null): AccessVerdict {
