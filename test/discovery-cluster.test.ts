@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { etcdClusterDiscovery, etcdRegistrar, type Discovery } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
-import { eventLog, startEtcd, waitUntil, type EtcdServer } from "./support/etcd.ts";
+import { eventLog, startEtcd, type EtcdServer } from "./support/etcd.ts";
+import { eventually } from "./support/wait.ts";
 
 const FAST = { reconnect: { initialMs: 50, maxMs: 300 } } as const;
 const REGISTER = { heartbeatMs: 300, ttlMs: 2000, logger: silentLogger };
@@ -37,7 +38,7 @@ describe("disagg_cluster discovery", () => {
     const clusterName = nextCluster();
     const register = etcdRegistrar({ endpoint: etcd.endpoint, clusterName, ...REGISTER });
     await using first = startEmulatedWorker({ role: "context", register });
-    await waitUntil("the first worker's key", async () => (await keysUnder(clusterName)).length === 1);
+    await eventually(async () => (await keysUnder(clusterName)).length === 1, 5000, "the first worker's key");
 
     const log = eventLog();
     const discovery = discoveryFor(clusterName);
@@ -123,7 +124,7 @@ describe("disagg_cluster discovery", () => {
     const client = etcd.client();
     await client.put(`/trtllm-disagg/${clusterName}/workers/a`, JSON.stringify({ worker_id: "a", host: "127.0.0.1", port: 18101, role: 0 }));
     await client.put(`/trtllm-disagg/${clusterName}/workers/b`, JSON.stringify({ worker_id: "b", host: "127.0.0.1", port: 18102, role: 1 }));
-    await waitUntil("both adds", () => seen.length === 2);
+    await eventually(() => seen.length === 2, 5000, "both adds");
     expect(seen).toEqual(["add http://127.0.0.1:18101", "add http://127.0.0.1:18102"]);
     expect(logger.records.filter((r) => r["level"] === "error").map((r) => r["msg"])).toEqual(["A discovery event handler threw"]);
     expect(discovery.status().connected).toBe(true);
@@ -141,7 +142,7 @@ describe("disagg_cluster discovery", () => {
     const discovery = discoveryFor("nowhere", unreachable);
     let started = false;
     const starting = discovery.start(log.onEvent).then(() => (started = true));
-    await waitUntil("a recorded error", () => discovery.status().lastError !== undefined);
+    await eventually(() => discovery.status().lastError !== undefined, 5000, "a recorded error");
     expect(discovery.status()).toMatchObject({ connected: false, revision: undefined });
     expect(started).toBe(false);
     await discovery.stop();

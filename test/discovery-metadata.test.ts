@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { etcdMetadataDiscovery, type DiscoveryEvent } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
-import { eventLog, freePort, startEtcd, waitUntil, type EtcdServer } from "./support/etcd.ts";
+import { eventLog, freePort, startEtcd, type EtcdServer } from "./support/etcd.ts";
+import { eventually } from "./support/wait.ts";
 
 /** What a trtllm-serve worker started with `-m` puts under `trtllm/<llm_id>`. */
 function metadata(url: string, role: string, key: "server_role" | "server_type" = "server_role"): string {
@@ -42,7 +43,7 @@ describe("metadata-server discovery", () => {
       // A server that dies is removed at the next poll, and its key deleted.
       await context.stop();
       expect(await log.waitForCount(3)).toEqual([`add context ${context.url}`, `add generation ${generation.url}`, `remove context ${context.url}`]);
-      await waitUntil("the dead server's key deleted", async () => !(await keys(etcd)).includes("trtllm/ctx-1"));
+      await eventually(async () => !(await keys(etcd)).includes("trtllm/ctx-1"), 5000, "the dead server's key deleted");
       // A new one joins at the next poll.
       await using later = startEmulatedWorker({ role: "context" });
       await etcd.client().put("trtllm/ctx-2", metadata(later.url, "context"));
@@ -62,9 +63,9 @@ describe("metadata-server discovery", () => {
       await discovery.start(log.onEvent);
       expect(log.lines).toEqual([`add generation ${worker.url}`]);
       await etcd.stop();
-      await waitUntil("disconnected", () => !discovery.status().connected);
+      await eventually(() => !discovery.status().connected, 5000, "disconnected");
       await etcd.start();
-      await waitUntil("reconnected", () => discovery.status().connected, 10_000);
+      await eventually(() => discovery.status().connected, 10_000, "reconnected");
       expect(log.lines).toEqual([`add generation ${worker.url}`]);
     } finally {
       await discovery.stop();

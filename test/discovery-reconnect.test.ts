@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { etcdClusterDiscovery, registerWorker } from "../src/discovery/index.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
-import { eventLog, freePort, startEtcd, waitUntil } from "./support/etcd.ts";
+import { eventLog, freePort, startEtcd } from "./support/etcd.ts";
+import { eventually } from "./support/wait.ts";
 
 const FAST = { reconnect: { initialMs: 50, maxMs: 300 }, livenessIntervalMs: 500 } as const;
 
@@ -25,14 +26,14 @@ describe("disagg_cluster discovery across etcd outages", () => {
       const revisionBefore = discovery.status().revision;
 
       await etcd.stop();
-      await waitUntil("discovery to notice etcd is gone", () => !discovery.status().connected);
+      await eventually(() => !discovery.status().connected, 5000, "discovery to notice etcd is gone");
       expect(discovery.status().lastError).toBeString();
       // A worker that starts while etcd is down keeps trying to register.
       late = registerWorker({ ...register, role: "generation", host: "127.0.0.1", port: 18002 });
 
       await etcd.start();
       await log.waitForCount(2, 10_000);
-      await waitUntil("reconnected", () => discovery.status().connected);
+      await eventually(() => discovery.status().connected, 5000, "reconnected");
       expect(log.lines).toEqual(["add context http://127.0.0.1:18001", "add generation http://127.0.0.1:18002"]);
       expect(BigInt(discovery.status().revision ?? "0")).toBeGreaterThan(BigInt(revisionBefore ?? "0"));
       expect(discovery.status().lastError).toBeUndefined();
@@ -53,9 +54,9 @@ describe("disagg_cluster discovery across etcd outages", () => {
       await etcd.client().put(`${prefix}a`, workerValue(18031, 0));
       await log.waitForCount(1);
       etcd.freeze();
-      await waitUntil("disconnected while etcd is frozen", () => !discovery.status().connected, 5000);
+      await eventually(() => !discovery.status().connected, 5000, "disconnected while etcd is frozen");
       etcd.thaw();
-      await waitUntil("reconnected", () => discovery.status().connected, 10_000);
+      await eventually(() => discovery.status().connected, 10_000, "reconnected");
       await etcd.client().put(`${prefix}b`, workerValue(18032, 1));
       expect(await log.waitForCount(2, 5000)).toEqual(["add context http://127.0.0.1:18031", "add generation http://127.0.0.1:18032"]);
     } finally {
@@ -79,7 +80,7 @@ describe("disagg_cluster discovery across etcd outages", () => {
       // Change the store where this discovery cannot see it (another client port), and compact
       // away the revisions it would resume from.
       await etcd.stop();
-      await waitUntil("disconnected", () => !discovery.status().connected);
+      await eventually(() => !discovery.status().connected, 5000, "disconnected");
       await etcd.start({ clientPort: freePort() });
       await etcd.client().delete(`${prefix}a`);
       await etcd.client().put(`${prefix}c`, workerValue(18013, 0));
@@ -96,7 +97,7 @@ describe("disagg_cluster discovery across etcd outages", () => {
         "remove context http://127.0.0.1:18011",
         "add context http://127.0.0.1:18013",
       ]);
-      await waitUntil("reconnected", () => discovery.status().connected);
+      await eventually(() => discovery.status().connected, 5000, "reconnected");
       expect(discovery.status().revision).toBe(revision);
       expect(logger.records.filter((r) => r["msg"] === "etcd prefix read")).toHaveLength(2);
       expect(logger.records.some((r) => r["msg"] === "etcd compacted the watched revisions; reading the prefix again")).toBe(true);
@@ -116,7 +117,7 @@ describe("disagg_cluster discovery across etcd outages", () => {
       await etcd.client().put(`${prefix}a`, workerValue(18021, 0));
       await log.waitForCount(1);
       await etcd.stop();
-      await waitUntil("disconnected", () => !discovery.status().connected);
+      await eventually(() => !discovery.status().connected, 5000, "disconnected");
       // Changes made elsewhere while this client was away, not compacted: the resumed watch replays them.
       await etcd.start({ clientPort: freePort() });
       await etcd.client().put(`${prefix}b`, workerValue(18022, 1));

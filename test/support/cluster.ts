@@ -2,6 +2,9 @@ import { DEFAULTS, type ProxyConfig } from "../../src/config/types.ts";
 import { startEmulatedWorker, type EmulatedWorker, type EmulatorOptions } from "../../src/emulator/index.ts";
 import { memoryLogger } from "../../src/observability/logger.ts";
 import { startProxy, type RunningProxy } from "../../src/server/serve.ts";
+import { eventually } from "./wait.ts";
+
+export { eventually };
 
 export type WorkerSpec = Omit<EmulatorOptions, "role"> & { role?: EmulatorOptions["role"] };
 
@@ -63,15 +66,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       await Promise.all([...contexts, ...generations].map((w) => w.stop()));
     },
   };
-}
-
-/** Waits until `check` holds, polling on the event loop (for counts that settle after a response). */
-export async function eventually(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error("Condition not met in time");
-    await Bun.sleep(2);
-  }
 }
 
 /** Reads a whole SSE body and returns each `data:` payload in order. */

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { EtcdClient } from "../../src/discovery/etcd-client.ts";
 import type { DiscoveryEvent } from "../../src/discovery/index.ts";
+import { eventually } from "./wait.ts";
 
 export interface EtcdServer extends AsyncDisposable {
   /** `http://127.0.0.1:<client port>` of the first start. */
@@ -134,15 +135,6 @@ async function waitUntilAnswering(endpoint: string, proc: Subprocess, log: strin
   throw new Error(`etcd did not answer on ${endpoint} within ${START_TIMEOUT_MS} ms (exit code ${proc.exitCode}). Log tail:\n${tail}`);
 }
 
-/** Polls `check` until it holds; throws `what` when the deadline passes. */
-export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`Not met within ${timeoutMs} ms: ${what}`);
-    await Bun.sleep(10);
-  }
-}
-
 /** Discovery events in arrival order, as `add context http://h:p` strings for readable assertions. */
 export interface EventLog {
   readonly lines: string[];
@@ -157,7 +149,7 @@ export function eventLog(): EventLog {
     lines,
     onEvent: (event) => lines.push(`${event.kind} ${event.role} ${event.origin}`),
     async waitForCount(count, timeoutMs = 5000) {
-      await waitUntil(`${count} discovery events (have: ${JSON.stringify(lines)})`, () => lines.length >= count, timeoutMs);
+      await eventually(() => lines.length >= count, timeoutMs, `${count} discovery events (have: ${JSON.stringify(lines)})`);
       return lines;
     },
   };
