@@ -199,6 +199,8 @@ async function prefillOf(workers: readonly Service[], phase: "context" | "aggreg
       if (!response.ok) throw new Error(`${worker.name}: GET /emulator/prefill answered ${response.status}`);
       const tally = (await response.json()) as Record<string, { requests: number; prompt_tokens: number; cached_tokens: number } | undefined>;
       const counts = tally[phase];
+      // Builds before the generation count (--binary of an older commit) report none.
+      if (counts === undefined && phase === "generation") return NO_PREFILL;
       if (counts === undefined) throw new Error(`${worker.name}: GET /emulator/prefill has no ${phase} counts`);
       return { requests: counts.requests, promptTokens: counts.prompt_tokens, cachedTokens: counts.cached_tokens };
     }),
