@@ -295,3 +295,35 @@ describe("gen_tokids_ctxbytes in a mixed fleet", () => {
     expect(rejectedFields(cluster.contexts, [CTX_USAGE])).toEqual([]);
   });
 });
+
+describe("a worker that comes back as another release", () => {
+  test("is asked its version again when it rejoins, and sent what the new one takes", async () => {
+    let healthy = true;
+    let version = OLD;
+    using worker = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(request) {
+        const path = new URL(request.url).pathname;
+        if (path === "/health") return new Response(null, { status: healthy ? 200 : 503 });
+        if (path === "/version") return Response.json({ version });
+        return Response.json({});
+      },
+    });
+    const pool = new WorkerPool([`http://127.0.0.1:${worker.port}`], []);
+    const monitor = new HealthMonitor(pool, { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 }, silentLogger, fetch);
+    const signal = new AbortController().signal;
+    await monitor.checkAll(signal);
+    expect(pool.ready("context")[0]?.protocol.version).toBe(OLD);
+    expect(pool.ready("context")[0]?.protocol.accepts.has("ctx_usage")).toBe(false);
+    healthy = false;
+    await monitor.checkAll(signal);
+    expect(pool.ready("context")).toHaveLength(0);
+    // Upgraded while it was away.
+    version = NEWEST;
+    healthy = true;
+    await monitor.checkAll(signal);
+    expect(pool.ready("context")[0]?.protocol.version).toBe(NEWEST);
+    expect(pool.ready("context")[0]?.protocol.accepts.has("ctx_usage")).toBe(true);
+  });
+});
