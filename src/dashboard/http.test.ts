@@ -33,12 +33,14 @@ describe("dashboard HTTP answers", () => {
   });
 
   test("the event stream starts with a snapshot, and each tick sends the next with only new chart points", async () => {
-    const recorder = new DashboardRecorder(source);
+    let now = 1000;
+    const recorder = new DashboardRecorder(source, () => now);
     recorder.tick();
     const response = dashboardHttp(recorder).events(eventsRequest(), () => {});
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     while (!text.includes("event: snapshot")) text += (await reader.read()).value;
+    now = 2000;
     recorder.tick();
     let next = "";
     while (!next.includes("\n\n")) next += (await reader.read()).value;

@@ -23,6 +23,15 @@ describe("SeriesRing", () => {
     expect(ring.columns(2000).at).toEqual([3000, 4000]);
   });
 
+  test("a clock stepping back never repeats or reorders a point's time", () => {
+    const ring = new SeriesRing(5);
+    ring.push(point(5000, 1));
+    ring.push(point(3000, 2));
+    ring.push(point(5000, 3));
+    expect(ring.columns().at).toEqual([5000, 5001, 5002]);
+    expect(ring.columns(5001).outcomes.ok).toEqual([3]);
+  });
+
   test("a second without a first token has a null percentile", () => {
     const ring = new SeriesRing(2);
     ring.push(point(1000, 0));

@@ -30,9 +30,11 @@ export class SeriesRing {
     this.#p99 = new Float64Array(capacity);
   }
 
+  /** Times only increase (a clock stepping back is held at the last point + 1 ms): pages ask for points after the last they have. */
   push(point: SeriesPoint): void {
     const i = this.#written % this.#capacity;
-    this.#at[i] = point.at;
+    const last = this.#written === 0 ? Number.NEGATIVE_INFINITY : this.#at[(this.#written - 1) % this.#capacity]!;
+    this.#at[i] = Math.max(point.at, last + 1);
     for (const outcome of OUTCOMES) this.#outcomes[outcome][i] = point.outcomes[outcome];
     this.#inFlight[i] = point.inFlight;
     this.#p50[i] = point.ttftP50Ms ?? Number.NaN;
