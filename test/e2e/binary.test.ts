@@ -58,6 +58,9 @@ describe("the compiled binary", () => {
     });
     expect(response.status).toBe(200);
     expect((await response.text()).trimEnd().endsWith("data: [DONE]")).toBe(true);
+    // The dashboard's page script is a text import: the compiled binary carries it.
+    const dashboard = await (await fetch(`${proxy.url}/dashboard`)).text();
+    expect(dashboard).toContain('new EventSource("/dashboard/events")');
     proxy.child.kill("SIGTERM");
     expect(await proxy.child.exited).toBe(0);
   }, 30_000);
