@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
+import { demoBanner, startDemo } from "../src/demo.ts";
+import { silentLogger } from "../src/observability/logger.ts";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 
 const chat = (content: string, stream = false): object => ({ model: "m", messages: [{ role: "user", content }], max_tokens: 3, stream });
@@ -141,6 +143,17 @@ describe("the dashboard", () => {
     expect((await fetch(`${guarded.url}/dashboard?key=dash-key`)).status).toBe(401);
     // Basic credentials open the dashboard only, not the API or the metrics.
     expect((await fetch(`${guarded.url}/metrics`, basic("dash-key"))).status).toBe(401);
+  });
+
+  test("`disagg-proxy demo` prints the dashboard's URL, and it answers", async () => {
+    const demo = await startDemo(0, silentLogger, "t");
+    try {
+      const url = /dashboard: +(\S+)/.exec(demoBanner(demo))?.[1];
+      expect(url).toBe(`${demo.proxy.url.origin}/dashboard`);
+      expect((await fetch(url!)).status).toBe(200);
+    } finally {
+      await demo.stop();
+    }
   });
 
   test("--no-dashboard turns it off", async () => {
