@@ -78,7 +78,7 @@ export function benchPlan(options: BenchOptions, maxStreams: number, logDir: str
       tokens: 256,
       rounds: quick ? 2 : 4,
       requestsPerRound: quick ? 100 : 500,
-      firstEvent: { tokens: 32, tokenMs: 2, requestsPerRound: quick ? 80 : 240 },
+      firstEvent: { tokens: 32, tokenMs: 2, requestsPerRound: quick ? 80 : 240, clients: [1, 16] },
     },
     memory: {
       levels: (quick ? [500, 2000] : [1000, 10_000]).map((n) => Math.min(n, maxStreams)),

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     progress(`${scenario}…`);
     const started = performance.now();
     if (scenario === "latency") results.latency = await withCluster(spec("latency", { withFloor: true }), (c) => runLatency(c, plan.latency, cores));
-    if (scenario === "streaming") results.streaming = await withCluster(spec("streaming", { withFloor: true }), (c) => runStreaming(c, plan.streaming, cores));
+    if (scenario === "streaming") results.streaming = await withCluster(spec("streaming", { withFloor: true, withJsFloor: true }), (c) => runStreaming(c, plan.streaming, cores));
     if (scenario === "close") results.close = await withCluster(spec("close", { withFloor: true }), (c) => runClose(c, plan.close));
     if (scenario === "memory") {
       const flags = ["--keepalive-interval-ms", String(plan.memory.keepaliveMs)];

@@ -18,6 +18,8 @@ export interface ClusterSpec {
   readonly root: string;
   /** Also start the floor relay (bench/cluster/floor-relay.ts, native pipe) on the same workers. */
   readonly withFloor?: boolean;
+  /** Also start the floor relay's variant that reads the worker's stream in JS. */
+  readonly withJsFloor?: boolean;
 }
 
 export interface Cluster {
@@ -26,6 +28,8 @@ export interface Cluster {
   readonly proxy: Service;
   /** The floor relay, when the spec asked for it. */
   readonly floor: Service | undefined;
+  /** The floor relay reading the stream through a JS pull stream, when the spec asked for it. */
+  readonly floorJs: Service | undefined;
   /** Process ids by role, for /proc sampling. */
   readonly pids: Readonly<Record<"proxy" | "context" | "generation", number>>;
   /** Every process of the cluster by name (the floor's too when it runs), for CPU accounting. */
@@ -58,13 +62,16 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     await waitReady(proxy.url);
     const floor = spec.withFloor === true ? await spawnFloor(spec, context.url, generation.url, "native") : undefined;
     if (floor !== undefined) started.push(floor);
+    const floorJs = spec.withJsFloor === true ? await spawnFloor(spec, context.url, generation.url, "js") : undefined;
+    if (floorJs !== undefined) started.push(floorJs);
     return {
       context,
       generation,
       proxy,
       floor,
+      floorJs,
       pids: { proxy: proxy.pid, context: context.pid, generation: generation.pid },
-      sampled: { proxy: proxy.pid, context: context.pid, generation: generation.pid, ...(floor ? { floor: floor.pid } : {}) },
+      sampled: { proxy: proxy.pid, context: context.pid, generation: generation.pid, ...(floor ? { floor: floor.pid } : {}), ...(floorJs ? { "floor-js": floorJs.pid } : {}) },
       stop: () => stopAll(started),
     };
   } catch (error) {

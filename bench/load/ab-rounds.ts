@@ -9,8 +9,8 @@ import { median } from "../lib/stats.ts";
 import { closedLoop, type LoopLimit } from "./closed-loop.ts";
 import type { Path } from "./paths.ts";
 
-/** direct: the load generator calls both workers; proxy: through the proxy; floor: through the floor relay. */
-export type Kind = "direct" | "proxy" | "floor";
+/** direct: the load generator calls both workers; proxy: through the proxy; floor: through the floor relay (floor-js: its JS-stream variant). */
+export type Kind = "direct" | "proxy" | "floor" | "floor-js";
 
 /** One round of one path. */
 export interface RoundFigures {

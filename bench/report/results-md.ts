@@ -62,6 +62,11 @@ function targetsTable(verdicts: readonly TargetVerdict[]): string[] {
   ];
 }
 
+function errorsNote(s: NonNullable<BenchResults["streaming"]>): string {
+  const errors = s.firstEvents.reduce((sum, f) => sum + f.errors, 0);
+  return errors > 0 ? `; ${errors} errors` : "";
+}
+
 function closeSection(r: BenchResults): string[] {
   const c = r.close;
   if (!c) return [];
@@ -96,11 +101,11 @@ function streamingSection(r: BenchResults): string[] {
   return [
     `## (b) Streamed relay`,
     ``,
-    `${s.plan.concurrency} concurrent clients, streamed chat of ${s.plan.tokens} tokens each, ${s.plan.rounds} rounds of ${s.plan.requestsPerRound} requests per path, the three paths in rotating order. Proxied events/s are **${s.throughputRatio.toFixed(2)} ×** direct (floor ${s.floorThroughputRatio.toFixed(2)} ×); the proxy spends **${s.proxyOverGenerationCpu.toFixed(2)} ×** the generation worker's CPU per streamed request. In these saturated rounds a stream comes nearly whole at once, so its first event (request written → first complete SSE event) is mostly waiting for the cores; the paced rounds below measure the first event proper. Relay CPU is the median over rounds.`,
+    `${s.plan.concurrency} concurrent clients, streamed chat of ${s.plan.tokens} tokens each, ${s.plan.rounds} rounds of ${s.plan.requestsPerRound} requests per path, the three paths in rotating order. Proxied events/s are **${s.throughputRatio.toFixed(2)} ×** direct (floor ${s.floorThroughputRatio.toFixed(2)} ×, floor with a JS stream ${(s.floorJs.eventsPerSecond / s.direct.eventsPerSecond).toFixed(2)} ×); the proxy spends **${s.proxyOverGenerationCpu.toFixed(2)} ×** the generation worker's CPU per streamed request. In these saturated rounds a stream comes nearly whole at once, so its first event (request written → first complete SSE event) is mostly waiting for the cores; the paced rounds below measure the first event proper. Relay CPU is the median over rounds.`,
     ``,
     streamingTable(s),
     ``,
-    `Time to first event, the figure a client waits for its first token: ${s.plan.concurrency} clients again, streams of ${s.plan.firstEvent.tokens} tokens that the generation worker paces at one per ${s.plan.firstEvent.tokenMs} ms (so the first event is not held behind an instant whole stream, and the cores are not saturated), ${s.plan.rounds} rounds of ${s.plan.firstEvent.requestsPerRound} requests per path, rotating; request written → first complete SSE event (direct: the context request written → the generation worker's first event)${s.firstEvent.errors > 0 ? `; ${s.firstEvent.errors} errors` : ""}:`,
+    `Time to first event, the figure a client waits for its first token: ${s.plan.concurrency} clients again, streams of ${s.plan.firstEvent.tokens} tokens that the generation worker paces at one per ${s.plan.firstEvent.tokenMs} ms (so the first event is not held behind an instant whole stream, and the cores are not saturated), at ${s.plan.firstEvent.clients.join(" and ")} clients, ${s.plan.rounds} rounds per path, rotating; request written → first complete SSE event (direct: the context request written → the generation worker's first event). *Floor, JS stream* is the floor relay reading the worker's stream through a JS pull stream, as any relay that watches frames must${errorsNote(s)}:`,
     ``,
     firstEventTable(s),
     ``,

@@ -66,19 +66,26 @@ function streamRow(name: string, f: StreamingResult["direct"]): string[] {
 export function streamingTable(s: StreamingResult): string {
   return table(
     ["path", "requests", "events/s", "events/request", "first event p50 / p99 ms (saturated)", "stream p50 ms", "relay CPU s/1k", "context CPU s/1k", "generation CPU s/1k", "load generator CPU s/1k", "errors"],
-    [streamRow("direct", s.direct), streamRow("floor", s.floor), streamRow("proxy", s.proxy)],
+    [streamRow("direct", s.direct), streamRow("floor", s.floor), streamRow("floor, JS stream", s.floorJs), streamRow("proxy", s.proxy)],
   );
 }
 
-function firstEventRow(name: string, f: StreamingResult["firstEvent"]["direct"]): string[] {
-  return [name, n0(f.count), n2(f.p50 / 1000), n2(f.p90 / 1000), n2(f.p99 / 1000)];
+function firstEventCell(f: StreamingResult["firstEvents"][number]["direct"]): string {
+  return `${n2(f.p50 / 1000)} / ${n2(f.p90 / 1000)} / ${n2(f.p99 / 1000)}`;
 }
 
 export function firstEventTable(s: StreamingResult): string {
-  const row = firstEventRow;
   return table(
-    ["path", "streams", "first event p50 ms", "p90 ms", "p99 ms"],
-    [row("direct", s.firstEvent.direct), row("floor", s.firstEvent.floor), row("proxy", s.firstEvent.proxy)],
+    ["clients", "streams per path", "direct p50 / p90 / p99 ms", "floor", "floor, JS stream", "proxy", "proxy − floor p50 ms"],
+    s.firstEvents.map((f) => [
+      String(f.clients),
+      n0(f.proxy.count),
+      firstEventCell(f.direct),
+      firstEventCell(f.floor),
+      firstEventCell(f.floorJs),
+      firstEventCell(f.proxy),
+      n2((f.proxy.p50 - f.floor.p50) / 1000),
+    ]),
   );
 }
 

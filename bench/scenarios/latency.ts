@@ -58,7 +58,7 @@ export async function runLatency(cluster: Cluster, plan: LatencyPlan, cores: num
 async function measurePoint(cluster: Cluster, plan: LatencyPlan, concurrency: number, cores: number): Promise<LatencyPoint> {
   const workload = chatJson(plan.tokens);
   const ids = newIds();
-  const users: Record<Kind, Path[]> = {
+  const users: Record<Exclude<Kind, "floor-js">, Path[]> = {
     direct: Array.from({ length: concurrency }, () =>
       directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids),
     ),

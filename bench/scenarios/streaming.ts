@@ -5,6 +5,7 @@
  */
 
 import type { Cluster } from "../cluster/cluster.ts";
+import type { Service } from "../cluster/service.ts";
 import { alternateRounds, cpuPerRequest, foreignLoad, medianCpuPerRequest, type Kind, type Tally } from "../load/ab-rounds.ts";
 import { directPath, endpointOf, newIds, proxyPath, type Path, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
@@ -17,13 +18,15 @@ export interface StreamingPlan {
   readonly rounds: number;
   readonly requestsPerRound: number;
   /** The first-event rounds: streams paced by the generation worker, so the first event is not the whole stream. */
-  readonly firstEvent: { readonly tokens: number; readonly tokenMs: number; readonly requestsPerRound: number };
+  readonly firstEvent: { readonly tokens: number; readonly tokenMs: number; readonly requestsPerRound: number; readonly clients: readonly number[] };
 }
 
-/** Time to first event in the paced rounds, per path. */
+/** Time to first event in the paced rounds, per path, at one concurrency. */
 export interface FirstEventFigures {
+  readonly clients: number;
   readonly direct: Summary;
   readonly floor: Summary;
+  readonly floorJs: Summary;
   readonly proxy: Summary;
   readonly errors: number;
 }
@@ -50,10 +53,12 @@ export interface StreamingResult {
   readonly direct: StreamFigures;
   readonly proxy: StreamFigures;
   readonly floor: StreamFigures;
+  readonly floorJs: StreamFigures;
   /** Proxied events/s over direct events/s. */
   readonly throughputRatio: number;
   readonly floorThroughputRatio: number;
-  readonly firstEvent: FirstEventFigures;
+  /** One per plan.firstEvent.clients. */
+  readonly firstEvents: readonly FirstEventFigures[];
   /** Proxy CPU per streamed request over the generation worker's, in the proxied rounds. */
   readonly proxyOverGenerationCpu: number;
 }
@@ -73,18 +78,22 @@ export async function runStreaming(cluster: Cluster, plan: StreamingPlan, cores:
     const direct = figures(tally.direct, cores, undefined);
     const proxy = figures(tally.proxy, cores, "proxy");
     const floor = figures(tally.floor, cores, "floor");
+    const floorJs = figures(tally["floor-js"], cores, "floor-js");
+    const firstEvents: FirstEventFigures[] = [];
+    for (const clients of plan.firstEvent.clients) firstEvents.push(await firstEventRounds(cluster, plan, clients));
     return {
       plan,
       direct,
       proxy,
       floor,
-      firstEvent: await firstEventRounds(cluster, plan),
+      floorJs,
+      firstEvents,
       throughputRatio: proxy.eventsPerSecond / direct.eventsPerSecond,
       floorThroughputRatio: floor.eventsPerSecond / direct.eventsPerSecond,
       proxyOverGenerationCpu: (proxy.cpuSecondsPer1000["proxy"] ?? 0) / (proxy.cpuSecondsPer1000["generation"] ?? Number.NaN),
     };
   } finally {
-    for (const path of [...users.direct, ...users.proxy, ...users.floor]) path.close();
+    for (const list of Object.values(users)) for (const path of list) path.close();
   }
 }
 
@@ -93,22 +102,26 @@ export async function runStreaming(cluster: Cluster, plan: StreamingPlan, cores:
  * model), so the first event is not held behind the rest of an instant stream and the cores
  * are not saturated: what a client waits for its first token with 15 other streams running.
  */
-async function firstEventRounds(cluster: Cluster, plan: StreamingPlan): Promise<FirstEventFigures> {
-  const users = usersOf(cluster, chatStream(plan.firstEvent.tokens, `gen.token_ms=${plan.firstEvent.tokenMs}`), plan.concurrency);
+async function firstEventRounds(cluster: Cluster, plan: StreamingPlan, clients: number): Promise<FirstEventFigures> {
+  const users = usersOf(cluster, chatStream(plan.firstEvent.tokens, `gen.token_ms=${plan.firstEvent.tokenMs}`), clients);
+  // Fewer requests for fewer clients: a round lasts about as long either way.
+  const requests = Math.max(clients * 4, Math.round((plan.firstEvent.requestsPerRound * clients) / plan.concurrency));
   try {
     const tally = await alternateRounds(cluster.sampled, users, {
-      warmup: { seconds: ROUND_TIMEOUT_S, requests: plan.concurrency * 2 },
+      warmup: { seconds: ROUND_TIMEOUT_S, requests: clients * 2 },
       rounds: plan.rounds,
-      round: { seconds: ROUND_TIMEOUT_S, requests: plan.firstEvent.requestsPerRound },
+      round: { seconds: ROUND_TIMEOUT_S, requests },
     });
     return {
+      clients,
       direct: summarize(tally.direct.firstEventUs),
       floor: summarize(tally.floor.firstEventUs),
+      floorJs: summarize(tally["floor-js"].firstEventUs),
       proxy: summarize(tally.proxy.firstEventUs),
-      errors: tally.direct.errors + tally.floor.errors + tally.proxy.errors,
+      errors: Object.values(tally).reduce((sum, t) => sum + t.errors, 0),
     };
   } finally {
-    for (const path of [...users.direct, ...users.proxy, ...users.floor]) path.close();
+    for (const list of Object.values(users)) for (const path of list) path.close();
   }
 }
 
@@ -118,10 +131,16 @@ function usersOf(cluster: Cluster, workload: Workload, concurrency: number): Rec
     direct: Array.from({ length: concurrency }, () => directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids)),
     proxy: Array.from({ length: concurrency }, () => proxyPath(endpointOf(cluster.proxy.url), workload)),
     floor: Array.from({ length: concurrency }, () => proxyPath(endpointOf(floorOf(cluster).url), workload)),
+    "floor-js": Array.from({ length: concurrency }, () => proxyPath(endpointOf(jsFloorOf(cluster).url), workload)),
   };
 }
 
-function figures(tally: Tally, cores: number, relay: "proxy" | "floor" | undefined): StreamFigures {
+function jsFloorOf(cluster: Cluster): Service {
+  if (cluster.floorJs === undefined) throw new Error("This scenario needs the JS-stream floor relay: start its cluster withJsFloor");
+  return cluster.floorJs;
+}
+
+function figures(tally: Tally, cores: number, relay: "proxy" | "floor" | "floor-js" | undefined): StreamFigures {
   return {
     firstEventUs: summarize(tally.firstEventUs),
     relayCpuSecondsPer1000: relay === undefined ? Number.NaN : medianCpuPerRequest(tally, relay, 1000),
