@@ -12,12 +12,19 @@
  * - relay read: a 256-chunk stream read through the reader wrapper (before) and directly;
  * - request log line: one stdout write per line (before) and one per 16 lines (a turn that
  *   ended 16 requests; at one request per turn the two are the same write);
+ * - generation body written: the body built from that answer, with JSON.stringify whole
+ *   (before) and with its raw-id hand-off spliced in;
  * - end of a request that went well: a new abort reason (an Error and its stack) per request.
  */
 
 import { parseJson } from "../../src/json.ts";
 import { ProxyError } from "../../src/errors.ts";
 import { readBounded, readPrefix } from "../../src/workers/answers.ts";
+import { stringifyBody } from "../../src/workers/body-codec.ts";
+import { generationBody } from "../../src/pipeline/bodies.ts";
+import { isJsonObject } from "../../src/json.ts";
+import type { PipelineInput } from "../../src/pipeline/types.ts";
+import { NO_ROUTING } from "../../src/routing/routing-request.ts";
 
 const ROUNDS = Number(process.env["ROUNDS"] ?? 9);
 
@@ -66,6 +73,18 @@ async function main(): Promise<void> {
     const r = await compare(calls, { before: () => revivedParse(text), after: () => parseJson(text) });
     report(label, r["before"] ?? Number.NaN, r["after"] ?? Number.NaN);
   }
+
+  const answer = parseJson(CONTEXT_ANSWER);
+  if (!isJsonObject(answer)) throw new Error("The context answer is not an object");
+  const input: PipelineInput = {
+    api: "chat",
+    stream: false,
+    routing: NO_ROUTING,
+    body: { model: "emulated-model", messages: [{ role: "user", content: "Summarise the benefits of disaggregated prefill and decode for large language model serving [[emu tokens=16]]" }], max_tokens: 16 },
+  };
+  const body = generationBody(input, answer, 7_350_918_722_218_165_249n, "context_first");
+  const bodies = await compare(50_000, { before: () => JSON.stringify(body), after: () => stringifyBody(body) });
+  report("generation body written", bodies["before"] ?? Number.NaN, bodies["after"] ?? Number.NaN);
 
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(CONTEXT_ANSWER, { headers: { "content-type": "application/json" } }) });
   const url = server.url.origin;

@@ -11,6 +11,15 @@ describe("worker body codecs", () => {
     expect(JSON_CODEC.headers).toEqual({});
   });
 
+  test("JSON writes a body's hand-off parameters, raw ids and all, as the whole body's JSON would", () => {
+    const params = { request_type: "generation_only", ctx_request_id: jsonInteger(ID), disagg_request_id: jsonInteger(ID), first_gen_tokens: [7] };
+    const body = { model: "m", messages: [{ role: "user", content: "x" }], disaggregated_params: params, prompt_token_ids: [1, 2], seed: jsonInteger(ID), gone: undefined };
+    expect(JSON.parse(JSON_CODEC.encode(body) as string)).toEqual(JSON.parse(JSON.stringify(body)));
+    expect(JSON_CODEC.encode(body)).toContain(`"ctx_request_id":${ID},"disagg_request_id":${ID}`);
+    expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(JSON.stringify({ disaggregated_params: params }));
+    expect(JSON_CODEC.encode({ model: "m" })).toBe(`{"model":"m"}`);
+  });
+
   test("msgpack says so in X-TRTLLM-Msgpack and writes a raw 63-bit id as a msgpack int64", () => {
     const codec = msgpackCodec();
     expect(codec.headers).toEqual({ "x-trtllm-msgpack": "1" });
