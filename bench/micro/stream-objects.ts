@@ -1,0 +1,95 @@
+/**
+ * What one idle open stream holds in the JavaScript heap: the proxy against the floor relay
+ * reading its stream in JS (bench/cluster/floor-relay.ts js), each holding STREAMS (default
+ * 1,000) chat streams that the generation worker keeps silent after the first token.
+ * Run: `npx bun bench/micro/stream-objects.ts` (builds nothing: the proxy runs from source).
+ * Prints, per relay, the heap objects per stream by type (census after − census before,
+ * garbage collected both times, ÷ streams) for the types that hold at least 0.5 per stream.
+ */
+
+import { join } from "node:path";
+import { waitReady } from "../cluster/cluster.ts";
+import { spawnService, type Service } from "../cluster/service.ts";
+import { OpenStreams } from "../load/open-streams.ts";
+import { endpointOf } from "../load/paths.ts";
+import { chatStream } from "../load/workloads.ts";
+
+const STREAMS = Number(process.env["STREAMS"] ?? 1000);
+const ROOT = join(import.meta.dir, "..", "..");
+const LOG_DIR = join(ROOT, "bench", "out", "logs");
+const HOOK = join(import.meta.dir, "heap-census.ts");
+const SILENT = chatStream(8, "gen.silence_ms=300000 gen.silence_after=1");
+
+interface Census {
+  readonly counts: Readonly<Record<string, number>>;
+}
+
+async function census(service: Service, seen: number): Promise<Census> {
+  process.kill(service.pid, "SIGUSR2");
+  const errFile = service.logFile.replace(/\.log$/, ".err");
+  for (let waited = 0; waited < 10_000; waited += 100) {
+    const lines = (await Bun.file(errFile).text()).split("\n").filter((line) => line.startsWith("CENSUS "));
+    if (lines.length > seen) return JSON.parse((lines[seen] ?? "").slice("CENSUS ".length)) as Census;
+    await Bun.sleep(100);
+  }
+  throw new Error(`${service.name} wrote no heap census`);
+}
+
+async function perStream(service: Service): Promise<Record<string, number>> {
+  const warm = new OpenStreams(endpointOf(service.url), chatStream(4));
+  await warm.growTo(50);
+  await warm.waitFor(4, 10_000);
+  warm.closeAll();
+  await Bun.sleep(1000);
+  const before = await census(service, 0);
+  const streams = new OpenStreams(endpointOf(service.url), SILENT);
+  await streams.growTo(STREAMS);
+  await streams.waitFor(2, 60_000);
+  await Bun.sleep(500);
+  const after = await census(service, 1);
+  streams.closeAll();
+  const out: Record<string, number> = {};
+  for (const [type, count] of Object.entries(after.counts)) {
+    const per = (count - (before.counts[type] ?? 0)) / STREAMS;
+    if (per >= 0.5) out[type] = per;
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const services: Service[] = [];
+  try {
+    const worker = async (role: string): Promise<Service> => {
+      const cmd = [process.execPath, join(ROOT, "src", "main.ts"), "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"];
+      const service = await spawnService({ name: `census-${role}`, cmd, logDir: LOG_DIR });
+      services.push(service);
+      return service;
+    };
+    const context = await worker("context");
+    const generation = await worker("generation");
+    const env = { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768" };
+    const proxy = await spawnService({
+      name: "census-proxy",
+      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "src", "main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url],
+      env,
+      logDir: LOG_DIR,
+    });
+    services.push(proxy);
+    await waitReady(proxy.url);
+    const floor = await spawnService({
+      name: "census-floor-js",
+      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "bench", "cluster", "floor-relay.ts"), context.url, generation.url, "js"],
+      env,
+      logDir: LOG_DIR,
+    });
+    services.push(floor);
+    const rows = { proxy: await perStream(proxy), "floor, JS stream": await perStream(floor) };
+    const types = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))].toSorted((a, b) => (rows.proxy[b] ?? 0) - (rows.proxy[a] ?? 0));
+    process.stdout.write(`${STREAMS} idle streams; per stream:\n| type | proxy | floor, JS stream |\n| --- | --- | --- |\n`);
+    for (const type of types) process.stdout.write(`| ${type} | ${(rows.proxy[type] ?? 0).toFixed(1)} | ${(rows["floor, JS stream"][type] ?? 0).toFixed(1)} |\n`);
+  } finally {
+    for (const service of services.toReversed()) await service.stop();
+  }
+}
+
+await main();
