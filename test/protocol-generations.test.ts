@@ -327,3 +327,20 @@ describe("a worker that comes back as another release", () => {
     expect(pool.ready("context")[0]?.protocol.accepts.has("ctx_usage")).toBe(true);
   });
 });
+
+describe("worker generations in generation-first order: mixed fleet", () => {
+  const fleet = FLEETS.find((f) => f.name === "mixed")!;
+  test.each(ROUTES.flatMap((route) => [false, true].map((stream) => [route, stream] as const)))(
+    "%s (stream %p) succeeds and no worker is sent a field it rejects",
+    async (route, stream) => {
+      await using cluster = await fleetCluster(fleet, { config: { schedule: "generation_first" } });
+      for (let turn = 0; turn < 3; turn++) {
+        const response = await post(cluster, route, stream);
+        expect(response.status).toBe(200);
+        await response.arrayBuffer();
+      }
+      expect(rejectedFields(cluster.contexts, fleet.contexts)).toEqual([]);
+      expect(rejectedFields(cluster.generations, fleet.generations)).toEqual([]);
+    },
+  );
+});

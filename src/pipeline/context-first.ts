@@ -60,7 +60,15 @@ export function bodyOptions(deps: PipelineDeps): BodyOptions {
 
 function reserveGenerationWorker(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): RoutedPlacement | undefined {
   if (deps.config.conditionalDisagg === undefined) return undefined;
-  const placed = deps.placement.place({ role: "generation", requestKey: ctx.disaggRequestId, exclude: undefined, avoid: [], routing: input.routing });
+  const placed = deps.placement.place({
+    role: "generation",
+    requestKey: ctx.disaggRequestId,
+    exclude: undefined,
+    avoid: [],
+    routing: input.routing,
+    // Reserved before it is known whether the request will be disaggregated: a Responses one may be.
+    requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+  });
   ctx.hold(placed.reservation);
   return placed;
 }

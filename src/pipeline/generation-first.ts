@@ -13,7 +13,14 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
  * non-streamed generation answer is kept even when the context leg fails after it.
  */
 export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
-  const contextPlaced = deps.placement.place({ role: "context", requestKey: ctx.disaggRequestId, exclude: undefined, avoid: [], routing: input.routing });
+  const contextPlaced = deps.placement.place({
+    role: "context",
+    requestKey: ctx.disaggRequestId,
+    exclude: undefined,
+    avoid: [],
+    routing: input.routing,
+    requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+  });
   const genBody = generationFirstBody(input, ctx.disaggRequestId, contextPlaced.worker.serverInfo);
   const genAbort = new AbortController();
   const ctxAbort = new AbortController();
