@@ -187,7 +187,12 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
     let extracted = "";
     const binary = (): string => join(extracted, "disagg-proxy");
     const command = (): string[] => [...runnerFor(target), binary()];
-    const how = runnerFor(target).length === 0 ? "natively" : `under ${runnerFor(target)[0]}`;
+    const emulator = runnerFor(target)[0];
+    const how = emulator === undefined ? "natively" : `under ${emulator}`;
+    if (emulator !== undefined && Bun.which(emulator) === null) {
+      checks.push({ name: `${target}: ${emulator} is installed`, run: () => fail(`${emulator} is missing: scripts/test-tools.sh installs it (Debian's qemu-user and the target's libc6-*-cross)`) });
+      continue;
+    }
     checks.push(
       { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target)) },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
