@@ -35,6 +35,16 @@ describe("loadConfig", () => {
     expect(warnings).toEqual([]);
   });
 
+  test("--worker-protocol takes auto or a TensorRT-LLM release number, and --responses-fallback its two modes", () => {
+    expect(loadConfig({ ...WORKERS }, deps()).config).toMatchObject({ workerProtocol: "auto", responsesFallback: "error" });
+    for (const version of ["1.3.0rc18", "1.3.0rc15.post1", "1.3.0", "v1.4"]) {
+      expect(loadConfig({ ...WORKERS, workerProtocol: version }, deps()).config.workerProtocol).toBe(version);
+    }
+    expect(() => loadConfig({ ...WORKERS, workerProtocol: "latest" }, deps())).toThrow(ConfigError);
+    expect(() => loadConfig({ ...WORKERS, workerProtocol: "latest" }, deps())).toThrow("--worker-protocol must be auto or a TensorRT-LLM version");
+    expect(loadConfig({ ...WORKERS, responsesFallback: "aggregated" }, deps()).config.responsesFallback).toBe("aggregated");
+  });
+
   test("YAML only: the README example starts without a warning; its worker key is a debug note", () => {
     const { config, warnings, notes } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": README_EXAMPLE }));
     expect(config.host).toBe("localhost");

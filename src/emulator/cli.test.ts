@@ -20,4 +20,8 @@ describe("worker flags as the emulator's options", () => {
     });
     expect(emulatorOptions("context", { port: 0, kvCacheBlocks: 0 })).toEqual({ role: "context", port: 0, kvCacheBlocks: 0 });
   });
+
+  test("--protocol-version names the release the worker plays", () => {
+    expect(emulatorOptions("generation", { port: 0, protocolVersion: "1.3.0rc14" })).toEqual({ role: "generation", port: 0, protocolVersion: "1.3.0rc14" });
+  });
 });
