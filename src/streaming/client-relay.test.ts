@@ -49,10 +49,10 @@ function context(): RequestContext {
 }
 
 /** A stream opened before the worker answered (start wait 0), on the manual clock. */
-async function opened(upstream: Promise<ReadableStream<Uint8Array>>) {
+async function opened(upstream: Promise<ReadableStream<Uint8Array>>, startWaitMs = 0) {
   const clock = manualClock();
   const ctx = context();
-  const timings = { startWaitMs: 0, keepaliveIntervalMs: 100, silenceTimeoutMs: 1000 };
+  const timings = { startWaitMs, keepaliveIntervalMs: 100, silenceTimeoutMs: 1000 };
   const answer = await respondWithStream({
     ctx,
     upstream,
@@ -108,6 +108,17 @@ describe("the client relay, on an injected clock", () => {
     expect(ending.status).toBe(200);
     expect(ending.error?.code).toBe("WORKER_TIMEOUT");
     expect(ctx.signal.aborted).toBe(true);
+  });
+
+  test("a worker stream that breaks before its first byte, within the start wait, fails in-band with 502, not as a 500", async () => {
+    const broken = new ReadableStream<Uint8Array>({ start: (c) => c.error(new Error("connection reset")) });
+    const { read, answer } = await opened(Promise.resolve(broken), 60_000);
+    expect(answer.response.status).toBe(200);
+    expect(await read()).toBe("FAIL WORKER_STREAM_BROKEN;");
+    expect(await read()).toBe("<done>");
+    const ending = await answer.ended;
+    expect(ending.error?.code).toBe("WORKER_STREAM_BROKEN");
+    expect(ending.error?.status).toBe(502);
   });
 
   test("a client that leaves ends the request with 499 and stops the timer", async () => {

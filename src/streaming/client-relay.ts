@@ -8,10 +8,8 @@ export interface Reader {
   cancel(reason?: unknown): Promise<void>;
 }
 
-export interface FirstRead {
-  readonly reader: Reader;
-  readonly read: ReadResult;
-}
+/** The worker's stream and its first read, or why that read failed. */
+export type FirstRead = { readonly reader: Reader; readonly read: ReadResult } | { readonly reader: Reader; readonly failure: unknown };
 
 /** The runtime's own reader: a wrapper would cost a promise and an object per chunk. */
 export function readerOf(body: ReadableStream<Uint8Array>): Reader {
@@ -64,9 +62,13 @@ export class ClientRelay {
   async #pull(): Promise<void> {
     try {
       if (!this.#reader) {
-        const { reader, read } = await this.#first;
-        this.#reader = reader;
-        if (this.#deliver(read)) return;
+        const first = await this.#first;
+        this.#reader = first.reader;
+        if ("failure" in first) {
+          this.#failLate(first.failure);
+          return;
+        }
+        if (this.#deliver(first.read)) return;
       }
       while (!this.#closed) {
         if (this.#deliver(await this.#reader.read())) return;

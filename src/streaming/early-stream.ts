@@ -14,7 +14,13 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
   const first = request.upstream.then(async (body): Promise<FirstRead> => {
     upstreamStarted = true;
     const reader = readerOf(body);
-    return { reader, read: await reader.read() };
+    // The worker answered 200: a stream that breaks before its first byte fails in-band, as
+    // later (a 502 WORKER_STREAM_BROKEN), never as the proxy's own 500.
+    try {
+      return { reader, read: await reader.read() };
+    } catch (failure) {
+      return { reader, failure };
+    }
   });
   const settled = await settleWithin(first, request.timings.startWaitMs);
   if (settled === "rejected") {
