@@ -23,7 +23,9 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
   "/v1/responses": "responses",
 };
 
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", PREFILL_TALLY_PATH]);
+/** Model requests running now, for soaks checking that nothing outlives its client. */
+const RUNNING_PATH = "/emulator/running";
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", PREFILL_TALLY_PATH, RUNNING_PATH]);
 const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
@@ -179,6 +181,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/v1/models") return models(this, this.#startedAt);
     if (path === "/perf_metrics") return perfMetrics(this);
     if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
+    if (path === RUNNING_PATH) return Response.json({ running: this.log.running() });
     return version(this.generation);
   }
 }

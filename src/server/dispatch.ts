@@ -61,12 +61,12 @@ function declaredLength(request: Request): number {
 }
 
 /**
- * The path without the query. The runtime builds `request.url` from the Host header, and
- * without one (HTTP/1.0, or an empty Host) it is the bare request target: "/a/b", not
- * "http://host/a/b" — so the path starts at the first "/" after the scheme's "//" if any.
+ * The path without the query. The runtime builds `request.url` from the Host header, dot
+ * segments resolved; without one (HTTP/1.0, or an empty Host) it is the bare request target
+ * ("/a/../b", not "http://host/b"), resolved here the same way so both route alike.
  */
 function pathOf(request: Request): string {
-  const url = request.url;
+  const url = request.url.startsWith("/") ? new URL(request.url, "http://host").pathname : request.url;
   const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   if (start < 0) return "/";
   const end = url.indexOf("?", start);
