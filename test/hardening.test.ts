@@ -167,6 +167,23 @@ describe("hardening: what the probe and the soak found", () => {
     expect(workerPosts(cluster)).toBe(0);
   });
 
+  test("a client leaving in the middle of its body is logged as a departure (499), not as an internal error", async () => {
+    // Found by the 8-minute chaos soak's log count: the body read's AbortError was a 500 at error level.
+    await using cluster = await startCluster();
+    for (const declared of [400, 500_000]) {
+      const conn = await rawConnect(cluster.url);
+      conn.write(rawRequest("POST", "/v1/chat/completions", { host: "p", "content-type": "application/json", "content-length": String(declared) }, '{"model":"m","messages":['));
+      await Bun.sleep(20);
+      conn.end();
+    }
+    await eventually(() => cluster.logs.filter((line) => line["msg"] === "request").length === 2);
+    expect(cluster.logs.filter((line) => line["msg"] === "request").map((line) => [line["status"], line["outcome"]])).toEqual([
+      [499, "client_disconnected"],
+      [499, "client_disconnected"],
+    ]);
+    expect(cluster.logs.filter((line) => line["level"] === "error")).toEqual([]);
+  });
+
   test("a failure inside the proxy is logged at error level with its cause and stack, which the reply never shows", async () => {
     await using cluster = await startCluster();
     const { app } = cluster.proxy;

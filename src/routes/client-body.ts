@@ -28,7 +28,11 @@ export async function readClientBody(request: Request, limits: BodyLimits): Prom
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
   const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
-  const bytes = await readBounded(request, limits, declared, guard);
+  const bytes = await readBounded(request, limits, declared, guard).catch((thrown: unknown) => {
+    // Reading fails only when the client goes away mid-body (the runtime's AbortError): a
+    // departure (499), not a failure of the proxy.
+    throw thrown instanceof ProxyError ? thrown : new ProxyError("CLIENT_GONE", 499, "Client disconnected while sending the body", { cause: thrown });
+  });
   const problem = guard.finish(bytes.length);
   if (problem) throw shapeError(problem);
   let body: unknown;

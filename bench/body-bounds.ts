@@ -1,0 +1,149 @@
+/**
+ * `bun bench/body-bounds.ts`: what the client-body bounds cost and what they hold.
+ *
+ * 1. The shape guard's cost per request (a typical 2 KB chat body, and a 200 KB one), in µs.
+ * 2. The worst 32 MiB bodies: how long the guard takes to refuse them (in total, and the
+ *    longest single slice the event loop is held for), and how long JSON.parse alone would take.
+ * 3. Peak RSS growth of a proxy process (VmHWM, a fresh proxy per shape) for the worst shapes
+ *    it accepts, against the body's size.
+ */
+
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { JSON_SHAPE_LIMITS, JsonShapeGuard } from "../src/json-shape.ts";
+import { spawnService, type Service } from "./cluster/service.ts";
+
+const MIB = 1024 * 1024;
+const SLICE = MIB;
+const encoder = new TextEncoder();
+const ROOT = join(import.meta.dir, "..");
+
+function guardMicros(body: Uint8Array, rounds: number): number {
+  for (let i = 0; i < 200; i++) new JsonShapeGuard(JSON_SHAPE_LIMITS, body.length).feed(body);
+  const started = performance.now();
+  for (let i = 0; i < rounds; i++) {
+    const guard = new JsonShapeGuard(JSON_SHAPE_LIMITS, body.length);
+    guard.feed(body);
+    guard.finish(body.length);
+  }
+  return ((performance.now() - started) * 1000) / rounds;
+}
+
+/** Feeds the body in the reader's 1 MiB slices: total ms, longest slice ms, the verdict. */
+function refuse(body: Uint8Array): { totalMs: number; longestSliceMs: number; verdict: string } {
+  const guard = new JsonShapeGuard(JSON_SHAPE_LIMITS, body.length);
+  let longest = 0;
+  const started = performance.now();
+  let verdict = "accepted";
+  for (let at = 0; at < body.length; at += SLICE) {
+    const sliceStarted = performance.now();
+    const problem = guard.feed(body.subarray(at, at + SLICE));
+    longest = Math.max(longest, performance.now() - sliceStarted);
+    if (problem) {
+      verdict = `${problem.bound} > ${problem.limit}`;
+      break;
+    }
+  }
+  if (verdict === "accepted") verdict = guard.finish(body.length)?.bound ?? "accepted";
+  return { totalMs: round(performance.now() - started), longestSliceMs: round(longest), verdict };
+}
+
+function parseMs(body: Uint8Array): number | string {
+  const started = performance.now();
+  try {
+    JSON.parse(new TextDecoder().decode(body));
+  } catch (error) {
+    return `${error instanceof Error ? error.name : "error"} after ${round(performance.now() - started)} ms`;
+  }
+  return round(performance.now() - started);
+}
+
+const chat = (content: string, extra = ""): string => `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":${JSON.stringify(content)}}]${extra}}`;
+
+function worstBodies(size: number): Record<string, Uint8Array> {
+  const filler = "x".repeat(size - 200_000);
+  return {
+    "deep nesting after 31.8 MiB of string": encoder.encode(chat(filler, `,"x":${"[".repeat(100_000)}${"]".repeat(100_000)}`)),
+    "32 MiB of 1-key objects": encoder.encode(`{"model":"m","messages":[${Array.from({ length: Math.floor(size / 8) }, () => '{"a":1}').join(",")}]}`),
+    "32 MiB of numbers": encoder.encode(`{"model":"m","prompt":[${"1,".repeat(size / 2 - 8)}1]}`),
+    "32 MiB of escaped quotes in a string": encoder.encode(chat('"'.repeat(size / 2 - 100))),
+    "32 MiB of whitespace": encoder.encode(chat("x", " ".repeat(size - 200))),
+  };
+}
+
+/** Bodies the proxy accepts, about `size` bytes each, in the shapes that cost most memory. */
+function acceptedShapes(size: number): Record<string, string> {
+  const messages = (count: number, length: number): string =>
+    `{"model":"m","max_tokens":4,"messages":[${Array.from({ length: count }, (_, i) => `{"role":"${i % 2 ? "assistant" : "user"}","content":${JSON.stringify(`m${i} `.padEnd(length, "x"))}}`).join(",")}]}`;
+  const keys = Math.floor(JSON_SHAPE_LIMITS.minValues * 0.95);
+  return {
+    "one long ASCII string": chat("x".repeat(size)),
+    "one long non-ASCII string": chat("é世".repeat(Math.floor(size / 5))),
+    "ASCII with one CJK character": chat(`世${"x".repeat(size)}`),
+    // 5 values a message (object, 2 keys, 2 strings) in ~340 bytes: just under size/64.
+    "many messages at the value bound": messages(Math.floor(size / 340), 300),
+    "token ids (completions prompt)": `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: Math.floor(size / 7) }, (_, i) => String(100_000 + (i % 99_999))).join(",")}]}`,
+    "65,000 keys (the floor)": chat("x", `,"extra":{${Array.from({ length: keys }, (_, i) => `"k${i}":${i}`).join(",")}}`),
+    "nesting 120 deep, repeated": chat("x", `,"x":[${Array.from({ length: Math.floor(size / 9000) }, () => `${"[".repeat(119)}"${"z".repeat(8700)}"${"]".repeat(119)}`).join(",")}]`),
+  };
+}
+
+function hwmBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0) * 1024;
+}
+
+async function peakGrowth(shapes: Record<string, string>): Promise<Record<string, { bodyMiB: number; status: number; growthMiB: number; ratio: number }>> {
+  const logDir = mkdtempSync(join(tmpdir(), "body-bounds-"));
+  const bun = [process.execPath, join(ROOT, "src", "main.ts")];
+  const out: Record<string, { bodyMiB: number; status: number; growthMiB: number; ratio: number }> = {};
+  const worker = async (role: string): Promise<Service> => spawnService({ name: `bb-${role}`, cmd: [...bun, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"], logDir });
+  const context = await worker("context");
+  const generation = await worker("generation");
+  try {
+    for (const [name, body] of Object.entries(shapes)) {
+      const proxy = await spawnService({
+        name: "bb-proxy",
+        cmd: [...bun, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url, "--max-body-bytes", String(32 * MIB), "--log-level", "warn"],
+        logDir,
+      });
+      try {
+        while ((await fetch(`${proxy.url}/health`).then((r) => r.status, () => 0)) !== 200) await Bun.sleep(50);
+        // Warm the path with a small request first: its one-time costs are not the body's.
+        await (await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: chat("warm") })).arrayBuffer();
+        await Bun.sleep(200);
+        const before = hwmBytes(proxy.pid);
+        const bytes = encoder.encode(body);
+        const path = body.includes('"prompt"') ? "/v1/completions" : "/v1/chat/completions";
+        const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
+        await response.arrayBuffer();
+        const growth = hwmBytes(proxy.pid) - before;
+        out[name] = { bodyMiB: round(bytes.length / MIB), status: response.status, growthMiB: round(growth / MIB), ratio: round(growth / bytes.length) };
+      } finally {
+        await proxy.stop();
+      }
+    }
+  } finally {
+    await context.stop();
+    await generation.stop();
+  }
+  return out;
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+async function main(): Promise<void> {
+  const typical = encoder.encode(chat("Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(20)));
+  const large = encoder.encode(chat("y".repeat(200_000)));
+  const cost = { [`typical chat body (${typical.length} B), µs`]: round(guardMicros(typical, 20_000)), [`200 KB chat body, µs`]: round(guardMicros(large, 500)) };
+  const worst: Record<string, unknown> = {};
+  for (const [name, body] of Object.entries(worstBodies(32 * MIB))) worst[name] = { ...refuse(body), jsonParseMs: parseMs(body) };
+  const size = Number(Bun.argv[2] ?? 16) * MIB;
+  const growth = await peakGrowth(acceptedShapes(size));
+  process.stdout.write(`${JSON.stringify({ guardCost: cost, worst32MiB: worst, peakRssGrowth: growth }, null, 2)}\n`);
+}
+
+await main();
