@@ -76,15 +76,16 @@ function worstBodies(size: number): Record<string, Uint8Array> {
 function acceptedShapes(size: number): Record<string, string> {
   const messages = (count: number, length: number): string =>
     `{"model":"m","max_tokens":4,"messages":[${Array.from({ length: count }, (_, i) => `{"role":"${i % 2 ? "assistant" : "user"}","content":${JSON.stringify(`m${i} `.padEnd(length, "x"))}}`).join(",")}]}`;
-  const keys = Math.floor(JSON_SHAPE_LIMITS.minValues * 0.95);
+  // Each key and its number weigh 1.25: just under the floor.
+  const keys = Math.floor(JSON_SHAPE_LIMITS.minValues * 0.75);
   return {
     "one long ASCII string": chat("x".repeat(size)),
     "one long non-ASCII string": chat("é世".repeat(Math.floor(size / 5))),
     "ASCII with one CJK character": chat(`世${"x".repeat(size)}`),
     // 5 values a message (object, 2 keys, 2 strings) in ~340 bytes: just under size/64.
     "many messages at the value bound": messages(Math.floor(size / 340), 300),
-    "token ids (completions prompt)": `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: Math.floor(size / 7) }, (_, i) => String(100_000 + (i % 99_999))).join(",")}]}`,
-    "65,000 keys (the floor)": chat("x", `,"extra":{${Array.from({ length: keys }, (_, i) => `"k${i}":${i}`).join(",")}}`),
+    "token ids at the bound (completions prompt)": `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: Math.floor(JSON_SHAPE_LIMITS.minValues * 3.9) }, (_, i) => String(100_000 + (i % 99_999))).join(",")}]}`,
+    "49,000 keys with numbers (the floor)": chat("x", `,"extra":{${Array.from({ length: keys }, (_, i) => `"k${i}":${i}`).join(",")}}`),
     "nesting 120 deep, repeated": chat("x", `,"x":[${Array.from({ length: Math.floor(size / 9000) }, () => `${"[".repeat(119)}"${"z".repeat(8700)}"${"]".repeat(119)}`).join(",")}]`),
   };
 }

@@ -11,7 +11,7 @@
 export interface JsonShapeLimits {
   /** Deepest nesting of objects and arrays. */
   readonly maxDepth: number;
-  /** Weighted values (objects, arrays, keys and strings count 1; numbers and literals 1/16) whatever the size. */
+  /** Weighted values (objects, arrays, keys and strings count 1; numbers and literals 1/4) whatever the size. */
   readonly minValues: number;
   /** Bytes of body per weighted value allowed above `minValues`. */
   readonly bytesPerValue: number;
@@ -22,8 +22,12 @@ export type JsonShapeProblem = { readonly bound: "depth"; readonly limit: number
 /** The proxy's defaults: no request a worker can serve comes near them (see README "Request bounds"). */
 export const JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 128, minValues: 65_536, bytesPerValue: 64 };
 
-/** A number or literal costs about 1/16 of an object, a key or a string. */
-const SCALAR_WEIGHT = 1 / 16;
+/**
+ * A number or literal costs about 1/10 of an object, a key or a string once parsed, but a
+ * token-id prompt is parsed again in the context answer and rebuilt for the generation
+ * worker (~190 bytes a token in all, measured): 1/4 caps such prompts at ~262,000 tokens.
+ */
+const SCALAR_WEIGHT = 1 / 4;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
