@@ -72,10 +72,12 @@ function worstBodies(size: number): Record<string, Uint8Array> {
   };
 }
 
+function messages(count: number, length: number): string {
+  return `{"model":"m","max_tokens":4,"messages":[${Array.from({ length: count }, (_, i) => `{"role":"${i % 2 ? "assistant" : "user"}","content":${JSON.stringify(`m${i} `.padEnd(length, "x"))}}`).join(",")}]}`;
+}
+
 /** Bodies the proxy accepts, about `size` bytes each, in the shapes that cost most memory. */
 function acceptedShapes(size: number): Record<string, string> {
-  const messages = (count: number, length: number): string =>
-    `{"model":"m","max_tokens":4,"messages":[${Array.from({ length: count }, (_, i) => `{"role":"${i % 2 ? "assistant" : "user"}","content":${JSON.stringify(`m${i} `.padEnd(length, "x"))}}`).join(",")}]}`;
   // Each key and its number weigh 1.25: just under the floor.
   const keys = Math.floor(JSON_SHAPE_LIMITS.minValues * 0.75);
   return {
