@@ -25,5 +25,8 @@ describe("chaos soak (the 60-second version of npm run soak)", () => {
     expect(report.faults.some((f) => f.startsWith("SIGSTOP"))).toBe(true);
     expect(report.faults).toContain("SIGHUP proxy");
     expect(Object.keys(report.byKind["bad: nested 100,000 deep"] ?? {})).toEqual(["400"]);
+    // Connections broken under a client are rare (a reused keep-alive connection closed as idle).
+    const broken = Object.values(report.byKind).reduce((n, tally) => n + (tally["broken"] ?? 0), 0);
+    expect(broken).toBeLessThanOrEqual(report.requests / 100);
   }, 180_000);
 });

@@ -47,9 +47,9 @@ export interface ChaosSoakReport {
     /** Model requests still running on the workers once the load stopped. */
     readonly workerRequestsRunning: number;
     /**
-     * Client requests sent per route, of those the ones whose client left before an answer
-     * (fetch may not have written such a request yet: the proxy cannot log what it never
-     * received), and request lines in the proxy's log per route.
+     * Client requests sent per route, of those the ones whose client left (or whose connection
+     * broke) before an answer: such a request may never have been written, and the proxy
+     * cannot log what it never received; and request lines in the proxy's log per route.
      */
     readonly sentByRoute: Readonly<Record<string, number>>;
     readonly leftByRoute: Readonly<Record<string, number>>;
@@ -115,7 +115,9 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
         const kind = pickChaosKind(random);
         sentByRoute[kind.route] = (sentByRoute[kind.route] ?? 0) + 1;
         const outcome = await oneRequest(proxy.url, kind, bodies.get(kind.name)!, random);
-        if (outcome === "left") leftByRoute[kind.route] = (leftByRoute[kind.route] ?? 0) + 1;
+        // Left, or broken before any answer (a keep-alive connection the proxy closed as idle
+        // just as the client reused it): the request may never have reached the proxy.
+        if (outcome === "left" || outcome === "broken") leftByRoute[kind.route] = (leftByRoute[kind.route] ?? 0) + 1;
         count(kind, outcome);
       }
     };
@@ -164,7 +166,7 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
       const sent = sentByRoute[route] ?? 0;
       const logged = loggedByRoute[route] ?? 0;
       // Every request answered is logged; one whose client left may not have been sent at all.
-      if (logged > sent || logged < sent - (leftByRoute[route] ?? 0)) failures.push(`${route}: ${sent} sent (${leftByRoute[route]} left early), ${logged} in the log`);
+      if (logged > sent || logged < sent - (leftByRoute[route] ?? 0)) failures.push(`${route}: ${sent} sent (${leftByRoute[route]} left or broke early), ${logged} in the log`);
     }
     if (rssEnd > rssWarm * RSS_SLACK) failures.push(`RSS ${mib(rssEnd)} MiB at the end, over ${RSS_SLACK}× the ${mib(rssWarm)} MiB after warm-up`);
     const requests = sum(Object.values(sentByRoute));
