@@ -85,7 +85,9 @@ export async function withinRequest(
   renderError: (error: ProxyError) => Response,
   run: () => Promise<Answer>,
 ): Promise<Response> {
-  let ended: Promise<Ending> = Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error")));
+  // Set by the answer or the failure; unset only if rendering the failure threw. An error made
+  // up front for that case would cost every request a stack.
+  let ended: Promise<Ending> | undefined;
   const clientGone = (): void => ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
   try {
     if (client.signal.aborted) clientGone();
@@ -98,7 +100,9 @@ export async function withinRequest(
     ended = Promise.resolve(ending(error));
     return renderError(error);
   } finally {
-    void endWhen(ctx, ended, () => client.signal.removeEventListener("abort", clientGone));
+    void endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), () =>
+      client.signal.removeEventListener("abort", clientGone),
+    );
   }
 }
 
