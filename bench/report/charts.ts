@@ -35,7 +35,7 @@ export function floorChart(points: readonly LatencyPoint[]): string {
 
 export function memoryChart(memory: MemoryResult): string {
   const levels = memory.levels;
-  const budget = 20 * 1024;
+  const budget = 14 * 1024;
   return lineChart({
     title: "Resident memory with open silent streams",
     xLabel: "open streams",
@@ -48,12 +48,18 @@ export function memoryChart(memory: MemoryResult): string {
         points: [[0, memory.baseline.proxyRssBytes / MIB], ...levels.map((l): [number, number] => [l.streams, l.proxyRssBytes / MIB])],
       },
       {
+        name: "floor's growth per stream, from the proxy's baseline",
+        color: "#ff7f0e",
+        points: [[0, memory.baseline.proxyRssBytes / MIB], ...memory.references.filter((ref) => ref.relay === "native").map((ref): [number, number] => [ref.streams, (memory.baseline.proxyRssBytes + ref.bytesPerStream * ref.streams) / MIB])],
+        dashed: true,
+      },
+      {
         name: "generation worker",
         color: "#2ca02c",
         points: [[0, memory.baseline.generationRssBytes / MIB], ...levels.map((l): [number, number] => [l.streams, l.generationRssBytes / MIB])],
       },
       {
-        name: "proxy at 20 KiB/stream",
+        name: "proxy at 14 KiB/stream (target)",
         color: "#999999",
         dashed: true,
         points: [[0, memory.baseline.proxyRssBytes / MIB], ...levels.map((l): [number, number] => [l.streams, (memory.baseline.proxyRssBytes + budget * l.streams) / MIB])],

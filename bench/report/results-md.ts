@@ -121,7 +121,7 @@ function memorySection(r: BenchResults): string[] {
     ``,
     `Streamed chat requests whose generation worker goes silent after the first token; the proxy sends a keepalive every ${mem.plan.keepaliveMs} ms. RSS (VmRSS) is the median of five readings once every stream has seen a keepalive; per stream is (RSS − RSS with no stream) / streams. The proxy runs with \`BUN_CONFIG_MAX_HTTP_REQUESTS\` raised (style.md §3.13), else only 256 streams would reach the worker.`,
     ...(capped
-      ? [``, `The top level is below 10,000 here: the proxy needs two sockets per stream and this machine's open-file limit is ${r.machine.openFileLimit}, which an unprivileged run cannot raise.`]
+      ? [``, `The top level is below 10,000 here: the proxy (and the floor) need two sockets per stream and this machine's open-file limit is ${r.machine.openFileLimit}, which this run could not raise (prlimit needs CAP_SYS_RESOURCE, which this container does not grant even to root); the top level is the highest that fits.`]
       : []),
     ``,
     memoryTable(mem),
