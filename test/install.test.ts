@@ -3,20 +3,23 @@
  * this machine, into temporary roots. The installed unit is checked by systemd-analyze.
  */
 
-import { beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { parseCommandLine } from "../src/cli.ts";
 import { hostRelease, type HostRelease } from "./support/release.ts";
+import { scratch } from "./support/scratch.ts";
 
 const ROOT = join(import.meta.dir, "..");
+const temp = scratch();
 let release: HostRelease;
 
 beforeAll(async () => {
   release = await hostRelease();
 }, 180_000);
+
+afterAll(() => temp.removeAll());
 
 function run(command: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
   const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
@@ -26,12 +29,12 @@ function run(command: string[], env: Record<string, string> = {}): { code: numbe
 const install = (args: string[], env: Record<string, string> = {}): ReturnType<typeof run> =>
   run(["dash", join(release.dir, "install.sh"), ...args], env);
 
-const tempRoot = (): string => mkdtempSync(join(tmpdir(), "disagg-proxy-root-"));
+const tempRoot = (): string => temp.dir("disagg-proxy-root-");
 
 /** The installed unit, checked as systemd would load it, its ExecStart pointed into the temporary root. */
 function verifyUnit(root: string, prefix = "/usr/local"): { code: number; out: string } {
   const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
-  const copy = join(mkdtempSync(join(tmpdir(), "disagg-proxy-unit-")), "disagg-proxy.service");
+  const copy = join(temp.dir("disagg-proxy-unit-"), "disagg-proxy.service");
   writeFileSync(copy, unit.replace(`ExecStart=${prefix}/bin/disagg-proxy `, `ExecStart=${root}${prefix}/bin/disagg-proxy `));
   const result = run(["systemd-analyze", "--no-pager", "verify", copy]);
   return { code: result.code, out: (result.out + result.err).trim() };
@@ -90,7 +93,7 @@ describe("deploy/install.sh", () => {
   }, SLOW);
 
   test("a tarball that does not match SHA256SUMS, or is not listed there, installs nothing", () => {
-    const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-tampered-"));
+    const dir = temp.dir("disagg-proxy-tampered-");
     const name = release.tarball.split("/").at(-1) ?? "";
     const bytes = readFileSync(release.tarball);
     bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0xff;

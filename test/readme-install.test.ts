@@ -7,11 +7,11 @@
  */
 
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { hostRelease, type HostRelease } from "./support/release.ts";
+import { scratch } from "./support/scratch.ts";
 
 const README = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8");
 const RELEASE_URL = `${pkg.homepage}/releases/download/v${pkg.version}/`;
@@ -41,7 +41,12 @@ beforeAll(async () => {
   });
 }, 180_000);
 
-afterAll(() => server?.stop(true));
+const temp = scratch();
+
+afterAll(() => {
+  void server?.stop(true);
+  temp.removeAll();
+});
 
 test("the README installs in four lines: download, verify, install, start, for this version", () => {
   const lines = installLines();
@@ -54,8 +59,8 @@ test("the README installs in four lines: download, verify, install, start, for t
 });
 
 test("the README's install lines work as written against a server holding the release", async () => {
-  const cwd = mkdtempSync(join(tmpdir(), "disagg-proxy-readme-install-"));
-  const root = mkdtempSync(join(tmpdir(), "disagg-proxy-readme-root-"));
+  const cwd = temp.dir("disagg-proxy-readme-install-");
+  const root = temp.dir("disagg-proxy-readme-root-");
   const local = `http://127.0.0.1:${server?.port}/`;
   const [download, verify, install, start] = installLines().map(forThisHost);
   const script = [download?.replace(RELEASE_URL, local), verify, install?.replace(/^sudo /, "")].join("\n");

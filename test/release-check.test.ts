@@ -4,21 +4,24 @@
  * both targets (arm64 under qemu-user) from .ci/run.
  */
 
-import { beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { sourceCommit } from "../scripts/build.ts";
 import { checkDemo, checkSums, checkUnit, checkVersion, environmentFor, extractTarball, runnerFor } from "../scripts/release/check.ts";
 import { hostRelease, type HostRelease } from "./support/release.ts";
+import { scratch } from "./support/scratch.ts";
 
+const temp = scratch();
 let release: HostRelease;
 let extracted: string;
 
 beforeAll(async () => {
   release = await hostRelease();
-  extracted = extractTarball(release.tarball, release.target);
+  extracted = extractTarball(release.tarball, release.target, temp.dir("disagg-proxy-release-"));
 }, 180_000);
+
+afterAll(() => temp.removeAll());
 
 /** Each case unpacks and copies a ~110 MB binary: seconds on a loaded 2-core machine. */
 const SLOW = 60_000;
@@ -31,7 +34,7 @@ describe("the release check", () => {
 
   test("accepts the checksums, and refuses a file changed after they were written", () => {
     expect(() => checkSums(release.dir, [release.target])).not.toThrow();
-    const copy = mkdtempSync(join(tmpdir(), "disagg-proxy-sums-"));
+    const copy = temp.dir("disagg-proxy-sums-");
     for (const name of ["SHA256SUMS", "install.sh", basename(release.tarball)]) copyFileSync(join(release.dir, name), join(copy, name));
     writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
     expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
@@ -59,9 +62,9 @@ describe("the release check", () => {
   test("the tarball's unit verifies; a misspelt key in it does not", () => {
     const unit = join(extracted, "disagg-proxy.service");
     const binary = join(extracted, "disagg-proxy");
-    expect(() => checkUnit(unit, binary)).not.toThrow();
-    const bad = join(mkdtempSync(join(tmpdir(), "disagg-proxy-bad-unit-")), "disagg-proxy.service");
+    expect(() => checkUnit(unit, binary, temp.dir("disagg-proxy-unit-"))).not.toThrow();
+    const bad = join(temp.dir("disagg-proxy-bad-unit-"), "disagg-proxy.service");
     writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
-    expect(() => checkUnit(bad, binary)).toThrow("Unknown key 'ProtectSytem'");
+    expect(() => checkUnit(bad, binary, temp.dir("disagg-proxy-unit-"))).toThrow("Unknown key 'ProtectSytem'");
   }, SLOW);
 });

@@ -10,7 +10,7 @@
  * Prints one line per check, then `release check: N passed, N failed`; exits 1 on any failure.
  */
 
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
@@ -63,8 +63,8 @@ export function checkSums(dir: string, targets: readonly Target[]): void {
   if (actual !== listed) fail(`SHA256SUMS does not match the files:\n${listed}\nvs\n${actual}`);
 }
 
-/** Extracts with the system's tar (so a reader other than ours accepts it) and checks the listing. */
-export function extractTarball(tarball: string, target: Target): string {
+/** Extracts into `into` with the system's tar (so a reader other than ours accepts it) and checks the listing. */
+export function extractTarball(tarball: string, target: Target, into: string): string {
   const top = tarballName(pkg.version, target).slice(0, -".tar.gz".length);
   const listing = Bun.spawnSync(["tar", "--numeric-owner", "--full-time", "-tvzf", tarball], { stdout: "pipe", stderr: "pipe" });
   if (!listing.success) fail(`tar cannot list ${tarball}: ${listing.stderr.toString()}`);
@@ -76,7 +76,6 @@ export function extractTarball(tarball: string, target: Target): string {
   if (owners.size !== 1 || !owners.has("0/0")) fail(`${tarball}: entries not all owned by 0/0: ${[...owners].join(", ")}`);
   const times = new Set(lines.map((line) => line.split(/\s+/).slice(3, 5).join(" ")));
   if (times.size !== 1) fail(`${tarball}: entries with different times: ${[...times].join(", ")}`);
-  const into = mkdtempSync(join(tmpdir(), "disagg-proxy-release-"));
   const untar = Bun.spawnSync(["tar", "-xzf", tarball, "-C", into], { stderr: "pipe" });
   if (!untar.success) fail(`tar cannot extract ${tarball}: ${untar.stderr.toString()}`);
   return join(into, top);
@@ -156,12 +155,12 @@ export async function checkDemo(command: readonly string[], env: Record<string, 
   if (code !== 0) fail(`demo exited ${code} on SIGTERM: ${await new Response(demo.stderr).text()}`);
 }
 
-/** `systemd-analyze verify` of the unit as shipped, its ExecStart pointed at `binary`: no output at all. */
-export function checkUnit(unitFile: string, binary: string): void {
+/** `systemd-analyze verify` of the unit as shipped (a copy in `scratch`), its ExecStart pointed at `binary`: no output at all. */
+export function checkUnit(unitFile: string, binary: string, scratch: string): void {
   const unit = readFileSync(unitFile, "utf8");
   const line = "ExecStart=/usr/local/bin/disagg-proxy ";
   if (!unit.includes(`\n${line}`)) fail(`${unitFile} has no "${line}…" line`);
-  const copy = join(mkdtempSync(join(tmpdir(), "disagg-proxy-unit-")), "disagg-proxy.service");
+  const copy = join(scratch, "disagg-proxy.service");
   writeFileSync(copy, unit.replace(line, `ExecStart=${binary} `));
   const tool = Bun.which("systemd-analyze") ?? fail("systemd-analyze is missing: run scripts/test-tools.sh (Debian's systemd package)");
   const run = Bun.spawnSync([tool, "--no-pager", "verify", copy], { stdout: "pipe", stderr: "pipe" });
@@ -169,19 +168,24 @@ export function checkUnit(unitFile: string, binary: string): void {
   if (run.exitCode !== 0 || output !== "") fail(`systemd-analyze verify: exit ${run.exitCode}: ${output}`);
 }
 
-/** Builds the same commit again elsewhere and compares checksums. */
-export async function checkReproducible(dir: string, targets: readonly Target[], commit: string): Promise<void> {
-  const again = mkdtempSync(join(tmpdir(), "disagg-proxy-rebuild-"));
+/** Builds the same commit again into `again` and compares checksums. */
+export async function checkReproducible(dir: string, targets: readonly Target[], commit: string, again: string): Promise<void> {
   await buildRelease({ outDir: again, targets, commit, mtime: sourceDateEpoch() });
   const first = readFileSync(join(dir, "SHA256SUMS"), "utf8");
   const second = readFileSync(join(again, "SHA256SUMS"), "utf8");
   if (first !== second) fail(`a second build differs (or ${dir} is from another commit: run npm run release):\n${first}vs\n${second}`);
 }
 
-export function releaseChecks(dir: string, targets: readonly Target[], commit: string): Check[] {
+/** The checks of the release in `dir`; everything they unpack or build goes under `scratch`. */
+export function releaseChecks(dir: string, targets: readonly Target[], commit: string, scratch: string): Check[] {
+  const sub = (name: string): string => {
+    const path = join(scratch, name);
+    mkdirSync(path, { recursive: true });
+    return path;
+  };
   const checks: Check[] = [
     { name: "SHA256SUMS matches every file", run: () => checkSums(dir, targets) },
-    { name: "a second build of this commit is byte for byte the same", run: () => checkReproducible(dir, targets, commit) },
+    { name: "a second build of this commit is byte for byte the same", run: () => checkReproducible(dir, targets, commit, sub("rebuild")) },
   ];
   for (const target of targets) {
     let extracted = "";
@@ -194,10 +198,10 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
       continue;
     }
     checks.push(
-      { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target)) },
+      { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target, sub(target))) },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
       { name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`, run: () => checkDemo(command(), environmentFor(target)) },
-      { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy.service"), binary()) },
+      { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy.service"), binary(), sub(`${target}-unit`)) },
     );
   }
   return checks;
@@ -223,6 +227,8 @@ export async function runChecks(checks: readonly Check[]): Promise<number> {
 if (import.meta.main) {
   const targets = Object.keys(TARGETS).filter(isTarget);
   if (!existsSync(join(RELEASE_DIR, "SHA256SUMS"))) fail(`${RELEASE_DIR} has no SHA256SUMS: run npm run release first`);
-  const failed = await runChecks(releaseChecks(RELEASE_DIR, targets, sourceCommit()));
+  const scratch = mkdtempSync(join(tmpdir(), "disagg-proxy-release-check-"));
+  const failed = await runChecks(releaseChecks(RELEASE_DIR, targets, sourceCommit(), scratch));
+  rmSync(scratch, { recursive: true, force: true });
   process.exit(failed === 0 ? 0 : 1);
 }

@@ -4,7 +4,7 @@
  * directory: its tarball, install.sh and SHA256SUMS.
  */
 
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
@@ -26,6 +26,8 @@ export function hostRelease(): Promise<HostRelease> {
     const target = hostTarget();
     if (target === undefined) throw new Error(`no release target for ${process.platform}-${process.arch}`);
     const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-host-release-"));
+    // Shared by several test files: gone when the test run ends.
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     const tarball = writeTarball(BINARY, target, dir, pkg.version, sourceDateEpoch());
     writeChecksummedRelease([tarball], dir);
     return { dir, tarball, target };
