@@ -9,7 +9,7 @@
  * partial run writes them under bench/out/ instead.
  */
 
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildBinary } from "../scripts/build.ts";
 import { startCluster, type Cluster, type ClusterSpec } from "./cluster/cluster.ts";
@@ -99,8 +99,14 @@ async function withCluster<T>(spec: ClusterSpec, run: (cluster: Cluster) => Prom
   }
 }
 
+/** Sections after this line come from other commands (npm run soak, bench/body-bounds.ts) and survive a rerun. */
+const KEPT_MARKER = "<!-- Kept across npm run bench:";
+
 function writeReport(dir: string, results: BenchResults): void {
-  writeFileSync(join(dir, "RESULTS.md"), resultsMarkdown(results));
+  const file = join(dir, "RESULTS.md");
+  const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const kept = previous.includes(KEPT_MARKER) ? `\n${previous.slice(previous.indexOf(KEPT_MARKER))}` : "";
+  writeFileSync(file, resultsMarkdown(results) + kept);
   if (results.latency) writeFileSync(join(dir, "latency.svg"), latencyChart(results.latency));
   if (results.latency) writeFileSync(join(dir, "floor.svg"), floorChart(results.latency));
   if (results.memory) writeFileSync(join(dir, "memory.svg"), memoryChart(results.memory));
