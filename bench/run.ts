@@ -17,6 +17,7 @@ import { raiseOpenFileLimit } from "./cluster/limits.ts";
 import { benchPlan, parseBenchArgs, SCENARIOS, type BenchOptions, type Scenario } from "./plan.ts";
 import { floorChart, latencyChart, memoryChart, soakChart } from "./report/charts.ts";
 import { describeMachine } from "./report/machine.ts";
+import type { Baseline } from "./report/baseline.ts";
 import type { BenchResults } from "./report/results.ts";
 import { resultsMarkdown } from "./report/results-md.ts";
 import { runClose } from "./scenarios/close.ts";
@@ -101,12 +102,15 @@ async function withCluster<T>(spec: ClusterSpec, run: (cluster: Cluster) => Prom
 
 /** Sections after this line come from other commands (npm run soak, bench/body-bounds.ts) and survive a rerun. */
 const KEPT_MARKER = "<!-- Kept across npm run bench:";
+/** The "before" of issue #18's floor targets (bench/report/baseline.ts), when one is kept. */
+const BASELINE = join(ROOT, "bench", "baselines", "issue-18-before.json");
 
 function writeReport(dir: string, results: BenchResults): void {
   const file = join(dir, "RESULTS.md");
   const previous = existsSync(file) ? readFileSync(file, "utf8") : "";
   const kept = previous.includes(KEPT_MARKER) ? `\n${previous.slice(previous.indexOf(KEPT_MARKER))}` : "";
-  writeFileSync(file, resultsMarkdown(results) + kept);
+  const baseline = existsSync(BASELINE) ? (JSON.parse(readFileSync(BASELINE, "utf8")) as Baseline) : undefined;
+  writeFileSync(file, resultsMarkdown(results, baseline) + kept);
   if (results.latency) writeFileSync(join(dir, "latency.svg"), latencyChart(results.latency));
   if (results.latency) writeFileSync(join(dir, "floor.svg"), floorChart(results.latency));
   if (results.memory) writeFileSync(join(dir, "memory.svg"), memoryChart(results.memory));

@@ -1,11 +1,13 @@
 /** bench/RESULTS.md, written from one run's results: never edited by hand. */
 
 import { conversationsSection } from "./conversations-md.ts";
+import type { Baseline } from "./baseline.ts";
 import type { BenchResults } from "./results.ts";
 import { closeTable, firstEventTable, latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
 import { judgeFloorTargets, judgeTargets, type TargetVerdict } from "./targets.ts";
 
-export function resultsMarkdown(r: BenchResults): string {
+/** `baseline`: an earlier run's floor-target figures (bench/baselines/), shown beside this run's. */
+export function resultsMarkdown(r: BenchResults, baseline?: Baseline): string {
   const m = r.machine;
   const floorVerdicts = judgeFloorTargets(r);
   const verdicts = judgeTargets(r);
@@ -34,7 +36,8 @@ export function resultsMarkdown(r: BenchResults): string {
     ``,
     `## Targets against the floor (issue #18)`,
     ``,
-    ...targetsTable(floorVerdicts),
+    ...(baseline === undefined ? [] : [`*Before* is ${baselineNote(baseline)}.`, ``]),
+    ...targetsTable(floorVerdicts, baseline),
     ...(r.latency ? [`![proxy CPU per request over the floor's](floor.svg)`, ``] : []),
     `## Earlier targets (absolute)`,
     ``,
@@ -50,13 +53,24 @@ export function resultsMarkdown(r: BenchResults): string {
   ].join("\n");
 }
 
-function targetsTable(verdicts: readonly TargetVerdict[]): string[] {
+function baselineNote(b: Baseline): string {
+  return `the same sections run on \`${b.proxyVersion}\` (\`${b.command}\`, ${b.date}, load average ${b.loadAverageAtStart.toFixed(1)} at its start), kept in bench/baselines/; its floor was measured in its own rounds, so compare the ratios`;
+}
+
+function met(pass: boolean | undefined): string {
+  return pass === undefined ? "not run" : pass ? "yes" : "**no**";
+}
+
+function targetsTable(verdicts: readonly TargetVerdict[], baseline?: Baseline): string[] {
   const missed = verdicts.filter((v) => v.pass === false);
+  const before = (target: string): string => {
+    const kept = baseline?.verdicts.find((v) => v.target === target);
+    return kept === undefined ? "—" : `${kept.figure} (${met(kept.pass)})`;
+  };
   return [
-    table(
-      ["target", "this run", "met"],
-      verdicts.map((v) => [v.target, v.figure, v.pass === undefined ? "not run" : v.pass ? "yes" : "**no**"]),
-    ),
+    baseline === undefined
+      ? table(["target", "this run", "met"], verdicts.map((v) => [v.target, v.figure, met(v.pass)]))
+      : table(["target", "before", "this run", "met"], verdicts.map((v) => [v.target, before(v.target), v.figure, met(v.pass)])),
     ``,
     ...(missed.length === 0 ? [] : [`What limits the missed ones:`, ``, ...missed.map((v) => `- *${v.target}*: ${v.limit}`), ``]),
   ];
