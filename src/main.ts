@@ -20,7 +20,7 @@ async function main(argv: readonly string[]): Promise<void> {
     throw error;
   }
   // The proxy's worker calls need more than the runtime's default 256 at once.
-  const capacity = command.kind === "serve" || command.kind === "demo" ? ensureHttpCapacity() : "ready";
+  const capacity = command.kind === "serve" || command.kind === "demo" ? ensureHttpCapacity() : { ready: true as const };
   switch (command.kind) {
     case "help":
       process.stdout.write(command.text);
@@ -140,8 +140,8 @@ async function runDemo(port: number, capacity: CapacityState): Promise<void> {
 
 /** Only where the process could not re-execute itself with the variable set. */
 function warnOnLowCapacity(capacity: CapacityState, logger: Logger): void {
-  if (capacity === "ready") return;
-  logger.warn("at most 256 worker requests run at once on this platform: set BUN_CONFIG_MAX_HTTP_REQUESTS=65535 in the environment");
+  if (capacity.ready) return;
+  logger.warn(`at most 256 worker requests run at once (${capacity.reason}): set BUN_CONFIG_MAX_HTTP_REQUESTS=65535 in the environment`);
 }
 
 /** With --port 0 the bound URL is the first stdout line, so scripts and tests find the port. */
