@@ -44,7 +44,9 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   DRAINING: "rejected",
   OVERLOADED: "rejected",
   UNAUTHORIZED: "rejected",
-  NO_WORKER: "internal_error",
+  // Every worker of the role is out of rotation (unhealthy, ejected, full): the proxy refused the
+  // request before any worker saw it. Not a fault of the proxy, so not an internal error.
+  NO_WORKER: "rejected",
   WORKER_HTTP_ERROR: "worker_error",
   WORKER_UNREACHABLE: "worker_error",
   WORKER_TIMEOUT: "timeout",
