@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { array, assert, nat, property } from "fast-check";
+import { array, assert, json, nat, property } from "fast-check";
 import { JsonShapeGuard, type JsonShapeLimits } from "./json-shape.ts";
 
 const limits: JsonShapeLimits = { maxDepth: 4, minValues: 10, bytesPerValue: 1000 };
@@ -49,4 +49,24 @@ describe("JsonShapeGuard", () => {
     assert(property(array(nat(body.length), { maxLength: 12 }), (cuts) => expect(check(body, cuts)).toEqual(whole)));
     expect(whole).toEqual({ bound: "values", limit: 10 });
   });
+
+  test("on any JSON text, split anywhere, depth is refused exactly when it is over the bound", () => {
+    const depthOf = (value: unknown): number =>
+      typeof value === "object" && value !== null ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0;
+    const loose: JsonShapeLimits = { maxDepth: 3, minValues: 1e9, bytesPerValue: 1 };
+    assert(
+      property(json({ maxDepth: 6 }), array(nat(400), { maxLength: 6 }), (text, cuts) => {
+        const all = bytes(text);
+        const guard = new JsonShapeGuard(loose, all.length);
+        let at = 0;
+        let problem: ReturnType<JsonShapeGuard["feed"]>;
+        for (const cut of [...cuts, all.length].map((c) => Math.min(c, all.length)).toSorted((a, b) => a - b)) {
+          problem ??= guard.feed(all.subarray(at, Math.max(at, cut)));
+          at = Math.max(at, cut);
+        }
+        expect(problem?.bound === "depth").toBe(depthOf(JSON.parse(text)) > 3);
+      }),
+    );
+  });
 });
+

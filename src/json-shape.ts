@@ -29,6 +29,9 @@ export const JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 128, minValues: 65
  */
 const SCALAR_WEIGHT = 1 / 4;
 
+/** Bytes read one by one after a backslash before native searching resumes. */
+const ESCAPE_WINDOW = 64;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
@@ -72,11 +75,28 @@ export class JsonShapeGuard {
     let inString = this.#inString;
     let escaped = this.#escaped;
     let expectValue = this.#expectValue;
+    /** The next quote and backslash at or after where they were last searched from. */
+    let quote = -1;
+    let backslash = -1;
     let i = 0;
     while (i < length) {
       if (inString) {
-        // Inside a string only a quote or a backslash matters.
-        for (; i < length; i++) {
+        // Inside a string only quotes and backslashes matter. Up to the next backslash the
+        // string is skipped by native searches (each position found once and reused), so
+        // prose costs memory speed; from a backslash on, a short window is read byte by byte,
+        // so a run of escapes costs no more than a plain loop.
+        if (!escaped) {
+          if (quote < i) quote = indexOrEnd(bytes, QUOTE, i);
+          if (backslash < i) backslash = indexOrEnd(bytes, BACKSLASH, i);
+          if (backslash >= quote) {
+            i = quote + 1;
+            inString = quote >= length;
+            continue;
+          }
+          i = backslash;
+        }
+        const windowEnd = Math.min(length, i + ESCAPE_WINDOW);
+        for (; i < windowEnd; i++) {
           const c = bytes[i]!;
           if (escaped) escaped = false;
           else if (c === BACKSLASH) escaped = true;
@@ -131,6 +151,11 @@ export class JsonShapeGuard {
     if (this.#weight > allowed) this.#problem = { bound: "values", limit: Math.floor(allowed) };
     return this.#problem;
   }
+}
+
+function indexOrEnd(bytes: Uint8Array, byte: number, from: number): number {
+  const at = bytes.indexOf(byte, from);
+  return at < 0 ? bytes.length : at;
 }
 
 function allowedValues(limits: JsonShapeLimits, bytes: number): number {
