@@ -3,17 +3,10 @@
  * With maxRecords, only the newest records are kept (a long benchmark run must not grow).
  */
 
-import type { JsonValue } from "../json.ts";
-import type { RecordedRequest, RequestPhase } from "./types.ts";
+import type { RecordedRequest } from "./types.ts";
 
-export interface RecordInit {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: Record<string, string>;
-  readonly body: JsonValue | undefined;
-  readonly phase: RequestPhase;
-  readonly disaggRequestId: bigint | undefined;
-}
+/** What a new record is made from: the request as it arrived. */
+export type RecordInit = Pick<RecordedRequest, "method" | "path" | "headers" | "body" | "phase" | "disaggRequestId">;
 
 interface Waiter {
   readonly predicate: (record: RecordedRequest) => boolean;
