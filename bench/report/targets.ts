@@ -172,7 +172,7 @@ function streamingLimit(r: BenchResults): string {
   if (!s) return "";
   const direct = total(s.direct.cpuSecondsPer1000);
   const proxied = total(s.proxy.cpuSecondsPer1000);
-  return `With the cores saturated, events/s follow the CPU a stream costs the whole machine: ${direct.toFixed(2)} s per 1,000 direct (workers and load generator) and ${proxied.toFixed(2)} s proxied, of which the proxy's ${(s.proxy.cpuSecondsPer1000["proxy"] ?? 0).toFixed(2)} s. The floor (${s.floorThroughputRatio.toFixed(2)} ×) and its JS-stream variant (${(s.floorJs.eventsPerSecond / s.direct.eventsPerSecond).toFixed(2)} ×) beat direct because they take over the load generator's second request; the proxy's own CPU per stream is the relay CPU target's.`;
+  return `With the cores saturated, events/s follow the CPU a stream costs the whole machine: ${direct.toFixed(2)} s per 1,000 direct (workers and load generator) and ${proxied.toFixed(2)} s proxied, of which the proxy's ${(s.proxy.cpuSecondsPer1000["proxy"] ?? 0).toFixed(2)} s. The floor reaches ${s.floorThroughputRatio.toFixed(2)} × and its JS-stream variant ${(s.floorJs.eventsPerSecond / s.direct.eventsPerSecond).toFixed(2)} × (a relay takes the second request off the load generator, which direct makes itself); what the proxy spends beyond them is its relay CPU per stream, the next target's.`;
 }
 
 /** The native pipe runs no JS per chunk; any relay that reads its stream does, and pays the per-stream request cost too. */
