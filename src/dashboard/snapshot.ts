@@ -5,6 +5,7 @@
 
 import type { Role } from "../config/types.ts";
 import type { Outcome } from "../errors.ts";
+import type { WorkerFigures } from "./worker-stats.ts";
 
 export const OUTCOMES: readonly Outcome[] = ["ok", "worker_error", "client_disconnected", "timeout", "rejected", "internal_error"];
 
@@ -42,7 +43,8 @@ export interface AdmissionView {
 /** "healthy": in rotation, last check passed; "failing": in rotation, last check failed; "unhealthy": out of rotation after failed checks; "joining": passing checks, not yet in rotation; "unchecked": no check yet. */
 export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "unchecked";
 
-export interface WorkerRow {
+/** A worker's row: what the server knows of it now, and its figures over the last minute. */
+export interface WorkerRow extends WorkerFigures {
   readonly role: Role;
   readonly url: string;
   readonly id: string | undefined;
@@ -50,14 +52,6 @@ export interface WorkerRow {
   readonly state: HealthState;
   readonly lastCheckAt: number | undefined;
   readonly inFlight: number;
-  /** Attempts sent to it per second, over the last 10 s. */
-  readonly perSecond: number;
-  /** Failed attempts / finished attempts over the last minute; undefined when none finished. */
-  readonly errorShare: number | undefined;
-  readonly ttftP50Ms: number | undefined;
-  readonly ttftP99Ms: number | undefined;
-  readonly durationP50Ms: number | undefined;
-  readonly durationP99Ms: number | undefined;
   /** When it left rotation, while it is out. */
   readonly ejectedAt: number | undefined;
 }

@@ -7,7 +7,9 @@ export const MINUTE_MS = 60_000;
 const LATENCY_SLOT_MS = 5000;
 
 export interface WorkerFigures {
+  /** Attempts sent to it per second, over the last 10 s. */
   readonly perSecond: number;
+  /** Failed attempts / finished attempts over the last minute; undefined when none finished. */
   readonly errorShare: number | undefined;
   readonly ttftP50Ms: number | undefined;
   readonly ttftP99Ms: number | undefined;
