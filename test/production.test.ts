@@ -31,6 +31,16 @@ describe("request log", () => {
     }
     expect(JSON.stringify(lines)).not.toContain("fine");
   });
+
+  test("a request that fails at a worker names that worker in its line, whichever leg failed", async () => {
+    await using cluster = await startCluster({ config: { maxRetries: 0 } });
+    await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=503]]"))).text();
+    await (await cluster.post("/v1/chat/completions", chat("[[emu ctx.reject=503]]"))).text();
+    await eventually(() => cluster.logs.filter((l) => l["msg"] === "request").length === 2);
+    const lines = cluster.logs.filter((l) => l["msg"] === "request");
+    expect(lines.map((l) => l["outcome"])).toEqual(["worker_error", "worker_error"]);
+    expect(lines.map((l) => l["failed_worker"])).toEqual([cluster.generations[0]!.url, cluster.contexts[0]!.url]);
+  });
 });
 
 describe("worker health", () => {

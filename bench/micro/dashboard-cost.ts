@@ -12,7 +12,7 @@
 
 import { DashboardRecorder, type DashboardSource } from "../../src/dashboard/recorder.ts";
 import { createMetrics } from "../../src/observability/metrics.ts";
-import { metricsHooks, type FailedOn } from "../../src/server/metrics-hooks.ts";
+import { metricsHooks } from "../../src/server/metrics-hooks.ts";
 import type { EndedRequest } from "../../src/observability/traffic-observer.ts";
 
 const WORKERS = 8;
@@ -38,8 +38,7 @@ function oneRequest(i: number, withDashboard: boolean): void {
   if (clock.now % 1000 === 0) recorder.tick();
   const ctxWorker = ORIGINS[(i % (WORKERS / 2)) * 2]!;
   const genWorker = ORIGINS[(i % (WORKERS / 2)) * 2 + 1]!;
-  const failedOn: FailedOn | undefined = withDashboard ? { worker: undefined } : undefined;
-  const hooks = metricsHooks(metrics, "/v1/chat/completions", withDashboard ? recorder : undefined, failedOn);
+  const hooks = metricsHooks(metrics, "/v1/chat/completions", withDashboard ? recorder : undefined);
   hooks.legAttempt("context", ctxWorker);
   hooks.legCompleted("context", 0.1, 0.1, ctxWorker);
   hooks.legAttempt("generation", genWorker);

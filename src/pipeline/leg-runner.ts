@@ -178,7 +178,10 @@ class LegAttempt {
     const ttftMs = this.#ctx.ttftMs;
     if (ttftMs === undefined) return;
     if (error !== undefined) {
-      if (error.code !== "CLIENT_GONE") this.#ctx.hooks.legFailed(this.#plan.role, this.origin);
+      if (error.code !== "CLIENT_GONE") {
+        this.#ctx.hooks.legFailed(this.#plan.role, this.origin);
+        this.#ctx.attemptFailed(this.origin);
+      }
       return;
     }
     const seconds = (ms: number): number => (ms - this.#startedMs) / 1000;
@@ -191,7 +194,10 @@ class LegAttempt {
     this.#learn(false);
     this.#span.end(error);
     const { deps, ctx, plan } = { deps: this.#deps, ctx: this.#ctx, plan: this.#plan };
-    if (error.code !== "CLIENT_GONE") ctx.hooks.legFailed(plan.role, this.origin);
+    if (error.code !== "CLIENT_GONE") {
+      ctx.hooks.legFailed(plan.role, this.origin);
+      ctx.attemptFailed(this.origin);
+    }
     if (retry !== undefined) ctx.hooks.legRetry(plan.role);
     deps.logger.warn(`${plan.role} leg failed`, {
       disagg_request_id: ctx.disaggRequestId,

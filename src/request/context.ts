@@ -14,6 +14,8 @@ export interface RequestSummary {
   readonly schedule: string;
   readonly contextWorker: string | undefined;
   readonly generationWorker: string | undefined;
+  /** The worker the last failed attempt went to (of either role), if an attempt failed. */
+  readonly failedWorker: string | undefined;
   readonly status: number;
   readonly outcome: Outcome;
   readonly error: string | undefined;
@@ -89,6 +91,7 @@ export class RequestContext {
   #engineRequestName: string | undefined;
   #contextWorker: string | undefined;
   #generationWorker: string | undefined;
+  #failedWorker: string | undefined;
   #retries = 0;
   #bytesOut = 0;
   readonly #schedule: string;
@@ -158,6 +161,11 @@ export class RequestContext {
   legServed(role: Role, origin: string): void {
     if (role === "context") this.#contextWorker = origin;
     else this.#generationWorker = origin;
+  }
+
+  /** A leg attempt on `origin` failed: the log line names the worker a failed request last failed on. */
+  attemptFailed(origin: string | undefined): void {
+    this.#failedWorker = origin ?? this.#failedWorker;
   }
 
   /** A leg attempt failed and another follows. */
@@ -246,6 +254,7 @@ export class RequestContext {
       schedule: this.#schedule,
       contextWorker: this.#contextWorker,
       generationWorker: this.#generationWorker,
+      failedWorker: this.#failedWorker,
       status,
       outcome: error?.outcome ?? "ok",
       error: error?.message,

@@ -18,7 +18,7 @@ import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { Admission } from "./admission.ts";
-import { metricsHooks, workerGauges, type FailedOn } from "./metrics-hooks.ts";
+import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
@@ -161,14 +161,13 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
 
   function contextFor(route: string, stream: boolean, client: Request, release: () => void): RequestContext {
     const trace = telemetry.traceFor(client.headers);
-    const failedOn: FailedOn | undefined = dashboard === undefined ? undefined : { worker: undefined };
     const ctx: RequestContext = new RequestContext({
       disaggRequestId: ids.next(),
       route,
       stream,
       schedule: config.schedule,
       trace,
-      hooks: metricsHooks(metrics, route, dashboard, failedOn),
+      hooks: metricsHooks(metrics, route, dashboard),
       perf: telemetry.perfFor(client.headers),
       spans: telemetry.spansFor(trace, route),
       onEnd: (summary) => {
@@ -176,7 +175,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         release();
         telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
         ctx.spans.end(summary);
-        ends.finished(summary, failedOn?.worker);
+        ends.finished(summary);
       },
     });
     return ctx;

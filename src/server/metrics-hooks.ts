@@ -3,16 +3,11 @@ import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { RequestHooks } from "../request/context.ts";
 import type { Placement } from "../routing/placement.ts";
 
-/** The worker a request last failed on, kept for its end (the dashboard's list of failures). */
-export interface FailedOn {
-  worker: string | undefined;
-}
-
 /**
  * A request's hooks, feeding the metrics under its route and, when there is one, the traffic
- * observer with the same events (`failedOn` learns the worker of each failed attempt).
+ * observer with the same events.
  */
-export function metricsHooks(metrics: ProxyMetrics, route: string, traffic?: TrafficObserver, failedOn?: FailedOn): RequestHooks {
+export function metricsHooks(metrics: ProxyMetrics, route: string, traffic?: TrafficObserver): RequestHooks {
   if (traffic === undefined) {
     return {
       legAttempt: (role) => metrics.upstreamAttempt(role),
@@ -33,7 +28,6 @@ export function metricsHooks(metrics: ProxyMetrics, route: string, traffic?: Tra
     legFailed(role, origin) {
       metrics.upstreamError(role);
       traffic.legFailed(role, origin);
-      if (failedOn !== undefined) failedOn.worker = origin ?? failedOn.worker;
     },
     legCompleted(role, first, complete, origin) {
       metrics.upstreamCompleted(role, first, complete);

@@ -10,8 +10,7 @@ import { logRejection, logRequest } from "./request-log.ts";
  * and a request refused before it had a context (validation, auth, draining, overload).
  */
 export interface RequestEnds {
-  /** `failedOn`: the worker its last failed attempt went to, if any. */
-  finished(summary: RequestSummary, failedOn?: string): void;
+  finished(summary: RequestSummary): void;
   /** `label` is the metrics' route label; `thrown` what was caught, for an internal failure's error line. */
   rejected(label: string, path: string, error: ProxyError, thrown: unknown): void;
 }
@@ -19,7 +18,7 @@ export interface RequestEnds {
 /** `traffic` (the dashboard) hears every end the metrics count. */
 export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: TrafficObserver): RequestEnds {
   return {
-    finished(summary, failedOn) {
+    finished(summary) {
       metrics.requestEnded(summary.route, summary.outcome, summary.status);
       if (summary.outcome === "client_disconnected") metrics.clientDisconnected(summary.route);
       logRequest(logger, summary);
@@ -28,7 +27,7 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
         outcome: summary.outcome,
         status: summary.status,
         disaggRequestId: summary.disaggRequestId,
-        worker: (summary.outcome === "ok" ? undefined : failedOn) ?? summary.generationWorker ?? summary.contextWorker,
+        worker: (summary.outcome === "ok" ? undefined : summary.failedWorker) ?? summary.generationWorker ?? summary.contextWorker,
         message: summary.error,
         ttftMs: summary.ttftMs,
         durationMs: summary.durationMs,

@@ -12,6 +12,7 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     schedule: s.schedule,
     context_worker: s.contextWorker,
     generation_worker: s.generationWorker,
+    failed_worker: s.failedWorker,
     status: s.status,
     outcome: s.outcome,
     error: s.error,
