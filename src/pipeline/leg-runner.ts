@@ -88,10 +88,10 @@ async function runAttempts<T>(
     again = undefined;
     const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
     try {
-      const result = await call(leg.post(plan.codec.encode(sent)));
+      const result = await call(leg.post(plan, plan.codec.encode(sent)));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") leg.answered();
-      else ctx.atEnd((error) => leg.streamEnded(error));
+      else leg.endsWithRequest();
       return { origin: leg.origin, id, result };
     } catch (thrown) {
       const error = asProxyError(thrown);
@@ -115,13 +115,18 @@ async function runAttempts<T>(
 /**
  * One attempt of a leg, from its placement to its end: the reservation, the span, the routers'
  * learning and the metrics, completed in one place whichever way it ends.
+ *
+ * A streamed attempt lives as long as its stream, so it keeps only what its end needs: not the
+ * plan, whose body closure holds the whole worker body (the client's prompt among it), and the
+ * routing request (the prompt's text) only when a router learns from it.
  */
 class LegAttempt {
   readonly origin: string;
   readonly worker: WorkerEntry;
   readonly #deps: PipelineDeps;
   readonly #ctx: RequestContext;
-  readonly #plan: LegPlan;
+  readonly #role: Role;
+  readonly #routing: RoutingRequest | undefined;
   readonly #placed: Placed;
   readonly #span: LegSpan;
   readonly #id: bigint;
@@ -130,7 +135,8 @@ class LegAttempt {
   constructor(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number, id: bigint) {
     this.#deps = deps;
     this.#ctx = ctx;
-    this.#plan = plan;
+    this.#role = plan.role;
+    this.#routing = deps.placement.learns(plan.role) ? plan.routing : undefined;
     this.#placed = { worker: placed.worker, reservation: ctx.hold(placed.reservation) };
     this.origin = placed.worker.origin;
     this.worker = placed.worker;
@@ -140,8 +146,8 @@ class LegAttempt {
     this.#span = ctx.spans.startLeg({ role: plan.role, origin: this.origin, path: plan.path, attempt, disaggRequestId: id });
   }
 
-  post(body: WorkerBody): WorkerPost {
-    const { ctx, plan, deps } = { ctx: this.#ctx, plan: this.#plan, deps: this.#deps };
+  post(plan: LegPlan, body: WorkerBody): WorkerPost {
+    const { ctx, deps } = { ctx: this.#ctx, deps: this.#deps };
     const headers: Record<string, string> = {
       ...plan.headers,
       ...affinityHeaders(deps.config.internalAuthKey, plan.affinity, plan.role, this.#id),
@@ -168,7 +174,12 @@ class LegAttempt {
     this.#learn(true);
     this.#span.end();
     const seconds = (this.#ctx.elapsedMs() - this.#startedMs) / 1000;
-    this.#ctx.hooks.legCompleted(this.#plan.role, seconds, seconds, this.origin);
+    this.#ctx.hooks.legCompleted(this.#role, seconds, seconds, this.origin);
+  }
+
+  /** A streamed attempt: it completes when the request ends (the closure holds this attempt alone). */
+  endsWithRequest(): void {
+    this.#ctx.atEnd((error) => this.streamEnded(error));
   }
 
   /** The request whose stream this attempt served ended (its reservation goes with it). */
@@ -179,13 +190,13 @@ class LegAttempt {
     if (ttftMs === undefined) return;
     if (error !== undefined) {
       if (error.code !== "CLIENT_GONE") {
-        this.#ctx.hooks.legFailed(this.#plan.role, this.origin);
+        this.#ctx.hooks.legFailed(this.#role, this.origin);
         this.#ctx.attemptFailed(this.origin);
       }
       return;
     }
     const seconds = (ms: number): number => (ms - this.#startedMs) / 1000;
-    this.#ctx.hooks.legCompleted(this.#plan.role, seconds(ttftMs), seconds(this.#ctx.elapsedMs()), this.origin);
+    this.#ctx.hooks.legCompleted(this.#role, seconds(ttftMs), seconds(this.#ctx.elapsedMs()), this.origin);
   }
 
   /** Logs and counts a failed attempt; `retry` is the number of the retry that follows, if any. */
@@ -193,13 +204,14 @@ class LegAttempt {
     this.#placed.reservation.release();
     this.#learn(false);
     this.#span.end(error);
-    const { deps, ctx, plan } = { deps: this.#deps, ctx: this.#ctx, plan: this.#plan };
+    const { deps, ctx } = { deps: this.#deps, ctx: this.#ctx };
+    const role = this.#role;
     if (error.code !== "CLIENT_GONE") {
-      ctx.hooks.legFailed(plan.role, this.origin);
+      ctx.hooks.legFailed(role, this.origin);
       ctx.attemptFailed(this.origin);
     }
-    if (retry !== undefined) ctx.hooks.legRetry(plan.role);
-    deps.logger.warn(`${plan.role} leg failed`, {
+    if (retry !== undefined) ctx.hooks.legRetry(role);
+    deps.logger.warn(`${role} leg failed`, {
       disagg_request_id: ctx.disaggRequestId,
       worker: this.origin,
       code: error.code,
@@ -211,7 +223,7 @@ class LegAttempt {
 
   /** Routers that learn from placements hear how the attempt ended. */
   #learn(success: boolean): void {
-    void this.#deps.placement.finished(this.#plan.role, this.origin, this.#plan.routing, success);
+    void this.#deps.placement.finished(this.#role, this.origin, this.#routing, success);
   }
 }
 

@@ -100,6 +100,11 @@ export class Placement {
     return { worker, reservation: this.table.reserve(requestKey, role, worker.origin, weight) };
   }
 
+  /** Whether the role's router learns from how legs ended (finished() needs their routing request). */
+  learns(role: Role): boolean {
+    return this.#routers[role].finished !== undefined;
+  }
+
   /**
    * A leg placed on `origin` ended (`success`: the worker answered in full). Routers that learn
    * from placements record it; kv_cache_aware reads the worker's KV events in the background.
