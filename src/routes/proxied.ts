@@ -88,10 +88,8 @@ export async function withinRequest(
   // Set by the answer or the failure; unset only if rendering the failure threw. An error made
   // up front for that case would cost every request a stack.
   let ended: Promise<Ending> | undefined;
-  const clientGone = (): void => ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+  const unwatch = watchClient(ctx, client);
   try {
-    if (client.signal.aborted) clientGone();
-    else client.signal.addEventListener("abort", clientGone, { once: true });
     const answer = await run();
     ended = answer.ended;
     return answer.response;
@@ -100,10 +98,20 @@ export async function withinRequest(
     ended = Promise.resolve(ending(error));
     return renderError(error);
   } finally {
-    void endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), () =>
-      client.signal.removeEventListener("abort", clientGone),
-    );
+    void endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), unwatch);
   }
+}
+
+/**
+ * A client that leaves aborts the request's legs; the returned function stops watching. Made
+ * here, not in the async function above: a closure made there would share its frame, and with
+ * it keep the request's body and every helper alive for as long as a stream stays open.
+ */
+function watchClient(ctx: RequestContext, client: Request): () => void {
+  const clientGone = (): void => ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+  if (client.signal.aborted) clientGone();
+  else client.signal.addEventListener("abort", clientGone, { once: true });
+  return () => client.signal.removeEventListener("abort", clientGone);
 }
 
 async function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): Promise<void> {

@@ -1,5 +1,7 @@
 import { asProxyError, ProxyError } from "../errors.ts";
-import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock } from "./stream-request.ts";
+import type { RequestContext } from "../request/context.ts";
+import type { DialectStream } from "./dialect.ts";
+import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock, type StreamTimings } from "./stream-request.ts";
 
 type ReadResult = { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
 /** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
@@ -19,13 +21,19 @@ export function readerOf(body: ReadableStream<Uint8Array>): Reader {
 /**
  * The client's body: a pull-based stream over the worker's, with one timer for keepalive and
  * silence. It closes once (`ended`), and the route ends the request from there.
+ *
+ * It lives as long as the stream, so it keeps only the parts of the request it uses (not the
+ * request's error and header builders, whose closures hold the route's whole frame).
  */
 export class ClientRelay {
   readonly readable: ReadableStream<Uint8Array>;
   readonly ended: Promise<Ending>;
   readonly #settle: (ending: Ending) => void;
-  readonly #request: EarlyStreamRequest;
-  readonly #first: Promise<FirstRead>;
+  readonly #ctx: RequestContext;
+  readonly #dialect: DialectStream;
+  readonly #timings: StreamTimings;
+  readonly #beforeClose: (() => void) | undefined;
+  #first: Promise<FirstRead> | undefined;
   readonly #upstreamStarted: () => boolean;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #reader: Reader | undefined;
@@ -37,7 +45,10 @@ export class ClientRelay {
   #closed = false;
 
   constructor(request: EarlyStreamRequest, first: Promise<FirstRead>, opened: boolean, upstreamStarted: () => boolean) {
-    this.#request = request;
+    this.#ctx = request.ctx;
+    this.#dialect = request.dialect;
+    this.#timings = request.timings;
+    this.#beforeClose = request.beforeClose;
     this.#first = first;
     this.#upstreamStarted = upstreamStarted;
     this.#clock = request.clock ?? RUNTIME_CLOCK;
@@ -46,12 +57,17 @@ export class ClientRelay {
     const { promise, resolve } = Promise.withResolvers<Ending>();
     this.ended = promise;
     this.#settle = resolve;
-    request.ctx.hooks.streamOpened();
-    this.readable = new ReadableStream<Uint8Array>({
+    this.#ctx.hooks.streamOpened();
+    this.readable = this.#clientStream(opened);
+  }
+
+  /** Its callbacks close over this relay alone (a closure shares the frame it was made in). */
+  #clientStream(opened: boolean): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#controller = controller;
         // Bun sends the status line with the first body bytes: an opening must carry some.
-        if (opened) this.#send(request.dialect.opening() ?? request.dialect.keepalive());
+        if (opened) this.#send(this.#dialect.opening() ?? this.#dialect.keepalive());
         this.#arm();
       },
       pull: () => this.#pull(),
@@ -61,8 +77,10 @@ export class ClientRelay {
 
   async #pull(): Promise<void> {
     try {
-      if (!this.#reader) {
+      if (this.#first !== undefined) {
         const first = await this.#first;
+        // Dropped once taken: it holds the first chunk for as long as the stream is open.
+        this.#first = undefined;
         this.#reader = first.reader;
         if ("failure" in first) {
           this.#failLate(first.failure);
@@ -70,7 +88,7 @@ export class ClientRelay {
         }
         if (this.#deliver(first.read)) return;
       }
-      while (!this.#closed) {
+      while (this.#reader !== undefined && !this.#closed) {
         if (this.#deliver(await this.#reader.read())) return;
       }
     } catch (error) {
@@ -81,7 +99,7 @@ export class ClientRelay {
   /** Returns true once something was sent or the stream closed. */
   #deliver(read: ReadResult): boolean {
     if (this.#closed) return true;
-    const { dialect, ctx } = this.#request;
+    const [dialect, ctx] = [this.#dialect, this.#ctx];
     if (read.done) {
       ctx.markDone();
       const tail = dialect.end();
@@ -100,26 +118,26 @@ export class ClientRelay {
   #send(bytes: Uint8Array | undefined): void {
     if (this.#closed || bytes === undefined || bytes.byteLength === 0) return;
     this.#controller?.enqueue(bytes);
-    this.#request.ctx.markFirstByte();
-    this.#request.ctx.sent(bytes.byteLength);
+    this.#ctx.markFirstByte();
+    this.#ctx.sent(bytes.byteLength);
     this.#lastSentAt = this.#clock.now();
   }
 
   #finish(tail: Uint8Array | undefined): void {
     this.#send(tail);
-    const workerError = this.#request.dialect.workerError;
+    const workerError = this.#dialect.workerError;
     this.#close(workerError === undefined ? undefined : new ProxyError("WORKER_STREAM_BROKEN", 502, workerError));
   }
 
   #failLate(thrown: unknown): void {
     if (this.#closed) return;
-    const signal = this.#request.ctx.signal;
+    const signal = this.#ctx.signal;
     const error = this.#timeout ?? (signal.aborted ? asProxyError(signal.reason) : brokenStream(thrown));
     if (error.code === "CLIENT_GONE") {
       this.#clientGone();
       return;
     }
-    this.#send(this.#request.dialect.fail(error));
+    this.#send(this.#dialect.fail(error));
     this.#reader?.cancel().catch(() => {});
     this.#close(error);
   }
@@ -128,8 +146,8 @@ export class ClientRelay {
     if (this.#closed) return;
     this.#closed = true;
     this.#cancelTimer?.();
-    this.#request.ctx.hooks.streamClosed();
-    this.#request.beforeClose?.();
+    this.#ctx.hooks.streamClosed();
+    this.#beforeClose?.();
     try {
       this.#controller?.close();
     } catch {
@@ -142,14 +160,14 @@ export class ClientRelay {
     if (this.#closed) return;
     this.#closed = true;
     this.#cancelTimer?.();
-    this.#request.ctx.hooks.streamClosed();
+    this.#ctx.hooks.streamClosed();
     this.#settle({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
     this.#reader?.cancel().catch(() => {});
   }
 
   /** One timer per stream, re-armed for whichever is due first: a keepalive or the silence bound. */
   #arm(): void {
-    const { keepaliveIntervalMs, silenceTimeoutMs } = this.#request.timings;
+    const { keepaliveIntervalMs, silenceTimeoutMs } = this.#timings;
     const now = this.#clock.now();
     // An interval of 0 turns keepalives off; the silence bound still holds.
     const keepaliveDue = keepaliveIntervalMs > 0 ? this.#lastSentAt + keepaliveIntervalMs - now : Number.POSITIVE_INFINITY;
@@ -160,7 +178,7 @@ export class ClientRelay {
   #tick(): void {
     if (this.#closed) return;
     const now = this.#clock.now();
-    const { timings, dialect, ctx } = this.#request;
+    const [timings, dialect, ctx] = [this.#timings, this.#dialect, this.#ctx];
     if (!this.#upstreamStarted()) this.#lastUpstreamAt = now;
     if (now - this.#lastUpstreamAt >= timings.silenceTimeoutMs) {
       this.#timeout = new ProxyError("WORKER_TIMEOUT", 504, "The generation worker sent nothing for too long");

@@ -10,8 +10,23 @@ import type { Answer, EarlyStreamRequest } from "./stream-request.ts";
  * it comes, and a late failure in-band. Never ends the request itself: `ended` says when.
  */
 export async function respondWithStream(request: EarlyStreamRequest): Promise<Answer> {
+  const { first, started } = firstReadOf(request.upstream);
+  const settled = await settleWithin(first, request.timings.startWaitMs);
+  if (settled === "rejected") {
+    const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
+    return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
+  }
+  const relay = new ClientRelay(request, first, settled === "pending", started);
+  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
+}
+
+/**
+ * The worker stream's first read, and whether the stream has come yet. Made apart from the
+ * async function above so the relay, which keeps `started`, keeps nothing else of its frame.
+ */
+function firstReadOf(upstream: Promise<ReadableStream<Uint8Array>>): { first: Promise<FirstRead>; started: () => boolean } {
   let upstreamStarted = false;
-  const first = request.upstream.then(async (body): Promise<FirstRead> => {
+  const first = upstream.then(async (body): Promise<FirstRead> => {
     upstreamStarted = true;
     const reader = readerOf(body);
     // The worker answered 200: a stream that breaks before its first byte fails in-band, as
@@ -22,11 +37,5 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
       return { reader, failure };
     }
   });
-  const settled = await settleWithin(first, request.timings.startWaitMs);
-  if (settled === "rejected") {
-    const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
-    return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
-  }
-  const relay = new ClientRelay(request, first, settled === "pending", () => upstreamStarted);
-  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
+  return { first, started: () => upstreamStarted };
 }
