@@ -42,11 +42,19 @@ export type SpanSink = (span: SpanRecord) => void;
 
 const epochMs = (): number => performance.timeOrigin + performance.now();
 
+const NO_END = (): void => {};
+
+/**
+ * Spans that only give leg attempts their ids (nothing is exported): they hold nothing of a
+ * request, so one serves every request that draws its ids from `randomHex`.
+ */
+export function idOnlySpans(randomHex: RandomHex = randomHexBytes): RequestSpans {
+  return { startLeg: () => ({ spanId: randomHex(8), end: NO_END }), end: NO_END };
+}
+
 /** Spans of a request; without a sink, or for an unsampled trace, legs only get their span ids. */
 export function requestSpans(trace: TraceContext, route: string, sink: SpanSink | undefined, randomHex: RandomHex = randomHexBytes): RequestSpans {
-  if (sink === undefined || !sampled(trace)) {
-    return { startLeg: () => ({ spanId: randomHex(8), end() {} }), end() {} };
-  }
+  if (sink === undefined || !sampled(trace)) return idOnlySpans(randomHex);
   const startMs = epochMs();
   return {
     startLeg(leg) {

@@ -13,9 +13,9 @@ import { OtlpExporter } from "./otlp-exporter.ts";
 import { PerfJsonlWriter } from "./perf-jsonl.ts";
 import { PerfMetricsJoin } from "./perf-join.ts";
 import { requestPerf, type RequestPerf } from "./request-perf.ts";
-import { requestSpans, type RequestSpans } from "./request-spans.ts";
+import { idOnlySpans, requestSpans, type RequestSpans } from "./request-spans.ts";
 import { steadySeconds, type SteadyClock } from "./steady-clock.ts";
-import { RandomIds, traceFrom, type TraceContext } from "./trace-context.ts";
+import { RandomIds, sampled, traceFrom, type TraceContext } from "./trace-context.ts";
 
 type TelemetryConfig = Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests" | "otlpTracesEndpoint">;
 
@@ -47,6 +47,8 @@ export class Telemetry {
   readonly #config: TelemetryConfig;
   readonly #clock: SteadyClock;
   readonly #ids = new RandomIds();
+  /** What every request gets when its spans are not exported: one shared set, no closures per request. */
+  readonly #idOnlySpans = idOnlySpans(this.#ids.hex);
 
   constructor(config: TelemetryConfig, deps: TelemetryDeps) {
     this.#config = config;
@@ -70,7 +72,8 @@ export class Telemetry {
 
   spansFor(trace: TraceContext, route: string): RequestSpans {
     const exporter = this.exporter;
-    return requestSpans(trace, route, exporter === undefined ? undefined : (span) => exporter.add(span), this.#ids.hex);
+    if (exporter === undefined || !sampled(trace)) return this.#idOnlySpans;
+    return requestSpans(trace, route, (span) => exporter.add(span), this.#ids.hex);
   }
 
   /** A request ended: its JSONL record and its /perf_metrics entry, when it completed. */

@@ -2,7 +2,7 @@ import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
-import { RequestContext } from "../request/context.ts";
+import { RequestContext, type RequestHooks } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { Placement } from "../routing/placement.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
@@ -69,6 +69,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.() }))
     : undefined;
   const ends = requestEnds(metrics, logger, dashboard);
+  const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
   const telemetry = new Telemetry(config, {
@@ -159,6 +160,16 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     },
   };
 
+  // One set of hooks per route, shared by its requests: they hold nothing of a request.
+  function hooksOf(route: string): RequestHooks {
+    let hooks = hooksByRoute.get(route);
+    if (hooks === undefined) {
+      hooks = metricsHooks(metrics, route, dashboard);
+      hooksByRoute.set(route, hooks);
+    }
+    return hooks;
+  }
+
   function contextFor(route: string, stream: boolean, client: Request, release: () => void): RequestContext {
     const trace = telemetry.traceFor(client.headers);
     const ctx: RequestContext = new RequestContext({
@@ -167,7 +178,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       stream,
       schedule: config.schedule,
       trace,
-      hooks: metricsHooks(metrics, route, dashboard),
+      hooks: hooksOf(route),
       perf: telemetry.perfFor(client.headers),
       spans: telemetry.spansFor(trace, route),
       onEnd: (summary) => {
