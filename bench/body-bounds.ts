@@ -97,35 +97,61 @@ function hwmBytes(pid: number): number {
   return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0) * 1024;
 }
 
-async function peakGrowth(shapes: Record<string, string>): Promise<Record<string, { bodyMiB: number; status: number; growthMiB: number; ratio: number }>> {
+interface Growth {
+  readonly bodyMiB: number;
+  readonly status: number;
+  /** Each run's VmHWM growth, MiB (a fresh proxy per run). */
+  readonly growthMiB: number[];
+  readonly ratio: number[];
+}
+
+/** Ordinary requests first, on every route the shapes use: the growth measured is the body's, not first-use JIT and heap. */
+async function warm(url: string): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    for (const [path, body] of [
+      ["/v1/chat/completions", chat(`warm ${i} `.repeat(200))],
+      ["/v1/completions", `{"model":"m","max_tokens":4,"prompt":${JSON.stringify(`warm ${i} `.repeat(200))}}`],
+      ["/v1/completions", `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: 2000 }, (_, t) => 1000 + t).join(",")}]}`],
+    ] as const) {
+      await (await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body })).arrayBuffer();
+    }
+  }
+}
+
+async function peakGrowth(shapes: Record<string, string>, runs: number): Promise<Record<string, Growth>> {
   const logDir = mkdtempSync(join(tmpdir(), "body-bounds-"));
   const bun = [process.execPath, join(ROOT, "src", "main.ts")];
-  const out: Record<string, { bodyMiB: number; status: number; growthMiB: number; ratio: number }> = {};
+  const out: Record<string, Growth> = {};
   const worker = async (role: string): Promise<Service> => spawnService({ name: `bb-${role}`, cmd: [...bun, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"], logDir });
   const context = await worker("context");
   const generation = await worker("generation");
   try {
     for (const [name, body] of Object.entries(shapes)) {
-      const proxy = await spawnService({
-        name: "bb-proxy",
-        cmd: [...bun, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url, "--max-body-bytes", String(32 * MIB), "--log-level", "warn"],
-        logDir,
-      });
-      try {
-        while ((await fetch(`${proxy.url}/health`).then((r) => r.status, () => 0)) !== 200) await Bun.sleep(50);
-        // Warm the path with a small request first: its one-time costs are not the body's.
-        await (await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: chat("warm") })).arrayBuffer();
-        await Bun.sleep(200);
-        const before = hwmBytes(proxy.pid);
-        const bytes = encoder.encode(body);
-        const path = body.includes('"prompt"') ? "/v1/completions" : "/v1/chat/completions";
-        const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
-        await response.arrayBuffer();
-        const growth = hwmBytes(proxy.pid) - before;
-        out[name] = { bodyMiB: round(bytes.length / MIB), status: response.status, growthMiB: round(growth / MIB), ratio: round(growth / bytes.length) };
-      } finally {
-        await proxy.stop();
+      const bytes = encoder.encode(body);
+      const path = body.includes('"prompt"') ? "/v1/completions" : "/v1/chat/completions";
+      const growth: Growth = { bodyMiB: round(bytes.length / MIB), status: 0, growthMiB: [], ratio: [] };
+      for (let run = 0; run < runs; run++) {
+        const proxy = await spawnService({
+          name: "bb-proxy",
+          cmd: [...bun, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url, "--max-body-bytes", String(32 * MIB), "--log-level", "warn"],
+          logDir,
+        });
+        try {
+          while ((await fetch(`${proxy.url}/health`).then((r) => r.status, () => 0)) !== 200) await Bun.sleep(50);
+          await warm(proxy.url);
+          await Bun.sleep(200);
+          const before = hwmBytes(proxy.pid);
+          const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
+          await response.arrayBuffer();
+          const grown = hwmBytes(proxy.pid) - before;
+          Object.assign(growth, { status: response.status });
+          growth.growthMiB.push(round(grown / MIB));
+          growth.ratio.push(round(grown / bytes.length));
+        } finally {
+          await proxy.stop();
+        }
       }
+      out[name] = growth;
     }
   } finally {
     await context.stop();
@@ -138,14 +164,24 @@ function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
+/** `bun bench/body-bounds.ts [MiB] [runs] [--growth-only] [--only=<shape substring>]` */
 async function main(): Promise<void> {
+  const args = Bun.argv.slice(2);
+  const numbers = args.filter((arg) => /^\d+$/.test(arg)).map(Number);
+  const only = args.find((arg) => arg.startsWith("--only="))?.slice("--only=".length);
+  const size = (numbers[0] ?? 16) * MIB;
+  const runs = numbers[1] ?? 2;
+  const shapes = Object.fromEntries(Object.entries(acceptedShapes(size)).filter(([name]) => only === undefined || name.includes(only)));
+  const growth = await peakGrowth(shapes, runs);
+  if (args.includes("--growth-only")) {
+    process.stdout.write(`${JSON.stringify({ peakRssGrowth: growth }, null, 2)}\n`);
+    return;
+  }
   const typical = encoder.encode(chat("Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(20)));
   const large = encoder.encode(chat("y".repeat(200_000)));
   const cost = { [`typical chat body (${typical.length} B), µs`]: round(guardMicros(typical, 20_000)), [`200 KB chat body, µs`]: round(guardMicros(large, 500)) };
   const worst: Record<string, unknown> = {};
   for (const [name, body] of Object.entries(worstBodies(32 * MIB))) worst[name] = { ...refuse(body), jsonParseMs: parseMs(body) };
-  const size = Number(Bun.argv[2] ?? 16) * MIB;
-  const growth = await peakGrowth(acceptedShapes(size));
   process.stdout.write(`${JSON.stringify({ guardCost: cost, worst32MiB: worst, peakRssGrowth: growth }, null, 2)}\n`);
 }
 

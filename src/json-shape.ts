@@ -46,12 +46,41 @@ const NOTABLE = new Uint8Array(256);
 for (const c of '{}[]",:-0123456789tfn') NOTABLE[c.charCodeAt(0)] = 1;
 
 /**
+ * Where a body's parts lie, recorded in the same pass (byte offsets into the whole body), so
+ * that the body can be forwarded as its own bytes with only the proxy's members replaced, and
+ * parsed without copying its long strings twice (json-source.ts).
+ */
+export interface JsonLayout {
+  /** Top-level members of an object body, three numbers each: key start (its quote), key end (after its quote), member end. */
+  readonly members: readonly number[];
+  /** String values of at least `longStringBytes`, three numbers each: start (quote), end (after quote), 1 if it holds an escape. */
+  readonly longStrings: readonly number[];
+}
+
+/** Strings at least this long are recorded (json-source.ts decodes them on their own). */
+export const LONG_STRING_BYTES = 64 * 1024;
+
+/**
  * Fed a body's bytes in order (any split), reports the first bound it crosses. `maxBytes`
  * caps the values allowed while the final size is unknown (a chunked body).
  */
 export class JsonShapeGuard {
   readonly #limits: JsonShapeLimits;
   readonly #ceiling: number;
+  readonly #longStringBytes: number;
+  /** Per depth: 1 inside an object, 0 inside an array. */
+  readonly #inObject: Uint8Array;
+  readonly #members: number[] = [];
+  readonly #longStrings: number[] = [];
+  /** Offset of the piece being scanned within the whole body. */
+  #offset = 0;
+  #afterColon = false;
+  #stringStart = 0;
+  #stringIsValue = false;
+  #stringIsMemberKey = false;
+  #stringEscaped = false;
+  #memberStart = -1;
+  #keyEnd = 0;
   #depth = 0;
   #weight = 0;
   #inString = false;
@@ -60,9 +89,16 @@ export class JsonShapeGuard {
   #expectValue = true;
   #problem: JsonShapeProblem | undefined;
 
-  constructor(limits: JsonShapeLimits, maxBytes: number) {
+  constructor(limits: JsonShapeLimits, maxBytes: number, longStringBytes = LONG_STRING_BYTES) {
     this.#limits = limits;
     this.#ceiling = allowedValues(limits, maxBytes);
+    this.#longStringBytes = longStringBytes;
+    this.#inObject = new Uint8Array(limits.maxDepth + 2);
+  }
+
+  /** The layout recorded so far (whole once the body has been fed and `finish` passed). */
+  layout(): JsonLayout {
+    return { members: this.#members, longStrings: this.#longStrings };
   }
 
   /** Scans the next piece; returns the first bound crossed so far (and keeps returning it). */
@@ -91,10 +127,12 @@ export class JsonShapeGuard {
           if (backslash >= quote) {
             i = quote + 1;
             inString = quote >= length;
+            if (!inString) this.#stringEnded(i);
             continue;
           }
           i = backslash;
         }
+        this.#stringEscaped = true;
         const windowEnd = Math.min(length, i + ESCAPE_WINDOW);
         for (; i < windowEnd; i++) {
           const c = bytes[i]!;
@@ -103,6 +141,7 @@ export class JsonShapeGuard {
           else if (c === QUOTE) {
             inString = false;
             i++;
+            this.#stringEnded(i);
             break;
           }
         }
@@ -114,6 +153,7 @@ export class JsonShapeGuard {
         inString = true;
         weight += 1;
         expectValue = false;
+        this.#stringStarted(i - 1, depth);
       } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         weight += 1;
         expectValue = c === OPEN_BRACKET;
@@ -121,11 +161,20 @@ export class JsonShapeGuard {
           this.#problem = { bound: "depth", limit: maxDepth };
           return this.#problem;
         }
+        this.#inObject[depth] = c === OPEN_BRACE ? 1 : 0;
+        this.#afterColon = false;
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        if (depth === 1) this.#memberEnded(i - 1);
         depth--;
         expectValue = false;
-      } else if (c === COMMA || c === COLON) {
+        this.#afterColon = false;
+      } else if (c === COMMA) {
+        if (depth === 1) this.#memberEnded(i - 1);
         expectValue = true;
+        this.#afterColon = false;
+      } else if (c === COLON) {
+        expectValue = true;
+        this.#afterColon = true;
       } else if (expectValue) {
         // The first byte of a number or literal; the rest of it is skipped as not notable or as digits.
         weight += SCALAR_WEIGHT;
@@ -141,7 +190,35 @@ export class JsonShapeGuard {
     this.#inString = inString;
     this.#escaped = escaped;
     this.#expectValue = expectValue;
+    this.#offset += length;
     return undefined;
+  }
+
+  /** A string opened at `at` (in this piece): a value, a top-level member's key, or another key. */
+  #stringStarted(at: number, depth: number): void {
+    const inObject = depth > 0 && this.#inObject[depth] === 1;
+    this.#stringStart = this.#offset + at;
+    this.#stringIsValue = !inObject || this.#afterColon;
+    this.#stringIsMemberKey = depth === 1 && inObject && !this.#afterColon;
+    this.#stringEscaped = false;
+    this.#afterColon = false;
+    if (this.#stringIsMemberKey) this.#memberStart = this.#stringStart;
+  }
+
+  /** The string closed just before `at` (in this piece). */
+  #stringEnded(at: number): void {
+    const end = this.#offset + at;
+    if (this.#stringIsMemberKey) this.#keyEnd = end;
+    else if (this.#stringIsValue && end - this.#stringStart >= this.#longStringBytes) {
+      this.#longStrings.push(this.#stringStart, end, this.#stringEscaped ? 1 : 0);
+    }
+  }
+
+  /** A top-level member ends at `at` (its comma or the closing brace, in this piece). */
+  #memberEnded(at: number): void {
+    if (this.#memberStart < 0 || this.#inObject[1] !== 1) return;
+    this.#members.push(this.#memberStart, this.#keyEnd, this.#offset + at);
+    this.#memberStart = -1;
   }
 
   /** The check once the whole body is in: the values allowed for its actual size. */

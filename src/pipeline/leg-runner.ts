@@ -8,6 +8,7 @@ import type { Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { pause } from "../timers.ts";
 import type { JsonObject } from "../json.ts";
+import type { JsonSource } from "../json-source.ts";
 import type { BodyCodec, WorkerBody } from "../workers/body-codec.ts";
 import { rejectedCapability, type Capability } from "../workers/protocol.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
@@ -42,6 +43,8 @@ export interface LegPlan {
    */
   readonly body: (id: bigint) => JsonObject;
   readonly codec: BodyCodec;
+  /** The client's body bytes, whose unchanged members the codec may send as they came. */
+  readonly source?: JsonSource | undefined;
   /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
   readonly affinity: Affinity | undefined;
   /** Only workers with this capability take the leg (a disaggregated Responses request). */
@@ -88,7 +91,7 @@ async function runAttempts<T>(
     again = undefined;
     const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
     try {
-      const result = await call(leg.post(plan, plan.codec.encode(sent)));
+      const result = await call(leg.post(plan, plan.codec.encode(sent, plan.source)));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") leg.answered();
       else leg.endsWithRequest();

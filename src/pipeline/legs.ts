@@ -39,6 +39,7 @@ export async function runContextLeg(
     freshIdOnRetry: !pinned,
     codec,
     body: options.body,
+    source: input.source,
     affinity: input.affinity,
     requires: input.api === "responses" ? "responses_disaggregation" : undefined,
   });
@@ -76,6 +77,7 @@ export async function runGenerationLeg(
     freshIdOnRetry: false,
     codec,
     body: () => options.body,
+    source: input.source,
     affinity: input.affinity,
     // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
     requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,

@@ -1,5 +1,6 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { JsonObject } from "../json.ts";
+import type { JsonSource } from "../json-source.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
@@ -24,6 +25,8 @@ export const WORKER_PATH: Record<ApiKind, string> = {
 export interface PipelineInput {
   readonly api: ApiKind;
   readonly body: JsonObject;
+  /** The client's body bytes `body` was parsed from: unchanged members reach workers as those bytes. */
+  readonly source?: JsonSource | undefined;
   readonly stream: boolean;
   /** What the routers may know of the request (prompt text, token ids, conversation). */
   readonly routing: RoutingRequest;

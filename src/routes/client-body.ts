@@ -1,10 +1,9 @@
-import { badRequest, bodyTooLarge, ProxyError } from "../errors.ts";
-import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { bodyTooLarge, ProxyError } from "../errors.ts";
+import type { JsonObject } from "../json.ts";
 import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json-shape.ts";
+import { parseJsonSource, type ParsedBody } from "../json-source.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { withDeadline } from "../timers.ts";
-
-const decoder = new TextDecoder();
 
 /** A piece larger than this is scanned in slices with a turn of the event loop between them. */
 const SCAN_SLICE_BYTES = 1024 * 1024;
@@ -19,12 +18,18 @@ export interface BodyLimits {
   readonly shape?: JsonShapeLimits;
 }
 
+/** The client's JSON object body (see readClientJson). */
+export async function readClientBody(request: Request, limits: BodyLimits): Promise<JsonObject> {
+  return (await readClientJson(request, limits)).body;
+}
+
 /**
  * Reads the client's JSON object body: bounded in size (413), in slowness (408, whatever
  * its framing), in nesting depth (400) and in values for its size (413), the last two
  * checked on the bytes as they arrive, so a hostile body is refused before it is parsed.
+ * The bytes come back with it, laid out by member, for workers to be sent them again.
  */
-export async function readClientBody(request: Request, limits: BodyLimits): Promise<JsonObject> {
+export async function readClientJson(request: Request, limits: BodyLimits): Promise<ParsedBody> {
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
   const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
@@ -35,14 +40,7 @@ export async function readClientBody(request: Request, limits: BodyLimits): Prom
   });
   const problem = guard.finish(bytes.length);
   if (problem) throw shapeError(problem);
-  let body: unknown;
-  try {
-    body = parseJson(decoder.decode(bytes));
-  } catch {
-    throw badRequest("Request body is not valid JSON");
-  }
-  if (!isJsonObject(body)) throw badRequest("Request body must be a JSON object");
-  return body;
+  return parseJsonSource(bytes, guard.layout());
 }
 
 function declaredLength(request: Request): number | undefined {
@@ -66,24 +64,32 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   // declared length buys no time: a stalled body is cut however large its Content-Length.
   const reader = request.body.getReader();
   const started = performance.now();
+  // A declared body is copied into one buffer as it arrives: pieces and their concatenation
+  // would hold it twice.
+  const whole = declared === undefined ? undefined : new Uint8Array(declared);
   const parts: Uint8Array[] = [];
   let size = 0;
+  let filled = 0;
   try {
     for (;;) {
       const due = Math.max(limits.graceMs, (size / limits.minBytesPerSecond) * 1000) - (performance.now() - started);
       const read = await withDeadline(reader.read(), due);
       if (read === "late") throw tooSlow(limits.minBytesPerSecond);
       if (read.done) break;
-      size += read.value.byteLength;
-      if (size > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
+      if (size + read.value.byteLength > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
       await scan(guard, read.value);
-      parts.push(read.value);
+      if (whole !== undefined && parts.length === 0 && filled + read.value.byteLength <= whole.length) {
+        whole.set(read.value, filled);
+        filled += read.value.byteLength;
+      } else parts.push(read.value);
+      size += read.value.byteLength;
     }
   } catch (error) {
     reader.cancel().catch(() => {});
     throw error;
   }
-  return concatBytes(parts) ?? new Uint8Array();
+  if (whole === undefined) return concatBytes(parts) ?? new Uint8Array();
+  return parts.length === 0 ? whole.subarray(0, filled) : (concatBytes([whole.subarray(0, filled), ...parts]) ?? new Uint8Array());
 }
 
 /** Feeds the guard, yielding between slices of a large piece so no client stalls the others. */

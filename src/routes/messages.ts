@@ -4,7 +4,7 @@ import { toChatRequest, toCountTokensRequest } from "../dialects/anthropic-reque
 import { anthropicErrorFor, toAnthropicMessage } from "../dialects/anthropic-response.ts";
 import { ProxyError } from "../errors.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
-import { readClientBody } from "./client-body.ts";
+import { readClientBody, readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { errorHeaders } from "./errors.ts";
 import { proxyThroughPipeline, withinRequest, type RouteDialect } from "./proxied.ts";
@@ -23,7 +23,7 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * `?beta=true`) plays no part in routing.
  */
 export async function messages(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const body = await readClientBody(request, deps.bodyLimits);
+  const { body, source } = await readClientJson(request, deps.bodyLimits);
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
   const dialect: RouteDialect = {
@@ -35,7 +35,7 @@ export async function messages(deps: RouteDeps, request: Request, keepOpen: Keep
     errorResponse: anthropicErrorResponse,
     renderJson: (answer) => toAnthropicMessage(answer, randomAnthropicIds),
   };
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, dialect });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, source, dialect });
 }
 
 /**

@@ -2,7 +2,7 @@ import { openAiStream } from "../dialects/openai.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
-import { readClientBody } from "./client-body.ts";
+import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
@@ -21,19 +21,19 @@ const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
 export async function completions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const body = await readClientBody(request, deps.bodyLimits);
+  const { body, source } = await readClientJson(request, deps.bodyLimits);
   check(completionsRequest, body);
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), dialect: COMPLETIONS });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), source, dialect: COMPLETIONS });
 }
 
 /** POST /v1/chat/completions */
 export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const body = await readClientBody(request, deps.bodyLimits);
+  const { body, source } = await readClientJson(request, deps.bodyLimits);
   check(chatRequest, body);
   if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {
     throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
   }
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, dialect: CHAT });
+  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, source, dialect: CHAT });
 }
 
 /** A one-element prompt list is its element, as trtllm-serve treats it. */

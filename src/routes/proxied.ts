@@ -1,5 +1,6 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
+import type { JsonSource } from "../json-source.ts";
 import { takeAffinity } from "../pipeline/affinity.ts";
 import { ENGINE_REQUEST_ID_HEADER, type ApiKind, type PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
@@ -39,6 +40,8 @@ export interface ProxiedCall {
   readonly route: string;
   readonly api: ApiKind;
   readonly body: JsonObject;
+  /** The client's body bytes and layout, when `body` is (built from) what they parsed to. */
+  readonly source?: JsonSource | undefined;
   readonly dialect: RouteDialect;
   /** Runs once the request has its id, before any worker sees it (e.g. Responses naming). */
   readonly prepare?: (ctx: RequestContext, body: JsonObject) => void;
@@ -66,7 +69,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   return withinRequest(ctx, request, renderError, async () => {
     call.prepare?.(ctx, body);
     const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
-    const outcome = deps.runPipeline(ctx, { api: call.api, body, stream, routing, affinity });
+    const outcome = deps.runPipeline(ctx, { api: call.api, body, source: call.source, stream, routing, affinity });
     if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
     const answer = await jsonAnswer(dialect, ctx, outcome);
     restoreIdle();

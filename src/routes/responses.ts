@@ -4,7 +4,7 @@ import { replayResponseEvents } from "../dialects/responses-replay.ts";
 import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
-import { readClientBody } from "./client-body.ts";
+import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check } from "./openai-schemas.ts";
@@ -30,7 +30,7 @@ const dialect: RouteDialect = {
  * is forced off and a request that continues a stored response is refused.
  */
 export async function responses(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const body = await readClientBody(request, deps.bodyLimits);
+  const { body, source } = await readClientJson(request, deps.bodyLimits);
   check(responsesRequest, body);
   const previous = body["previous_response_id"];
   if (previous !== undefined && previous !== null) {
@@ -44,6 +44,7 @@ export async function responses(deps: RouteDeps, request: Request, keepOpen: Kee
     route: "/v1/responses",
     api: "responses",
     body,
+    source,
     dialect,
     prepare: (ctx, named) => {
       nameResponsesRequest(named, ctx.disaggRequestId);

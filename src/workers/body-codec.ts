@@ -7,18 +7,90 @@
 
 import { Packr } from "msgpackr/pack";
 import { isRawJson, type JsonObject, type JsonValue } from "../json.ts";
+import type { JsonSource } from "../json-source.ts";
 
 export const MSGPACK_HEADER = "x-trtllm-msgpack";
 
-export type WorkerBody = string | Uint8Array;
+/** A large JSON body as its parts (the client's own bytes between the proxy's), sent without joining them. */
+export interface PartsBody {
+  readonly parts: readonly Uint8Array[];
+  readonly byteLength: number;
+}
+
+export type WorkerBody = string | Uint8Array | PartsBody;
 
 export interface BodyCodec {
-  encode(body: JsonObject): WorkerBody;
+  /** `source`: the client's body the worker body was built from, whose unchanged members are sent as their bytes. */
+  encode(body: JsonObject, source?: JsonSource): WorkerBody;
   /** Headers every body of this codec travels with. */
   readonly headers: Readonly<Record<string, string>>;
 }
 
-export const JSON_CODEC: BodyCodec = { encode: (body) => stringifyBody(body), headers: {} };
+export const JSON_CODEC: BodyCodec = { encode: (body, source) => (source === undefined ? stringifyBody(body) : spliceBody(body, source)), headers: {} };
+
+export function isPartsBody(body: WorkerBody): body is PartsBody {
+  return typeof body === "object" && !(body instanceof Uint8Array);
+}
+
+/** Bodies at least this large are sent as their parts; smaller ones are joined (one buffer costs less than a stream). */
+export const PARTS_BODY_BYTES = 256 * 1024;
+
+const encoder = new TextEncoder();
+
+/**
+ * A worker body as JSON, each top-level member whose value is still the one the client's bytes
+ * parsed to (the same value, or the same object: the pipeline builds worker bodies by copying
+ * the client's members and replacing its own) written as those bytes; the proxy's members,
+ * and any member it changed, serialised. One member per key, whatever the client repeated.
+ * The hand-off parameters go last, as in stringifyBody.
+ */
+export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
+  const pieces: (string | Uint8Array)[] = [];
+  let text = "";
+  let separator = "{";
+  let bound = 0;
+  for (const key in body) {
+    const value = body[key];
+    if (value === undefined || key === "disaggregated_params") continue;
+    const member = source.members.get(key);
+    if (member !== undefined && member.value === value) {
+      pieces.push(text + separator);
+      bound += (text.length + 1) * 3;
+      text = "";
+      const bytes = source.bytes.subarray(member.start, member.end);
+      pieces.push(bytes);
+      bound += bytes.length;
+    } else {
+      text += `${separator}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    }
+    separator = ",";
+  }
+  const params = body["disaggregated_params"];
+  if (params !== undefined) text += `${separator}"disaggregated_params":${JSON.stringify(params)}`;
+  else if (separator === "{") text += "{";
+  pieces.push(`${text}}`);
+  bound += (text.length + 1) * 3;
+  return bound >= PARTS_BODY_BYTES ? asParts(pieces) : joined(pieces, bound);
+}
+
+function asParts(pieces: readonly (string | Uint8Array)[]): PartsBody {
+  const parts = pieces.map((piece) => (typeof piece === "string" ? encoder.encode(piece) : piece)).filter((part) => part.length > 0);
+  return { parts, byteLength: parts.reduce((sum, part) => sum + part.length, 0) };
+}
+
+/** One buffer of at most `bound` bytes (3 per UTF-16 unit of text: UTF-8's most) holding the pieces. */
+function joined(pieces: readonly (string | Uint8Array)[], bound: number): Uint8Array {
+  const out = new Uint8Array(bound);
+  let at = 0;
+  for (const piece of pieces) {
+    if (typeof piece === "string") at += encoder.encodeInto(piece, out.subarray(at)).written;
+    else {
+      out.set(piece, at);
+      at += piece.length;
+    }
+  }
+  return out.subarray(0, at);
+}
 
 /**
  * A worker-bound body as JSON text. Its hand-off parameters carry 63-bit ids as raw JSON, and

@@ -1,6 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import type { WorkerBody } from "./body-codec.ts";
+import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 import type { Role } from "../config/types.ts";
@@ -119,10 +119,21 @@ class Deadline {
 async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
     const get = post.method === "GET";
+    const headers: Record<string, string> = get
+      ? { ...post.headers, accept: "application/json" }
+      : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" };
+    let body: string | Uint8Array | ReadableStream<Uint8Array> | undefined;
+    if (get) body = undefined;
+    else if (isPartsBody(post.body)) {
+      // A body in parts is streamed with its length declared, so it goes out with a
+      // Content-Length as any other body, and is never joined: fetch copies a buffer body whole.
+      headers["content-length"] = String(post.body.byteLength);
+      body = partsStream(post.body);
+    } else body = post.body;
     return await post.fetch(post.origin + post.path, {
       method: get ? "GET" : "POST",
-      headers: get ? { ...post.headers, accept: "application/json" } : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      ...(get ? {} : { body: post.body }),
+      headers,
+      ...(body === undefined ? {} : { body }),
       signal: AbortSignal.any([post.signal, deadline.signal]),
       // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
       // (total for non-streamed calls, silence for streams) bound every call instead.
@@ -131,6 +142,33 @@ async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   } catch (error) {
     throw translateFailure(error, post);
   }
+}
+
+/** Larger parts are handed to the socket in views of this size. */
+const STREAM_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * The parts a view at a time, each when the socket wants more: a part handed over whole would
+ * be copied into the socket's buffer while it waits (measured: ~0.65× the body; views: ~0).
+ */
+function partsStream(body: PartsBody): ReadableStream<Uint8Array> {
+  let next = 0;
+  let offset = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const part = body.parts[next];
+      if (part === undefined) {
+        controller.close();
+        return;
+      }
+      controller.enqueue(part.subarray(offset, offset + STREAM_CHUNK_BYTES));
+      offset += STREAM_CHUNK_BYTES;
+      if (offset >= part.length) {
+        next++;
+        offset = 0;
+      }
+    },
+  });
 }
 
 async function errorAnswer(

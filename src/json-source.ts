@@ -1,0 +1,178 @@
+/**
+ * A client's JSON object body parsed from its bytes, with the bytes kept so that workers can be
+ * sent them again: every top-level member the proxy leaves as it came is forwarded as the
+ * client's own bytes (workers/body-codec.ts), not serialised once more per worker.
+ *
+ * The parse holds at once the bytes, the text and the parsed values; for a long string that is
+ * three copies (five bytes a character once one character is outside Latin-1, as the text and
+ * the string are then UTF-16). So strings longer than LONG_STRING_BYTES (recorded by the shape
+ * guard's scan) are cut out of the text before it is parsed, each replaced by a placeholder,
+ * and decoded on their own straight from the bytes: the text holds everything else.
+ */
+
+import { badRequest } from "./errors.ts";
+import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "./json.ts";
+import type { JsonLayout } from "./json-shape.ts";
+
+/** A top-level member as the client sent it: its bytes and the value they parsed to. */
+export interface SourceMember {
+  readonly start: number;
+  readonly end: number;
+  readonly value: JsonValue;
+}
+
+/** The client's body bytes and its top-level members by key (the last of a repeated key, as the parse keeps it). */
+export interface JsonSource {
+  readonly bytes: Uint8Array;
+  readonly members: ReadonlyMap<string, SourceMember>;
+}
+
+export interface ParsedBody {
+  readonly body: JsonObject;
+  readonly source: JsonSource;
+}
+
+/** RFC 8259: JSON text exchanged between systems is UTF-8; a body that is not is refused, not repaired. */
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** A long string with escapes is parsed in pieces of about this many bytes, joined as a rope. */
+const PIECE_BYTES = 1024 * 1024;
+
+const BACKSLASH = 0x5c;
+const LETTER_U = 0x75;
+
+/** Parses an object body (400 when it is not JSON, not UTF-8, or not an object). */
+export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBody {
+  let body: JsonValue;
+  try {
+    body = layout.longStrings.length === 0 ? parseJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings);
+  } catch (error) {
+    if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
+    throw badRequest("Request body is not valid JSON");
+  }
+  if (!isJsonObject(body)) throw badRequest("Request body must be a JSON object");
+  return { body, source: { bytes, members: membersOf(bytes, layout.members, body) } };
+}
+
+function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObject): Map<string, SourceMember> {
+  const members = new Map<string, SourceMember>();
+  for (let i = 0; i + 2 < layout.length; i += 3) {
+    const start = layout[i]!;
+    const key = keyAt(bytes, start, layout[i + 1]!);
+    if (!Object.hasOwn(body, key)) continue;
+    const value = body[key];
+    if (value !== undefined) members.set(key, { start, end: layout[i + 2]!, value });
+  }
+  return members;
+}
+
+/** A member's key from its quoted bytes: plain ASCII read directly, anything else parsed. */
+function keyAt(bytes: Uint8Array, start: number, end: number): string {
+  let key = "";
+  for (let i = start + 1; i < end - 1; i++) {
+    const c = bytes[i]!;
+    if (c >= 0x80 || c === BACKSLASH || c < 0x20) return String(JSON.parse(decoder.decode(bytes.subarray(start, end))) as unknown);
+    key += String.fromCharCode(c);
+  }
+  return key;
+}
+
+/**
+ * The body parsed with each long string replaced by a placeholder no client can write (it
+ * holds a random nonce), then the placeholders swapped for the strings decoded on their own.
+ */
+function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[]): JsonValue {
+  const nonce = `\uf8ff${crypto.randomUUID()}:`;
+  let text = "";
+  let at = 0;
+  for (let i = 0, n = 0; i + 2 < longStrings.length; i += 3, n++) {
+    text += `${decoder.decode(bytes.subarray(at, longStrings[i]))}"${nonce}${n}"`;
+    at = longStrings[i + 1]!;
+  }
+  text += decoder.decode(bytes.subarray(at));
+  const skeleton = parseJson(text);
+  text = "";
+  const strings = (n: number): string => {
+    const i = n * 3;
+    return decodeString(bytes, longStrings[i]!, longStrings[i + 1]!, longStrings[i + 2] === 1);
+  };
+  // Fewer may be swapped than were cut: those in a member the client repeated are dropped with it.
+  replacePlaceholders(skeleton, nonce, strings);
+  return skeleton;
+}
+
+/**
+ * A JSON string's value from its quoted bytes, without a second copy of its text: read
+ * directly when it holds no escape, else parsed piece by piece (never cutting an escape or a
+ * UTF-8 sequence) and joined, which keeps the pieces as they are (a rope).
+ */
+export function decodeString(bytes: Uint8Array, start: number, end: number, escaped: boolean): string {
+  if (!escaped) {
+    const value = decoder.decode(bytes.subarray(start + 1, end - 1));
+    if (hasControlCharacter(value)) throw new SyntaxError("control character in a string");
+    return value;
+  }
+  let value = "";
+  let from = start + 1;
+  while (from < end - 1) {
+    const to = end - 1 - from <= PIECE_BYTES ? end - 1 : safeCut(bytes, from + PIECE_BYTES, end - 1);
+    const piece: unknown = JSON.parse(`"${decoder.decode(bytes.subarray(from, to))}"`);
+    value += String(piece);
+    from = to;
+  }
+  return value;
+}
+
+/** The first position from `at` where a string's bytes can be cut: outside an escape and a UTF-8 sequence. */
+function safeCut(bytes: Uint8Array, at: number, end: number): number {
+  for (let p = at; p < end; p++) if (bytes[p]! < 0x80 && !insideEscape(bytes, p)) return p;
+  return end;
+}
+
+function insideEscape(bytes: Uint8Array, p: number): boolean {
+  if (backslashesBefore(bytes, p) % 2 === 1) return true;
+  // Within the four hex digits of \uXXXX.
+  for (let j = 1; j <= 4; j++) if (bytes[p - j] === LETTER_U && backslashesBefore(bytes, p - j) % 2 === 1) return true;
+  return false;
+}
+
+/** Raw control characters are not allowed in a JSON string (JSON.parse would refuse them). */
+const CONTROL_CHARACTER = /[^ -\uffff]/;
+
+function hasControlCharacter(value: string): boolean {
+  return CONTROL_CHARACTER.test(value);
+}
+
+function backslashesBefore(bytes: Uint8Array, p: number): number {
+  let count = 0;
+  while (p - count - 1 >= 0 && bytes[p - count - 1] === BACKSLASH) count++;
+  return count;
+}
+
+/** Swaps every placeholder string for its long string. */
+function replacePlaceholders(root: JsonValue, nonce: string, strings: (n: number) => string): void {
+  const swap = (value: JsonValue | undefined): string | undefined => {
+    if (typeof value !== "string" || !value.startsWith(nonce)) return undefined;
+    return strings(Number(value.slice(nonce.length)));
+  };
+  // Iterative: the nesting is bounded by the guard, but not by the call stack's size.
+  const pending: (JsonValue[] | JsonObject)[] = [];
+  if (Array.isArray(root) || isJsonObject(root)) pending.push(root);
+  for (let holder = pending.pop(); holder !== undefined; holder = pending.pop()) {
+    if (Array.isArray(holder)) {
+      for (let i = 0; i < holder.length; i++) {
+        const value = holder[i];
+        const long = swap(value);
+        if (long !== undefined) holder[i] = long;
+        else if (typeof value === "object" && value !== null && (Array.isArray(value) || isJsonObject(value))) pending.push(value);
+      }
+    } else {
+      for (const key in holder) {
+        const value = holder[key];
+        const long = swap(value);
+        if (long !== undefined) holder[key] = long;
+        else if (typeof value === "object" && value !== null && (Array.isArray(value) || isJsonObject(value))) pending.push(value);
+      }
+    }
+  }
+}
