@@ -1,4 +1,4 @@
-import type { JsonObject } from "../json.ts";
+import type { JsonObject, JsonValue } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
@@ -119,8 +119,12 @@ function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: Route
 
 function withContextTokens(routing: RoutingRequest, answer: JsonObject): RoutingRequest {
   const tokens = answer["prompt_token_ids"];
-  if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === "number")) return routing;
-  return { ...routing, promptTokenIds: tokens.filter((t) => typeof t === "number") };
+  // Checked in place, never copied: a long prompt's ids are the largest part of the answer.
+  return isNumberList(tokens) ? { ...routing, promptTokenIds: tokens } : routing;
+}
+
+function isNumberList(value: JsonValue | undefined): value is number[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "number");
 }
 
 function finishedByContext(ctx: RequestContext, input: PipelineInput, answer: JsonObject): PipelineOutcome {

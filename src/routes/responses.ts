@@ -7,13 +7,13 @@ import { badRequest } from "../errors.ts";
 import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
-import { check } from "./openai-schemas.ts";
+import { check, list } from "./openai-schemas.ts";
 import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
 
 const responsesRequest = v.looseObject({
   model: v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty")),
   stream: v.optional(v.nullable(v.boolean("stream must be a boolean"))),
-  input: v.union([v.string(), v.array(v.unknown())], "input must be a string or a list of input items"),
+  input: v.union([v.string(), list((_item: unknown): _item is unknown => true, "input must be a list")], "input must be a string or a list of input items"),
 });
 
 const dialect: RouteDialect = {

@@ -50,10 +50,21 @@ function completionsText(prompt: JsonValue | undefined): string {
 
 function linesOf(items: JsonValue | undefined, render: (item: JsonObject) => string): string {
   if (!Array.isArray(items)) return "";
-  return items
-    .map((item) => (isJsonObject(item) ? render(item) : ""))
-    .filter((line) => line !== "")
-    .join("\n");
+  let text = "";
+  for (const item of items) {
+    const line = isJsonObject(item) ? render(item) : "";
+    if (line !== "") text = text === "" ? line : concatLines(text, line);
+  }
+  return text;
+}
+
+/**
+ * Lines joined by concatenation, not Array.join: the runtime keeps a concatenation as a rope of
+ * its parts, which costs no copy until the text is read (only text-hashing routers read it;
+ * the others want its length), where join copies every message's text at once.
+ */
+function concatLines(text: string, line: string): string {
+  return `${text}\n${line}`;
 }
 
 function messageText(message: JsonObject): string {
