@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "../json.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
-import type { RoutingRequest } from "../routing/routing-request.ts";
+import { withPromptTokenIds, type RoutingRequest } from "../routing/routing-request.ts";
 import {
   benchmarkGenerationBody,
   contextBody,
@@ -120,7 +120,7 @@ function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: Route
 function withContextTokens(routing: RoutingRequest, answer: JsonObject): RoutingRequest {
   const tokens = answer["prompt_token_ids"];
   // Checked in place, never copied: a long prompt's ids are the largest part of the answer.
-  return isNumberList(tokens) ? { ...routing, promptTokenIds: tokens } : routing;
+  return isNumberList(tokens) ? withPromptTokenIds(routing, tokens) : routing;
 }
 
 function isNumberList(value: JsonValue | undefined): value is number[] {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { promptTextOf, promptTokenIdsOf } from "./prompt-text.ts";
-import { routingRequestOf } from "./routing-request.ts";
+import type { JsonObject } from "../json.ts";
+import { promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
+import { routingRequestOf, withPromptTokenIds } from "./routing-request.ts";
 
 describe("promptTextOf", () => {
   test("renders chat messages as role and content, one per line, tool calls included", () => {
@@ -53,6 +54,24 @@ describe("promptTokenIdsOf", () => {
   });
 
   test("routingRequestOf puts text, ids and the caller's conversation id together", () => {
-    expect(routingRequestOf("completions", { prompt: [1, 2] }, "conv")).toEqual({ conversationId: "conv", promptText: "", promptTokenIds: [1, 2] });
+    const request = routingRequestOf("completions", { prompt: [1, 2] }, "conv");
+    expect({ ...request }).toEqual({ conversationId: "conv", promptText: "", promptLength: 0, promptTokenIds: [1, 2] });
+  });
+
+  test("the prompt's length is known without building its text, and equals the text's", () => {
+    const bodies: [PromptApi, JsonObject][] = [
+      ["chat", { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: ["Look:", { type: "image_url" }, 7] }, { role: "assistant", tool_calls: [{ function: { name: "get", arguments: "{}" } }] }, 3, { content: "" }] }],
+      ["completions", { prompt: ["a", "", "b"] }],
+      ["completions", { prompt: "" }],
+      ["responses", { instructions: "Be kind.", input: [{ type: "function_call", name: "w", arguments: "{}" }, { type: "other" }, { type: "function_call_output", output: [{ text: "sunny" }] }, "x"] }],
+      ["responses", { input: "" }],
+    ];
+    for (const [api, body] of bodies) {
+      const request = routingRequestOf(api, body, undefined);
+      expect(request.promptLength).toBe(promptTextOf(api, body).length);
+      expect(request.promptText).toBe(promptTextOf(api, body));
+      expect(withPromptTokenIds(request, [5]).promptText).toBe(promptTextOf(api, body));
+      expect(withPromptTokenIds(request, [5]).promptTokenIds).toEqual([5]);
+    }
   });
 });

@@ -15,14 +15,75 @@ import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
 export type PromptApi = "completions" | "chat" | "responses";
 
 export function promptTextOf(api: PromptApi, body: JsonObject): string {
-  if (api === "chat") return linesOf(body["messages"], messageText);
-  if (api === "completions") return completionsText(body["prompt"]);
-  const lines: string[] = [];
-  if (typeof body["instructions"] === "string") lines.push(`system:${body["instructions"]}`);
-  const input = body["input"];
-  if (typeof input === "string") lines.push(`user:${input}`);
-  else if (Array.isArray(input)) lines.push(linesOf(input, inputItemText));
-  return lines.filter((line) => line !== "").join("\n");
+  const out = new PromptText(true);
+  walkPrompt(out, api, body);
+  return out.parts.join("");
+}
+
+/**
+ * The length of promptTextOf's text, without building it: the text copies every message's
+ * content, and only text-hashing routers read it; the others weigh a prompt by its length.
+ */
+export function promptLengthOf(api: PromptApi, body: JsonObject): number {
+  const out = new PromptText(false);
+  walkPrompt(out, api, body);
+  return out.length;
+}
+
+function walkPrompt(out: PromptText, api: PromptApi, body: JsonObject): void {
+  if (api === "chat") linesOf(out, body["messages"], messageText);
+  else if (api === "completions") completionsText(out, body["prompt"]);
+  else {
+    const instructions = body["instructions"];
+    if (typeof instructions === "string") out.line("system:", instructions);
+    const input = body["input"];
+    if (typeof input === "string") out.line("user:", input);
+    else if (Array.isArray(input)) linesOf(out, input, inputItemText);
+  }
+}
+
+/** Lines of text, a newline between two lines, empty lines left out: collected as parts, or only measured. */
+class PromptText {
+  readonly parts: string[] = [];
+  length = 0;
+  readonly #collect: boolean;
+  #lines = 0;
+  #lineStart = 0;
+  #lineLength = 0;
+
+  constructor(collect: boolean) {
+    this.#collect = collect;
+  }
+
+  beginLine(): void {
+    this.#lineStart = this.parts.length;
+    this.#lineLength = 0;
+    if (this.#lines > 0) this.push("\n");
+  }
+
+  endLine(): void {
+    const newline = this.#lines > 0 ? 1 : 0;
+    if (this.#lineLength > newline) {
+      this.#lines++;
+      return;
+    }
+    // Nothing but the newline: the line is left out.
+    this.length -= this.#lineLength;
+    this.parts.length = this.#lineStart;
+  }
+
+  line(...parts: string[]): void {
+    this.beginLine();
+    for (const part of parts) this.push(part);
+    this.endLine();
+  }
+
+  push(part: string): void {
+    if (part === "") return;
+    this.length += part.length;
+    this.#lineLength += part.length;
+    if (this.#collect) this.parts.push(part);
+  }
 }
 
 /** Completions `prompt` as ids (or a one-element list of them); chat and responses `prompt_token_ids`. */
@@ -42,44 +103,51 @@ function isTokenId(value: JsonValue): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }
 
-function completionsText(prompt: JsonValue | undefined): string {
-  if (typeof prompt === "string") return prompt;
-  if (!Array.isArray(prompt)) return "";
-  return prompt.filter((item) => typeof item === "string").join("\n");
-}
-
-function linesOf(items: JsonValue | undefined, render: (item: JsonObject) => string): string {
-  if (!Array.isArray(items)) return "";
-  let text = "";
-  for (const item of items) {
-    const line = isJsonObject(item) ? render(item) : "";
-    if (line !== "") text = text === "" ? line : concatLines(text, line);
+function completionsText(out: PromptText, prompt: JsonValue | undefined): void {
+  if (typeof prompt === "string") out.line(prompt);
+  else if (Array.isArray(prompt)) {
+    out.beginLine();
+    let first = true;
+    for (const item of prompt) {
+      if (typeof item !== "string") continue;
+      if (!first) out.push("\n");
+      out.push(item);
+      first = false;
+    }
+    out.endLine();
   }
-  return text;
 }
 
-/**
- * Lines joined by concatenation, not Array.join: the runtime keeps a concatenation as a rope of
- * its parts, which costs no copy until the text is read (only text-hashing routers read it;
- * the others want its length), where join copies every message's text at once.
- */
-function concatLines(text: string, line: string): string {
-  return `${text}\n${line}`;
+function linesOf(out: PromptText, items: JsonValue | undefined, render: (out: PromptText, item: JsonObject) => void): void {
+  if (!Array.isArray(items)) return;
+  for (const item of items) {
+    if (!isJsonObject(item)) continue;
+    out.beginLine();
+    render(out, item);
+    out.endLine();
+  }
 }
 
-function messageText(message: JsonObject): string {
-  const role = typeof message["role"] === "string" ? message["role"] : "";
-  const calls = Array.isArray(message["tool_calls"]) ? message["tool_calls"] : [];
-  const callText = calls.map((call) => (isJsonObject(call) ? toolCallText(call["function"]) : "")).join("");
-  return `${role}:${contentText(message["content"])}${callText}`;
+function messageText(out: PromptText, message: JsonObject): void {
+  const role = message["role"];
+  if (typeof role === "string") out.push(role);
+  out.push(":");
+  contentText(out, message["content"]);
+  const calls = message["tool_calls"];
+  if (Array.isArray(calls)) for (const call of calls) if (isJsonObject(call)) out.push(toolCallText(call["function"]));
 }
 
-function inputItemText(item: JsonObject): string {
+function inputItemText(out: PromptText, item: JsonObject): void {
   const type = item["type"];
-  if (type === "function_call") return `assistant:${toolCallText(item)}`;
-  if (type === "function_call_output") return `tool:${typeof item["output"] === "string" ? item["output"] : contentText(item["output"])}`;
-  if (type === undefined || type === "message") return messageText(item);
-  return "";
+  if (type === "function_call") {
+    out.push("assistant:");
+    out.push(toolCallText(item));
+  } else if (type === "function_call_output") {
+    const output = item["output"];
+    out.push("tool:");
+    if (typeof output === "string") out.push(output);
+    else contentText(out, output);
+  } else if (type === undefined || type === "message") messageText(out, item);
 }
 
 function toolCallText(call: JsonValue | undefined): string {
@@ -89,15 +157,15 @@ function toolCallText(call: JsonValue | undefined): string {
   return `[tool_call ${name}(${args})]`;
 }
 
-function contentText(content: JsonValue | undefined): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((part) => {
-      if (typeof part === "string") return part;
-      if (!isJsonObject(part)) return "";
-      if (typeof part["text"] === "string") return part["text"];
-      return typeof part["type"] === "string" ? `[${part["type"]}]` : "";
-    })
-    .join("\n");
+/** A message's content: a string as it is, a list's parts one per line. */
+function contentText(out: PromptText, content: JsonValue | undefined): void {
+  if (typeof content === "string") out.push(content);
+  else if (Array.isArray(content)) {
+    content.forEach((part, i) => {
+      if (i > 0) out.push("\n");
+      if (typeof part === "string") out.push(part);
+      else if (isJsonObject(part) && typeof part["text"] === "string") out.push(part["text"]);
+      else if (isJsonObject(part) && typeof part["type"] === "string") out.push(`[${part["type"]}]`);
+    });
+  }
 }

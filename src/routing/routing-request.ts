@@ -7,20 +7,54 @@
 
 import type { JsonObject } from "../json.ts";
 import { blockHashes } from "./block-hash.ts";
-import { promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
+import { promptLengthOf as lengthOfPrompt, promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
 
 export interface RoutingRequest {
   /** conversation_params.conversation_id or a session header (the pipeline extracts it). */
   readonly conversationId: string | undefined;
   /** The prompt as text the router can hash without a tokenizer (see promptTextOf). */
   readonly promptText: string;
+  /** promptText's length, when known without building it (routingRequestOf builds the text only when it is read). */
+  readonly promptLength?: number;
   /** Token ids when known (completions prompt given as ids, or from an earlier context answer). */
   readonly promptTokenIds: readonly number[] | undefined;
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
 export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined): RoutingRequest {
-  return { conversationId, promptText: promptTextOf(api, body), promptTokenIds: promptTokenIdsOf(api, body) };
+  return withTokenIds(
+    { conversationId, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
+    promptTokenIdsOf(api, body),
+  );
+}
+
+/**
+ * The same request with token ids known (an earlier context answer's): its prompt text is
+ * still built only if a router reads it, once. Most routers never do (they weigh the prompt
+ * by its length), and the text copies every message of the request.
+ */
+export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[]): RoutingRequest {
+  return withTokenIds({ conversationId: request.conversationId, promptText: () => request.promptText, promptLength: promptLengthOf(request) }, promptTokenIds);
+}
+
+function withTokenIds(
+  lazy: { conversationId: string | undefined; promptText: () => string; promptLength: number },
+  promptTokenIds: readonly number[] | undefined,
+): RoutingRequest {
+  let text: string | undefined;
+  return {
+    conversationId: lazy.conversationId,
+    get promptText(): string {
+      text ??= lazy.promptText();
+      return text;
+    },
+    promptLength: lazy.promptLength,
+    promptTokenIds,
+  };
+}
+
+function promptLengthOf(request: RoutingRequest): number {
+  return request.promptLength ?? request.promptText.length;
 }
 
 export const NO_ROUTING: RoutingRequest = Object.freeze({ conversationId: undefined, promptText: "", promptTokenIds: undefined });
@@ -32,13 +66,13 @@ const WEIGHT_CHARS_PER_TOKEN = 5;
 /** Prompt tokens: the ids when known, else the text's length at CHARS_PER_TOKEN a token. */
 export function estimatedPromptTokens(request: RoutingRequest | undefined): number {
   if (request === undefined) return 0;
-  return request.promptTokenIds?.length ?? Math.ceil(request.promptText.length / CHARS_PER_TOKEN);
+  return request.promptTokenIds?.length ?? Math.ceil(promptLengthOf(request) / CHARS_PER_TOKEN);
 }
 
 /** The load a request adds to its worker until it ends: tokens when known, else chars/5; at least 1. */
 export function contentWeight(request: RoutingRequest | undefined): number {
   if (request === undefined) return 1;
-  const tokens = request.promptTokenIds?.length ?? Math.floor(request.promptText.length / WEIGHT_CHARS_PER_TOKEN);
+  const tokens = request.promptTokenIds?.length ?? Math.floor(promptLengthOf(request) / WEIGHT_CHARS_PER_TOKEN);
   return Math.max(tokens, 1);
 }
 
