@@ -21,6 +21,16 @@ describe("worker bodies", () => {
     expect(contextBody({ ...chat, api: "responses" }, 1n, "context_first")["stream_options"]).toBeUndefined();
   });
 
+  test("a completions prompt of ids the context answer echoes stays the client's own list (sent as its bytes); other ids replace it", () => {
+    const prompt = [1, 2, 3];
+    const completions: PipelineInput = { api: "completions", body: { model: "m", prompt }, stream: false, routing: NO_ROUTING };
+    const answer = contextAnswer("length", { ctx_request_id: 9 });
+    expect(generationBody(completions, answer, 43n, "context_first")["prompt"]).toBe(prompt);
+    const other = { ...answer, prompt_token_ids: [1, 2, 4] };
+    expect(generationBody(completions, other, 43n, "context_first")["prompt"]).toEqual([1, 2, 4]);
+    expect(generationBody({ ...completions, body: { model: "m", prompt: "text" } }, answer, 43n, "context_first")["prompt"]).toEqual([1, 2, 3]);
+  });
+
   test("the generation body carries the hand-off verbatim, the prompt as token ids, optionally only the last message", () => {
     const answer = contextAnswer("length", { ctx_request_id: 9, opaque_state: "o" });
     const body = generationBody(chat, answer, 43n, "context_first", { tokenIdsAsBytes: false, stripMessageHistory: true });

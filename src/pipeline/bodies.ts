@@ -95,10 +95,24 @@ export function generationBody(input: PipelineInput, answer: JsonObject, id: big
   }
   const tokens = answer["prompt_token_ids"];
   if (tokens !== undefined && tokens !== null) {
-    if (input.api === "completions") body["prompt"] = tokens;
-    else body["prompt_token_ids"] = tokens;
+    const field = input.api === "completions" ? "prompt" : "prompt_token_ids";
+    body[field] = sameList(tokens, body[field]) ? body[field] : tokens;
   }
   return body;
+}
+
+/**
+ * The client's own list when the context answer's ids are the same values (a prompt given as
+ * ids comes back unchanged): the client's value is then sent as the client's bytes
+ * (workers/body-codec.ts spliceBody) instead of being serialised again.
+ */
+function sameList(answer: JsonValue, client: JsonValue | undefined): client is JsonValue[] {
+  if (!Array.isArray(answer) || !Array.isArray(client) || answer.length !== client.length) return false;
+  for (let i = 0; i < answer.length; i++) {
+    const item = answer[i];
+    if (typeof item !== "number" || item !== client[i]) return false;
+  }
+  return true;
 }
 
 /**

@@ -1,7 +1,23 @@
 import { describe, expect, test } from "bun:test";
 import { Unpackr } from "msgpackr/unpack";
 import { isJsonObject, jsonInteger, parseJson } from "../json.ts";
-import { JSON_CODEC, msgpackCodec, toMsgpackValue } from "./body-codec.ts";
+import { JsonShapeGuard, JSON_SHAPE_LIMITS } from "../json-shape.ts";
+import { parseJsonSource, type ParsedBody } from "../json-source.ts";
+import { JSON_CODEC, msgpackCodec, PARTS_BODY_BYTES, toMsgpackValue, type WorkerBody } from "./body-codec.ts";
+
+function clientBody(text: string): ParsedBody {
+  const bytes = new TextEncoder().encode(text);
+  const guard = new JsonShapeGuard(JSON_SHAPE_LIMITS, bytes.length);
+  guard.feed(bytes);
+  return parseJsonSource(bytes, guard.layout());
+}
+
+function wire(body: WorkerBody): string {
+  if (typeof body === "string") return body;
+  if (body instanceof Uint8Array) return new TextDecoder().decode(body);
+  expect(body.byteLength).toBe(body.parts.reduce((sum, part) => sum + part.length, 0));
+  return body.parts.map((part) => new TextDecoder().decode(part)).join("");
+}
 
 const ID = 9_223_372_036_854_775_000n;
 
@@ -18,6 +34,24 @@ describe("worker body codecs", () => {
     expect(JSON_CODEC.encode(body)).toContain(`"ctx_request_id":${ID},"disagg_request_id":${ID}`);
     expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(JSON.stringify({ disaggregated_params: params }));
     expect(JSON_CODEC.encode({ model: "m" })).toBe(`{"model":"m"}`);
+  });
+
+  test("with the client's body, unchanged members go as its bytes; set, changed and repeated ones once, as the body's values", () => {
+    const { body, source } = clientBody(`{ "model" : "m",  "seed":${ID}, "stream":true, "n":1, "n":2, "messages":[{"role":"user","content":"x\\u00e9"}], "disaggregated_params":{"x":1}}`);
+    const worker = { ...body, stream: false, stream_options: null, extra: undefined, disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(ID) } };
+    const text = wire(JSON_CODEC.encode(worker, source));
+    expect(text).toBe(`{"model" : "m","seed":${ID},"stream":false,"n":2,"messages":[{"role":"user","content":"x\\u00e9"}],"stream_options":null,"disaggregated_params":{"request_type":"context_only","disagg_request_id":${ID}}}`);
+    expect(wire(JSON_CODEC.encode({}, source))).toBe("{}");
+    expect(wire(JSON_CODEC.encode({ disaggregated_params: { a: 1 } }, source))).toBe(`{"disaggregated_params":{"a":1}}`);
+  });
+
+  test("a large body goes as parts whose bytes are the client's own, never joined", () => {
+    const content = "é".repeat(PARTS_BODY_BYTES);
+    const { body, source } = clientBody(`{"model":"m","messages":[{"role":"user","content":"${content}"}]}`);
+    const encoded = JSON_CODEC.encode({ ...body, stream: false }, source);
+    if (typeof encoded === "string" || encoded instanceof Uint8Array) throw new TypeError("expected parts");
+    expect(encoded.parts.some((part) => part.buffer === source.bytes.buffer && part.length > PARTS_BODY_BYTES)).toBe(true);
+    expect(JSON.parse(wire(encoded))).toEqual({ ...body, stream: false });
   });
 
   test("msgpack says so in X-TRTLLM-Msgpack and writes a raw 63-bit id as a msgpack int64", () => {
