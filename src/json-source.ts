@@ -19,6 +19,8 @@ export interface SourceMember {
   readonly start: number;
   readonly end: number;
   readonly value: JsonValue;
+  /** Its place among the body's members: members n and n + 1 lie next to each other, a comma between them. */
+  readonly index: number;
 }
 
 /** The client's body bytes and its top-level members by key (the last of a repeated key, as the parse keeps it). */
@@ -59,9 +61,8 @@ function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObjec
   for (let i = 0; i + 2 < layout.length; i += 3) {
     const start = layout[i]!;
     const key = keyAt(bytes, start, layout[i + 1]!);
-    if (!Object.hasOwn(body, key)) continue;
     const value = body[key];
-    if (value !== undefined) members.set(key, { start, end: layout[i + 2]!, value });
+    if (value !== undefined && Object.hasOwn(body, key)) members.set(key, { start, end: layout[i + 2]!, value, index: i / 3 });
   }
   return members;
 }

@@ -40,7 +40,8 @@ describe("worker body codecs", () => {
     const { body, source } = clientBody(`{ "model" : "m",  "seed":${ID}, "stream":true, "n":1, "n":2, "messages":[{"role":"user","content":"x\\u00e9"}], "disaggregated_params":{"x":1}}`);
     const worker = { ...body, stream: false, stream_options: null, extra: undefined, disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(ID) } };
     const text = wire(JSON_CODEC.encode(worker, source));
-    expect(text).toBe(`{"model" : "m","seed":${ID},"stream":false,"n":2,"messages":[{"role":"user","content":"x\\u00e9"}],"stream_options":null,"disaggregated_params":{"request_type":"context_only","disagg_request_id":${ID}}}`);
+    // Members next to each other in the client's body go as one run, whitespace and all.
+    expect(text).toBe(`{"model" : "m",  "seed":${ID},"stream":false,"n":2, "messages":[{"role":"user","content":"x\\u00e9"}],"stream_options":null,"disaggregated_params":{"request_type":"context_only","disagg_request_id":${ID}}}`);
     expect(wire(JSON_CODEC.encode({}, source))).toBe("{}");
     expect(wire(JSON_CODEC.encode({ disaggregated_params: { a: 1 } }, source))).toBe(`{"disaggregated_params":{"a":1}}`);
   });

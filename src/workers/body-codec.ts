@@ -49,22 +49,37 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
   let text = "";
   let separator = "{";
   let bound = 0;
+  // Kept members next to each other in the client's body go as one run of its bytes.
+  let run: { start: number; end: number; index: number } | undefined;
+  const flushRun = (): void => {
+    if (run === undefined) return;
+    const bytes = source.bytes.subarray(run.start, run.end);
+    pieces.push(bytes);
+    bound += bytes.length;
+    run = undefined;
+  };
   for (const key in body) {
     const value = body[key];
     if (value === undefined || key === "disaggregated_params") continue;
     const member = source.members.get(key);
     if (member !== undefined && member.value === value) {
-      pieces.push(text + separator);
-      bound += (text.length + 1) * 3;
-      text = "";
-      const bytes = source.bytes.subarray(member.start, member.end);
-      pieces.push(bytes);
-      bound += bytes.length;
+      if (run !== undefined && text === "" && member.index === run.index + 1) {
+        run.end = member.end;
+        run.index = member.index;
+      } else {
+        flushRun();
+        pieces.push(text + separator);
+        bound += (text.length + 1) * 3;
+        text = "";
+        run = { start: member.start, end: member.end, index: member.index };
+      }
     } else {
+      flushRun();
       text += `${separator}${JSON.stringify(key)}:${JSON.stringify(value)}`;
     }
     separator = ",";
   }
+  flushRun();
   const params = body["disaggregated_params"];
   if (params !== undefined) text += `${separator}"disaggregated_params":${JSON.stringify(params)}`;
   else if (separator === "{") text += "{";
