@@ -58,9 +58,20 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
 
 function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObject): Map<string, SourceMember> {
   const members = new Map<string, SourceMember>();
+  // The parse's own key strings, in the order it met them (the body's order but for repeats
+  // and integer-like keys): reused when the bytes spell them, as a key decoded afresh costs
+  // a lookup in the runtime's table of names wherever it is used.
+  const keys = Object.keys(body);
+  let next = 0;
   for (let i = 0; i + 2 < layout.length; i += 3) {
     const start = layout[i]!;
-    const key = keyAt(bytes, start, layout[i + 1]!);
+    const keyEnd = layout[i + 1]!;
+    const known = keys[next];
+    let key: string;
+    if (known !== undefined && spells(bytes, start + 1, keyEnd - 1, known)) {
+      key = known;
+      next++;
+    } else key = keyAt(bytes, start, keyEnd);
     const value = body[key];
     if (value !== undefined && Object.hasOwn(body, key)) members.set(key, { start, end: layout[i + 2]!, value, index: i / 3 });
   }
@@ -76,6 +87,16 @@ function keyAt(bytes: Uint8Array, start: number, end: number): string {
     key += String.fromCharCode(c);
   }
   return key;
+}
+
+/** True when bytes[from, to) are `key`'s characters, all of them plain ASCII. */
+function spells(bytes: Uint8Array, from: number, to: number, key: string): boolean {
+  if (to - from !== key.length) return false;
+  for (let i = 0; i < key.length; i++) {
+    const c = bytes[from + i]!;
+    if (c !== key.charCodeAt(i) || c === BACKSLASH) return false;
+  }
+  return true;
 }
 
 /**

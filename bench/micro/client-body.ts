@@ -56,10 +56,11 @@ function request(bytes: Uint8Array): number {
   const parsed = source === undefined ? { body: json.parseJson(decoder.decode(bytes)), source: undefined } : source.parseJsonSource(bytes, guard.layout());
   schemas.check(schemas.chatRequest, parsed.body);
   const input = { api: "chat", body: parsed.body, source: parsed.source, stream: true, routing: routing.routingRequestOf("chat", parsed.body, undefined) };
-  input.routing.promptLength ?? input.routing.promptText.length;
+  const promptLength: number = input.routing.promptLength ?? input.routing.promptText.length;
   const context = codec.JSON_CODEC.encode(bodies.contextBody(input, 7_350_918_722_218_165_249n, "context_first"), parsed.source);
   const generation = codec.JSON_CODEC.encode(bodies.generationBody(input, ANSWER, 7_350_918_722_218_165_249n, "context_first"), parsed.source);
-  return wireBytes(context) + wireBytes(generation);
+  // The prompt's length is what the default routers read; the sum keeps every piece live.
+  return wireBytes(context) + wireBytes(generation) + promptLength;
 }
 
 const bytes = encoder.encode(CHAT);

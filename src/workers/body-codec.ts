@@ -46,45 +46,39 @@ const encoder = new TextEncoder();
  */
 export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
   const pieces: (string | Uint8Array)[] = [];
-  let text = "";
-  let separator = "{";
-  let bound = 0;
-  // Kept members next to each other in the client's body go as one run of its bytes.
-  let run: { start: number; end: number; index: number } | undefined;
-  const flushRun = (): void => {
-    if (run === undefined) return;
-    const bytes = source.bytes.subarray(run.start, run.end);
-    pieces.push(bytes);
-    bound += bytes.length;
-    run = undefined;
-  };
+  let text = "{";
+  let first = true;
+  // The run of the client's bytes being extended: members next to each other in its body go as one.
+  let runStart = -1;
+  let runEnd = 0;
+  let runIndex = 0;
   for (const key in body) {
     const value = body[key];
     if (value === undefined || key === "disaggregated_params") continue;
     const member = source.members.get(key);
     if (member !== undefined && member.value === value) {
-      if (run !== undefined && text === "" && member.index === run.index + 1) {
-        run.end = member.end;
-        run.index = member.index;
-      } else {
-        flushRun();
-        pieces.push(text + separator);
-        bound += (text.length + 1) * 3;
-        text = "";
-        run = { start: member.start, end: member.end, index: member.index };
+      if (runStart >= 0 && text === "" && member.index === runIndex + 1) {
+        runEnd = member.end;
+        runIndex = member.index;
+        continue;
       }
+      if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
+      pieces.push(first ? text : `${text},`);
+      text = "";
+      runStart = member.start;
+      runEnd = member.end;
+      runIndex = member.index;
     } else {
-      flushRun();
-      text += `${separator}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+      text += `${first ? "" : ","}${JSON.stringify(key)}:${JSON.stringify(value)}`;
     }
-    separator = ",";
+    first = false;
   }
-  flushRun();
+  if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
   const params = body["disaggregated_params"];
-  if (params !== undefined) text += `${separator}"disaggregated_params":${JSON.stringify(params)}`;
-  else if (separator === "{") text += "{";
+  if (params !== undefined) text += `${first ? "" : ","}"disaggregated_params":${JSON.stringify(params)}`;
   pieces.push(`${text}}`);
-  bound += (text.length + 1) * 3;
+  let bound = 0;
+  for (const piece of pieces) bound += typeof piece === "string" ? piece.length * 3 : piece.length;
   return bound >= PARTS_BODY_BYTES ? asParts(pieces) : joined(pieces, bound);
 }
 
@@ -98,13 +92,22 @@ function joined(pieces: readonly (string | Uint8Array)[], bound: number): Uint8A
   const out = new Uint8Array(bound);
   let at = 0;
   for (const piece of pieces) {
-    if (typeof piece === "string") at += encoder.encodeInto(piece, out.subarray(at)).written;
-    else {
+    if (typeof piece !== "string") {
       out.set(piece, at);
       at += piece.length;
-    }
+    } else at = writeText(out, at, piece);
   }
   return out.subarray(0, at);
+}
+
+/** The proxy's own text is short and ASCII: written directly, which costs less than an encoder call. */
+function writeText(out: Uint8Array, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return at - i + encoder.encodeInto(text, out.subarray(at - i)).written;
+    out[at + i] = c;
+  }
+  return at + text.length;
 }
 
 /**
