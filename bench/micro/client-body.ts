@@ -28,16 +28,17 @@ const source = await load("src/json-source.ts").catch(() => undefined);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-const CHAT = JSON.stringify({
-  model: "emulated-model",
-  max_tokens: 64,
-  temperature: 0.7,
-  stream: true,
-  messages: [
-    { role: "system", content: "You are a helpful assistant. Answer briefly and cite sources when you can." },
-    { role: "user", content: "Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(18) },
-  ],
-});
+const chat = (repeat: number): string =>
+  JSON.stringify({
+    model: "emulated-model",
+    max_tokens: 64,
+    temperature: 0.7,
+    stream: true,
+    messages: [
+      { role: "system", content: "You are a helpful assistant. Answer briefly and cite sources when you can." },
+      { role: "user", content: "Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(repeat) },
+    ],
+  });
 const ANSWER = json.parseJson(
   '{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":" tok1"},"finish_reason":"length","disaggregated_params":{"request_type":"context_only","first_gen_tokens":[24892],"ctx_request_id":7350918722218165249,"encoded_opaque_state":"eyJraW5kIjoiZW11bGF0ZWQta3Ytc3RhdGUifQ==","draft_tokens":null,"disagg_request_id":7350918722218165249,"ctx_dp_rank":0,"ctx_info_endpoint":"http://127.0.0.1:18101","schedule_style":0}}],"usage":{"prompt_tokens":15,"total_tokens":16,"completion_tokens":1},"prompt_token_ids":[10327,12980,12925,12016,10302,5411,26046,29287,11080,25388,3523,26722,6463,30752,12055]}',
 );
@@ -63,12 +64,20 @@ function request(bytes: Uint8Array): number {
   return wireBytes(context) + wireBytes(generation) + promptLength;
 }
 
-const bytes = encoder.encode(CHAT);
-let best = Number.POSITIVE_INFINITY;
+const results: Record<string, number> = {};
 let sink = 0;
-for (let round = 0; round < ROUNDS; round++) {
-  const started = performance.now();
-  for (let i = 0; i < CALLS; i++) sink += request(bytes);
-  best = Math.min(best, ((performance.now() - started) * 1000) / CALLS);
+for (const [name, text, calls] of [
+  ["typical chat", chat(18), CALLS],
+  ["chat with 64 KB of content", chat(700), Math.ceil(CALLS / 20)],
+  ["chat with 1 MB of content", chat(11_000), Math.ceil(CALLS / 400)],
+] as const) {
+  const bytes = encoder.encode(text);
+  let best = Number.POSITIVE_INFINITY;
+  for (let round = 0; round < ROUNDS; round++) {
+    const started = performance.now();
+    for (let i = 0; i < calls; i++) sink += request(bytes);
+    best = Math.min(best, ((performance.now() - started) * 1000) / calls);
+  }
+  results[`${name} (${bytes.length} B), µs`] = Math.round(best * 100) / 100;
 }
-process.stdout.write(`${JSON.stringify({ root: ROOT, splicing: source !== undefined, bodyBytes: bytes.length, usPerRequest: Math.round(best * 100) / 100, sink })}\n`);
+process.stdout.write(`${JSON.stringify({ root: ROOT, splicing: source !== undefined, ...results, sink })}\n`);
