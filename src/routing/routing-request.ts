@@ -42,10 +42,15 @@ function withTokenIds(
   promptTokenIds: readonly number[] | undefined,
 ): RoutingRequest {
   let text: string | undefined;
+  // Released once the text is built: until then it holds the request's body.
+  let build: (() => string) | undefined = lazy.promptText;
   return {
     conversationId: lazy.conversationId,
     get promptText(): string {
-      text ??= lazy.promptText();
+      if (text === undefined) {
+        text = build?.() ?? "";
+        build = undefined;
+      }
       return text;
     },
     promptLength: lazy.promptLength,
