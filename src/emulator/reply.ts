@@ -57,7 +57,9 @@ export async function collectOutput(prepared: PreparedJob, run: EngineRun): Prom
 export function jsonReply(prepared: PreparedJob, answer: JsonObject, cut: ConnectionCut | undefined): Response {
   const { perf, request } = prepared.job;
   perf.markServerFirstToken();
-  const response = reply(prepared, wholeBody(encoder.encode(JSON.stringify(answer)), cut), JSON_TYPE);
+  const bytes = encoder.encode(JSON.stringify(answer));
+  const whole = cut === undefined && prepared.settings.chunkBytes === undefined;
+  const response = whole ? declaredReply(prepared, bytes) : reply(prepared, wholeBody(bytes, cut), JSON_TYPE);
   if (cut !== undefined) return response;
   keepRecord(prepared);
   if (perf.requested) for (const [name, value] of Object.entries(perf.responseHeaders(request.phase))) response.headers.set(name, value);
@@ -110,6 +112,19 @@ function reply(prepared: PreparedJob, source: AsyncIterator<Uint8Array, void>, c
     onPiece: job.worker.options.recordReplies === true ? (piece) => job.record.sent.push(piece) : undefined,
   });
   return new Response(body, { status: 200, headers: replyHeaders(prepared, contentType) });
+}
+
+/**
+ * An answer sent whole, its length declared: trtllm-serve answers with FastAPI's JSONResponse,
+ * which sets Content-Length (tensorrt_llm/serve/openai_server.py,
+ * `return JSONResponse(content=response.model_dump())`). Bun sends a stream body chunked
+ * whatever its headers say, so this one is handed over as bytes, and the request is finished.
+ */
+function declaredReply(prepared: PreparedJob, bytes: Uint8Array): Response {
+  const { job } = prepared;
+  if (job.worker.options.recordReplies === true) job.record.sent.push(bytes);
+  job.finish();
+  return new Response(bytes, { status: 200, headers: replyHeaders(prepared, JSON_TYPE) });
 }
 
 function replyHeaders(prepared: PreparedJob, contentType: string): Record<string, string> {
