@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { legTraceHeaders, randomHexBytes, sampled, traceFrom } from "./trace-context.ts";
+import { legTraceHeaders, RandomIds, randomHexBytes, sampled, traceFrom } from "./trace-context.ts";
 
 const CLIENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
@@ -34,5 +34,24 @@ describe("trace context", () => {
 
   test("a client's unsampled trace stays unsampled", () => {
     expect(sampled(traceFrom(new Headers({ traceparent: CLIENT.replace(/-01$/, "-00") })))).toBe(false);
+  });
+});
+
+describe("RandomIds", () => {
+  test("ids are lowercase hex of twice the bytes asked for, and differ across pool refills", () => {
+    const ids = new RandomIds();
+    const seen = new Set<string>();
+    // 2,000 span ids of 8 bytes span four refills of the 4 KiB pool; a 16-byte trace id between them.
+    for (let i = 0; i < 2000; i++) {
+      const span = ids.hex(8);
+      expect(span).toMatch(/^[0-9a-f]{16}$/);
+      seen.add(span);
+      if (i % 100 === 0) expect(ids.hex(16)).toMatch(/^[0-9a-f]{32}$/);
+    }
+    expect(seen.size).toBe(2000);
+  });
+
+  test("an id larger than the pool is still whole", () => {
+    expect(new RandomIds().hex(5000)).toMatch(/^[0-9a-f]{10000}$/);
   });
 });

@@ -46,20 +46,22 @@ export function randomHexBytes(bytes: number): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
 }
 
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+/** Random bytes drawn per refill: one system call and one hex conversion per ~256 span ids. */
+const POOL_BYTES = 4096;
 
-/** Random ids drawn from a pool refilled 4 KiB at a time: one system call per ~256 span ids. */
+/** Random ids cut from a pool of random hex text, refilled 4 KiB of random bytes at a time. */
 export class RandomIds {
-  readonly #pool = new Uint8Array(4096);
-  #next = this.#pool.length;
+  #pool = "";
+  #next = 0;
 
   readonly hex: RandomHex = (bytes) => {
-    if (this.#next + bytes > this.#pool.length) {
-      crypto.getRandomValues(this.#pool);
+    const chars = bytes * 2;
+    if (this.#next + chars > this.#pool.length) {
+      this.#pool = Buffer.from(crypto.getRandomValues(new Uint8Array(Math.max(POOL_BYTES, bytes)))).toString("hex");
       this.#next = 0;
     }
-    let out = "";
-    for (let i = 0; i < bytes; i++) out += HEX[this.#pool[this.#next++] ?? 0];
-    return out;
+    const id = this.#pool.slice(this.#next, this.#next + chars);
+    this.#next += chars;
+    return id;
   };
 }
