@@ -61,10 +61,25 @@ export function batchedStdout(): Sink {
 
 export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Logger {
   const threshold = RANK[level];
+  // Lines written within one millisecond share its timestamp text (many requests end together).
+  let stampedMs = Number.NaN;
+  let stamp = "";
+  const now = (): string => {
+    const ms = Date.now();
+    if (ms !== stampedMs) {
+      stampedMs = ms;
+      stamp = new Date(ms).toISOString();
+    }
+    return stamp;
+  };
   const write = (lvl: LogLevel, msg: string, fields?: LogFields): void => {
     if (RANK[lvl] < threshold) return;
-    const record: Record<string, unknown> = { ts: new Date().toISOString(), level: lvl, msg };
-    if (fields) for (const [key, value] of Object.entries(fields)) record[key] = describe(value);
+    const record: Record<string, unknown> = { ts: now(), level: lvl, msg };
+    // Only ids and errors need describing; a request line's other fields go as they are.
+    if (fields) for (const key of Object.keys(fields)) {
+      const value = fields[key];
+      record[key] = typeof value === "bigint" || (typeof value === "object" && value !== null) ? describe(value) : value;
+    }
     sink(`${JSON.stringify(record)}\n`);
   };
   return {
