@@ -61,7 +61,7 @@ export async function runGenerationLeg(
     /** The routing request with the context answer's token ids, when known. */
     routing?: RoutingRequest;
   },
-): Promise<{ kind: "json"; body: JsonObject; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
+): Promise<{ kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   const plan: LegPlan = {
     role: "generation",
@@ -91,7 +91,7 @@ export async function runGenerationLeg(
   const { origin, result } = await runJsonLeg(deps, ctx, plan);
   ctx.legServed("generation", origin);
   ctx.perf?.workerAnswered("gen", origin, result.headers);
-  return { kind: "json", body: result.body, headers: result.headers };
+  return { kind: "json", body: result.body, bytes: result.bytes, headers: result.headers };
 }
 
 /** x-trtllm-disagg-auth for a generation request carrying protected hand-off fields, when a key is set. */

@@ -11,6 +11,6 @@ import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 export function outcomeOf(result: Awaited<ReturnType<typeof runGenerationLeg>>, alone?: RequestContext): PipelineOutcome {
   const named = alone === undefined ? undefined : result.headers.get(ENGINE_REQUEST_ID_HEADER);
   if (alone !== undefined && named) alone.namedByWorker(named);
-  if (result.kind === "json") return { kind: "json", body: result.body };
+  if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };
   return { kind: "stream", body: result.response.body ?? streamOf([]) };
 }

@@ -41,7 +41,12 @@ export interface PipelineInput {
  * replays as the stream a worker would have sent.
  */
 export type PipelineOutcome =
-  | { readonly kind: "json"; readonly body: JsonObject }
+  | {
+      readonly kind: "json";
+      readonly body: JsonObject;
+      /** The generation worker's answer as it came, when it is the client's answer unchanged (not one the context phase finished). */
+      readonly bytes?: Uint8Array;
+    }
   | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> }
   | { readonly kind: "finished"; readonly body: JsonObject };
 

@@ -28,6 +28,8 @@ export interface WorkerPost {
 export interface JsonAnswer {
   readonly body: JsonObject;
   readonly headers: Headers;
+  /** The answer's bytes as the worker sent them (valid UTF-8 and a JSON object: checked). */
+  readonly bytes: Uint8Array;
 }
 
 /** Fatal: a worker answer that is not UTF-8 is a broken answer, not text to repair. */
@@ -50,9 +52,9 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
-    const text = decodeAnswer(await readBounded(response, post.maxAnswerBytes));
-    const body = parseAnswer(text);
-    return { body, headers: response.headers };
+    const bytes = await readBounded(response, post.maxAnswerBytes);
+    const body = parseAnswer(decodeAnswer(bytes));
+    return { body, headers: response.headers, bytes };
   } catch (error) {
     throw translateFailure(error, post);
   } finally {
