@@ -2,26 +2,40 @@
  * What one idle open stream holds in the JavaScript heap: the proxy against the floor relay
  * reading its stream in JS (bench/cluster/floor-relay.ts js), each holding STREAMS (default
  * 1,000) chat streams that the generation worker keeps silent after the first token.
- * Run: `npx bun bench/micro/stream-objects.ts` (builds nothing: the proxy runs from source).
- * Prints, per relay, the heap objects per stream by type (census after − census before,
- * garbage collected both times, ÷ streams) for the types that hold at least 0.5 per stream.
+ * Run: `npx bun bench/micro/stream-objects.ts` (builds nothing: the proxy runs from source;
+ * `PROMPT_KB=16` pads each stream's prompt to about that many KB, to see whether an open stream
+ * keeps its prompt). Prints, per relay, the heap bytes per stream and the heap objects per
+ * stream by type (census after − census before, garbage collected both times, ÷ streams) for
+ * the types that hold at least 0.5 per stream.
  */
 
 import { join } from "node:path";
+import { isJsonObject } from "../../src/json.ts";
 import { waitReady } from "../cluster/cluster.ts";
 import { spawnService, type Service } from "../cluster/service.ts";
 import { OpenStreams } from "../load/open-streams.ts";
-import { endpointOf } from "../load/paths.ts";
+import { endpointOf, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
 
 const STREAMS = Number(process.env["STREAMS"] ?? 1000);
 const ROOT = join(import.meta.dir, "..", "..");
 const LOG_DIR = join(ROOT, "bench", "out", "logs");
 const HOOK = join(import.meta.dir, "heap-census.ts");
-const SILENT = chatStream(8, "gen.silence_ms=300000 gen.silence_after=1");
+const PROMPT_KB = Number(process.env["PROMPT_KB"] ?? 0);
+const SILENT = padded(chatStream(8, "gen.silence_ms=300000 gen.silence_after=1"), PROMPT_KB);
 
 interface Census {
+  readonly heapSize: number;
   readonly counts: Readonly<Record<string, number>>;
+}
+
+/** The workload with its prompt padded by about `kb` KB of text before the emulator's directives. */
+function padded(workload: Workload, kb: number): Workload {
+  if (kb <= 0) return workload;
+  const messages = workload.body["messages"];
+  const first = Array.isArray(messages) ? messages[0] : undefined;
+  const content = isJsonObject(first) && typeof first["content"] === "string" ? first["content"] : "";
+  return { ...workload, body: { ...workload.body, messages: [{ role: "user", content: `${"lorem ipsum ".repeat(Math.round((kb * 1024) / 12))}${content}` }] } };
 }
 
 async function census(service: Service, seen: number): Promise<Census> {
@@ -48,7 +62,7 @@ async function perStream(service: Service): Promise<Record<string, number>> {
   await Bun.sleep(500);
   const after = await census(service, 1);
   streams.closeAll();
-  const out: Record<string, number> = {};
+  const out: Record<string, number> = { "heap bytes": (after.heapSize - before.heapSize) / STREAMS };
   for (const [type, count] of Object.entries(after.counts)) {
     const per = (count - (before.counts[type] ?? 0)) / STREAMS;
     if (per >= 0.5) out[type] = per;
@@ -85,7 +99,7 @@ async function main(): Promise<void> {
     services.push(floor);
     const rows = { proxy: await perStream(proxy), "floor, JS stream": await perStream(floor) };
     const types = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))].toSorted((a, b) => (rows.proxy[b] ?? 0) - (rows.proxy[a] ?? 0));
-    process.stdout.write(`${STREAMS} idle streams; per stream:\n| type | proxy | floor, JS stream |\n| --- | --- | --- |\n`);
+    process.stdout.write(`${STREAMS} idle streams${PROMPT_KB > 0 ? `, prompts padded by ${PROMPT_KB} KB` : ""}; per stream:\n| type | proxy | floor, JS stream |\n| --- | --- | --- |\n`);
     for (const type of types) process.stdout.write(`| ${type} | ${(rows.proxy[type] ?? 0).toFixed(1)} | ${(rows["floor, JS stream"][type] ?? 0).toFixed(1)} |\n`);
   } finally {
     for (const service of services.toReversed()) await service.stop();
