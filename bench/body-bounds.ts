@@ -88,6 +88,7 @@ function acceptedShapes(size: number): Record<string, string> {
     "many messages at the value bound": messages(Math.floor(size / 340), 300),
     "token ids at the bound (completions prompt)": `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: Math.floor(JSON_SHAPE_LIMITS.minValues * 3.9) }, (_, i) => String(100_000 + (i % 99_999))).join(",")}]}`,
     "49,000 keys with numbers (the floor)": chat("x", `,"extra":{${Array.from({ length: keys }, (_, i) => `"k${i}":${i}`).join(",")}}`),
+    "Anthropic /v1/messages, one long ASCII string": chat("x".repeat(size)),
     "nesting 120 deep, repeated": chat("x", `,"x":[${Array.from({ length: Math.floor(size / 9000) }, () => `${"[".repeat(119)}"${"z".repeat(8700)}"${"]".repeat(119)}`).join(",")}]`),
   };
 }
@@ -110,6 +111,7 @@ async function warm(url: string): Promise<void> {
   for (let i = 0; i < 5; i++) {
     for (const [path, body] of [
       ["/v1/chat/completions", chat(`warm ${i} `.repeat(200))],
+      ["/v1/messages", chat(`warm ${i} `.repeat(200))],
       ["/v1/completions", `{"model":"m","max_tokens":4,"prompt":${JSON.stringify(`warm ${i} `.repeat(200))}}`],
       ["/v1/completions", `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: 2000 }, (_, t) => 1000 + t).join(",")}]}`],
     ] as const) {
@@ -128,7 +130,7 @@ async function peakGrowth(shapes: Record<string, string>, runs: number): Promise
   try {
     for (const [name, body] of Object.entries(shapes)) {
       const bytes = encoder.encode(body);
-      const path = body.includes('"prompt"') ? "/v1/completions" : "/v1/chat/completions";
+      const path = name.startsWith("Anthropic") ? "/v1/messages" : body.includes('"prompt"') ? "/v1/completions" : "/v1/chat/completions";
       const growth: Growth = { bodyMiB: round(bytes.length / MIB), status: 0, growthMiB: [], ratio: [] };
       for (let run = 0; run < runs; run++) {
         const proxy = await spawnService({

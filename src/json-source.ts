@@ -27,6 +27,14 @@ export interface SourceMember {
 export interface JsonSource {
   readonly bytes: Uint8Array;
   readonly members: ReadonlyMap<string, SourceMember>;
+  /** The long strings decoded from the bytes, with the bytes of their quoted form. */
+  readonly longStrings: readonly LongString[];
+}
+
+export interface LongString {
+  readonly value: string;
+  readonly start: number;
+  readonly end: number;
 }
 
 export interface ParsedBody {
@@ -46,14 +54,15 @@ const LETTER_U = 0x75;
 /** Parses an object body (400 when it is not JSON, not UTF-8, or not an object). */
 export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBody {
   let body: JsonValue;
+  const longStrings: LongString[] = [];
   try {
-    body = layout.longStrings.length === 0 ? parseJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings);
+    body = layout.longStrings.length === 0 ? parseJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings, longStrings);
   } catch (error) {
     if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
     throw badRequest("Request body is not valid JSON");
   }
   if (!isJsonObject(body)) throw badRequest("Request body must be a JSON object");
-  return { body, source: { bytes, members: membersOf(bytes, layout.members, body) } };
+  return { body, source: { bytes, members: membersOf(bytes, layout.members, body), longStrings } };
 }
 
 function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObject): Map<string, SourceMember> {
@@ -103,7 +112,7 @@ function spells(bytes: Uint8Array, from: number, to: number, key: string): boole
  * The body parsed with each long string replaced by a placeholder no client can write (it
  * holds a random nonce), then the placeholders swapped for the strings decoded on their own.
  */
-function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[]): JsonValue {
+function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[], decoded: LongString[]): JsonValue {
   const nonce = `\uf8ff${crypto.randomUUID()}:`;
   let text = "";
   let at = 0;
@@ -116,7 +125,11 @@ function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[
   text = "";
   const strings = (n: number): string => {
     const i = n * 3;
-    return decodeString(bytes, longStrings[i]!, longStrings[i + 1]!, longStrings[i + 2] === 1);
+    const start = longStrings[i]!;
+    const end = longStrings[i + 1]!;
+    const value = decodeString(bytes, start, end, longStrings[i + 2] === 1);
+    decoded.push({ value, start, end });
+    return value;
   };
   // Fewer may be swapped than were cut: those in a member the client repeated are dropped with it.
   replacePlaceholders(skeleton, nonce, strings);

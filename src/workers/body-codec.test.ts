@@ -55,6 +55,18 @@ describe("worker body codecs", () => {
     expect(JSON.parse(wire(encoded))).toEqual({ ...body, stream: false });
   });
 
+  test("a long string of the client's inside a member the proxy rebuilt goes as the client's bytes, escapes as the client wrote them", () => {
+    const content = `line\\n${"é".repeat(100_000)}`;
+    const { body, source } = clientBody(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"${content}"}]}],"system":"s"}`);
+    const messages = body["messages"] as { content: { text: string }[] }[];
+    const text = messages[0]!.content[0]!.text;
+    const converted = { model: "m", messages: [{ role: "system", content: "s" }, { role: "user", content: text }], max_completion_tokens: 4, also: [text, "short"] };
+    const encoded = JSON_CODEC.encode(converted, source);
+    if (typeof encoded === "string" || encoded instanceof Uint8Array) throw new TypeError("expected parts");
+    expect(encoded.parts.filter((part) => part.buffer === source.bytes.buffer && part.length > 200_000)).toHaveLength(2);
+    expect(JSON.parse(wire(encoded))).toEqual(converted);
+  });
+
   test("msgpack says so in X-TRTLLM-Msgpack and writes a raw 63-bit id as a msgpack int64", () => {
     const codec = msgpackCodec();
     expect(codec.headers).toEqual({ "x-trtllm-msgpack": "1" });

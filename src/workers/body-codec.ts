@@ -55,6 +55,27 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
   let runStart = -1;
   let runEnd = 0;
   let runIndex = 0;
+  const flushRun = (): void => {
+    if (runStart < 0) return;
+    pieces.push(source.bytes.subarray(runStart, runEnd));
+    runStart = -1;
+  };
+  const write = (key: string, value: JsonValue): void => {
+    flushRun();
+    text += `${first ? "" : ","}${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:`;
+    if (source.longStrings.length === 0) {
+      text += JSON.stringify(value);
+      return;
+    }
+    // The client's long strings inside a value the proxy built (a converted or cut member) go as their bytes too.
+    for (const part of stringifyAroundLongStrings(value, source)) {
+      if (typeof part === "string") text += part;
+      else {
+        pieces.push(text, part);
+        text = "";
+      }
+    }
+  };
   for (const key in body) {
     const value = body[key];
     if (value === undefined || key === "disaggregated_params") continue;
@@ -65,24 +86,52 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
         runIndex = member.index;
         continue;
       }
-      if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
+      flushRun();
       pieces.push(first ? text : `${text},`);
       text = "";
       runStart = member.start;
       runEnd = member.end;
       runIndex = member.index;
-    } else {
-      text += `${first ? "" : ","}${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:${JSON.stringify(value)}`;
-    }
+    } else write(key, value);
     first = false;
   }
-  if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
+  flushRun();
   const params = body["disaggregated_params"];
   if (params !== undefined) text += `${first ? "" : ","}"disaggregated_params":${JSON.stringify(params)}`;
   pieces.push(`${text}}`);
   let size = 0;
   for (const piece of pieces) size += piece.length;
   return size >= PARTS_BODY_BYTES ? asParts(pieces) : joined(pieces);
+}
+
+/**
+ * `value` as JSON text, each string that is one of the client's long strings given as the bytes
+ * of its quoted form in the client's body (the same string, escaped as the client escaped it).
+ */
+function stringifyAroundLongStrings(value: JsonValue, source: JsonSource): (string | Uint8Array)[] {
+  const nonce = `\uf8ff${crypto.randomUUID()}:`;
+  let shortest = Number.POSITIVE_INFINITY;
+  for (const long of source.longStrings) shortest = Math.min(shortest, long.value.length);
+  let found = false;
+  const text = JSON.stringify(value, (_key, item: unknown) => {
+    if (typeof item !== "string" || item.length < shortest) return item;
+    const n = source.longStrings.findIndex((long) => long.value.length === item.length && long.value === item);
+    if (n < 0) return item;
+    found = true;
+    return `${nonce}${n}`;
+  });
+  if (!found) return [text];
+  const parts: (string | Uint8Array)[] = [];
+  const marker = `"${nonce}`;
+  let at = 0;
+  for (let next = text.indexOf(marker); next >= 0; next = text.indexOf(marker, at)) {
+    const close = text.indexOf('"', next + marker.length);
+    const long = source.longStrings[Number(text.slice(next + marker.length, close))]!;
+    parts.push(text.slice(at, next), source.bytes.subarray(long.start, long.end));
+    at = close + 1;
+  }
+  parts.push(text.slice(at));
+  return parts;
 }
 
 function asParts(pieces: readonly (string | Uint8Array)[]): PartsBody {
