@@ -32,6 +32,11 @@ const SCALAR_WEIGHT = 1 / 4;
 /** Bytes read one by one after a backslash before native searching resumes. */
 const ESCAPE_WINDOW = 64;
 
+/** What the string being scanned is, for the layout. */
+const VALUE = 0;
+const MEMBER_KEY = 1;
+const OTHER_KEY = 2;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
@@ -68,16 +73,15 @@ export class JsonShapeGuard {
   readonly #limits: JsonShapeLimits;
   readonly #ceiling: number;
   readonly #longStringBytes: number;
-  /** Per depth: 1 inside an object, 0 inside an array. */
-  readonly #inObject: Uint8Array;
+  /** Per depth: 1 inside an object, 0 inside an array (a plain array: a typed one costs a request more to make than to fill). */
+  readonly #inObject: number[] = [0];
   readonly #members: number[] = [];
   readonly #longStrings: number[] = [];
   /** Offset of the piece being scanned within the whole body. */
   #offset = 0;
   #afterColon = false;
   #stringStart = 0;
-  #stringIsValue = false;
-  #stringIsMemberKey = false;
+  #stringKind = OTHER_KEY;
   #stringEscaped = false;
   #memberStart = -1;
   #keyEnd = 0;
@@ -93,7 +97,6 @@ export class JsonShapeGuard {
     this.#limits = limits;
     this.#ceiling = allowedValues(limits, maxBytes);
     this.#longStringBytes = longStringBytes;
-    this.#inObject = new Uint8Array(limits.maxDepth + 2);
   }
 
   /** The layout recorded so far (whole once the body has been fed and `finish` passed). */
@@ -106,11 +109,19 @@ export class JsonShapeGuard {
     if (this.#problem) return this.#problem;
     const length = bytes.length;
     const maxDepth = this.#limits.maxDepth;
+    const inObject = this.#inObject;
+    const base = this.#offset;
+    const longStringBytes = this.#longStringBytes;
     let depth = this.#depth;
     let weight = this.#weight;
     let inString = this.#inString;
     let escaped = this.#escaped;
     let expectValue = this.#expectValue;
+    // The layout's state, in locals while the piece is scanned (fields cost a scan of a typical body twice as much).
+    let afterColon = this.#afterColon;
+    let stringStart = this.#stringStart;
+    let stringKind = this.#stringKind;
+    let stringEscaped = this.#stringEscaped;
     /** The next quote and backslash at or after where they were last searched from. */
     let quote = -1;
     let backslash = -1;
@@ -127,12 +138,14 @@ export class JsonShapeGuard {
           if (backslash >= quote) {
             i = quote + 1;
             inString = quote >= length;
-            if (!inString) this.#stringEnded(i);
+            if (!inString && (stringKind === MEMBER_KEY || (stringKind === VALUE && base + i - stringStart >= longStringBytes))) {
+              this.#stringEnded(stringKind, stringStart, base + i, stringEscaped);
+            }
             continue;
           }
           i = backslash;
         }
-        this.#stringEscaped = true;
+        stringEscaped = true;
         const windowEnd = Math.min(length, i + ESCAPE_WINDOW);
         for (; i < windowEnd; i++) {
           const c = bytes[i]!;
@@ -141,7 +154,9 @@ export class JsonShapeGuard {
           else if (c === QUOTE) {
             inString = false;
             i++;
-            this.#stringEnded(i);
+            if (stringKind === MEMBER_KEY || (stringKind === VALUE && base + i - stringStart >= longStringBytes)) {
+              this.#stringEnded(stringKind, stringStart, base + i, stringEscaped);
+            }
             break;
           }
         }
@@ -153,7 +168,13 @@ export class JsonShapeGuard {
         inString = true;
         weight += 1;
         expectValue = false;
-        this.#stringStarted(i - 1, depth);
+        // A value (in an array, or after a colon), a top-level member's key, or another key.
+        const keyed = depth > 0 && inObject[depth] === 1 && !afterColon;
+        stringKind = !keyed ? VALUE : depth === 1 ? MEMBER_KEY : OTHER_KEY;
+        stringStart = base + i - 1;
+        stringEscaped = false;
+        afterColon = false;
+        if (stringKind === MEMBER_KEY) this.#memberStart = stringStart;
       } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         weight += 1;
         expectValue = c === OPEN_BRACKET;
@@ -161,20 +182,20 @@ export class JsonShapeGuard {
           this.#problem = { bound: "depth", limit: maxDepth };
           return this.#problem;
         }
-        this.#inObject[depth] = c === OPEN_BRACE ? 1 : 0;
-        this.#afterColon = false;
+        inObject[depth] = c === OPEN_BRACE ? 1 : 0;
+        afterColon = false;
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-        if (depth === 1) this.#memberEnded(i - 1);
+        if (depth === 1) this.#memberEnded(base + i - 1);
         depth--;
         expectValue = false;
-        this.#afterColon = false;
+        afterColon = false;
       } else if (c === COMMA) {
-        if (depth === 1) this.#memberEnded(i - 1);
+        if (depth === 1) this.#memberEnded(base + i - 1);
         expectValue = true;
-        this.#afterColon = false;
+        afterColon = false;
       } else if (c === COLON) {
         expectValue = true;
-        this.#afterColon = true;
+        afterColon = true;
       } else if (expectValue) {
         // The first byte of a number or literal; the rest of it is skipped as not notable or as digits.
         weight += SCALAR_WEIGHT;
@@ -190,34 +211,24 @@ export class JsonShapeGuard {
     this.#inString = inString;
     this.#escaped = escaped;
     this.#expectValue = expectValue;
+    this.#afterColon = afterColon;
+    this.#stringStart = stringStart;
+    this.#stringKind = stringKind;
+    this.#stringEscaped = stringEscaped;
     this.#offset += length;
     return undefined;
   }
 
-  /** A string opened at `at` (in this piece): a value, a top-level member's key, or another key. */
-  #stringStarted(at: number, depth: number): void {
-    const inObject = depth > 0 && this.#inObject[depth] === 1;
-    this.#stringStart = this.#offset + at;
-    this.#stringIsValue = !inObject || this.#afterColon;
-    this.#stringIsMemberKey = depth === 1 && inObject && !this.#afterColon;
-    this.#stringEscaped = false;
-    this.#afterColon = false;
-    if (this.#stringIsMemberKey) this.#memberStart = this.#stringStart;
+  /** A top-level member's key, or a long string value, closed at `end`. */
+  #stringEnded(kind: number, start: number, end: number, escaped: boolean): void {
+    if (kind === MEMBER_KEY) this.#keyEnd = end;
+    else this.#longStrings.push(start, end, escaped ? 1 : 0);
   }
 
-  /** The string closed just before `at` (in this piece). */
-  #stringEnded(at: number): void {
-    const end = this.#offset + at;
-    if (this.#stringIsMemberKey) this.#keyEnd = end;
-    else if (this.#stringIsValue && end - this.#stringStart >= this.#longStringBytes) {
-      this.#longStrings.push(this.#stringStart, end, this.#stringEscaped ? 1 : 0);
-    }
-  }
-
-  /** A top-level member ends at `at` (its comma or the closing brace, in this piece). */
+  /** A top-level member ends at `at` (its comma or the closing brace). */
   #memberEnded(at: number): void {
     if (this.#memberStart < 0 || this.#inObject[1] !== 1) return;
-    this.#members.push(this.#memberStart, this.#keyEnd, this.#offset + at);
+    this.#members.push(this.#memberStart, this.#keyEnd, at);
     this.#memberStart = -1;
   }
 

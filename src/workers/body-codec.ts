@@ -55,27 +55,6 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
   let runStart = -1;
   let runEnd = 0;
   let runIndex = 0;
-  const flushRun = (): void => {
-    if (runStart < 0) return;
-    pieces.push(source.bytes.subarray(runStart, runEnd));
-    runStart = -1;
-  };
-  const write = (key: string, value: JsonValue): void => {
-    flushRun();
-    text += `${first ? "" : ","}${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:`;
-    if (source.longStrings.length === 0) {
-      text += JSON.stringify(value);
-      return;
-    }
-    // The client's long strings inside a value the proxy built (a converted or cut member) go as their bytes too.
-    for (const part of stringifyAroundLongStrings(value, source)) {
-      if (typeof part === "string") text += part;
-      else {
-        pieces.push(text, part);
-        text = "";
-      }
-    }
-  };
   for (const key in body) {
     const value = body[key];
     if (value === undefined || key === "disaggregated_params") continue;
@@ -86,22 +65,44 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
         runIndex = member.index;
         continue;
       }
-      flushRun();
+      if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
       pieces.push(first ? text : `${text},`);
       text = "";
       runStart = member.start;
       runEnd = member.end;
       runIndex = member.index;
-    } else write(key, value);
+    } else {
+      if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
+      runStart = -1;
+      text += `${first ? "" : ","}${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:`;
+      if (source.longStrings.length === 0) text += JSON.stringify(value);
+      else text = writeAroundLongStrings(pieces, text, value, source);
+    }
     first = false;
   }
-  flushRun();
+  if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
   const params = body["disaggregated_params"];
   if (params !== undefined) text += `${first ? "" : ","}"disaggregated_params":${JSON.stringify(params)}`;
   pieces.push(`${text}}`);
   let size = 0;
   for (const piece of pieces) size += piece.length;
   return size >= PARTS_BODY_BYTES ? asParts(pieces) : joined(pieces);
+}
+
+/**
+ * Appends `value` after `text`: the client's long strings inside a value the proxy built (a
+ * converted or cut member) go as their bytes too. Returns the text still to be written.
+ */
+function writeAroundLongStrings(pieces: (string | Uint8Array)[], text: string, value: JsonValue, source: JsonSource): string {
+  let pending = text;
+  for (const part of stringifyAroundLongStrings(value, source)) {
+    if (typeof part === "string") pending += part;
+    else {
+      pieces.push(pending, part);
+      pending = "";
+    }
+  }
+  return pending;
 }
 
 /**
