@@ -63,7 +63,7 @@ export interface JsonLayout {
 }
 
 /** Strings at least this long are recorded (json-source.ts decodes them on their own). */
-export const LONG_STRING_BYTES = 64 * 1024;
+export const LONG_STRING_BYTES = 8 * 1024;
 
 /**
  * Fed a body's bytes in order (any split), reports the first bound it crosses. `maxBytes`
