@@ -220,7 +220,8 @@ describe("hostile HTTP: forged hand-off fields", () => {
     const bodies = [...cluster.contexts, ...cluster.generations].flatMap((w) => w.requests.filter((r) => r.method === "POST").map((r) => r.body));
     expect(bodies.length).toBeGreaterThan(0);
     const text = JSON.stringify(bodies, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
-    for (const forgedValue of ["attacker.example", "Zm9yZ2Vk", "AQAAAAIAAAA=", "999"]) expect(text).not.toContain(forgedValue);
+    // The forged usage is matched as its field: a bare "999" is in ~2 % of random ids and worker ports.
+    for (const forgedValue of ["attacker.example", "Zm9yZ2Vk", "AQAAAAIAAAA=", '"cached_tokens":999']) expect(text).not.toContain(forgedValue);
     const contextBody = bodies[0] as JsonValue;
     expect(isJsonObject(contextBody) && contextBody["prompt_token_ids"]).toEqual([1, 2, 3]);
     expect(isJsonObject(contextBody) && contextBody["conversation_params"]).toEqual({ conversation_id: "conv-1" });
