@@ -44,6 +44,17 @@ describe("upstream YAML keys and variables", () => {
     expect(gen["prompt_token_ids"]).toBeUndefined();
   });
 
+  test("gen_tokids_ctxbytes leaves completions their id-list prompt, and chat keeps its packed ids after a completions request", async () => {
+    await using cluster = await startCluster({ config: { genTokidsCtxbytes: true } });
+    const completions = await cluster.post("/v1/completions", { model: "m", prompt: "Say hello", max_tokens: 4 });
+    expect(completions.status).toBe(200);
+    const gens = (): JsonObject[] => cluster.generations[0]!.requests.filter((r) => r.phase === "generation").map(bodyOf);
+    expect(Array.isArray(gens()[0]!["prompt"])).toBe(true);
+    expect(gens()[0]!["prompt_token_ids_b64"]).toBeUndefined();
+    expect((await cluster.post("/v1/chat/completions", chat())).status).toBe(200);
+    expect(typeof gens()[1]!["prompt_token_ids_b64"]).toBe("string");
+  });
+
   test("TRTLLM_DISAGG_BENCHMARK_GEN_ONLY sends every request straight to a generation worker with fixed hand-off parameters", async () => {
     await using cluster = await startCluster({ config: { benchmarkGenerationOnly: true } });
     for (const stream of [false, true]) {

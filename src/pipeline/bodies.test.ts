@@ -21,6 +21,14 @@ describe("worker bodies", () => {
     expect(contextBody({ ...chat, api: "responses" }, 1n, "context_first")["stream_options"]).toBeUndefined();
   });
 
+  test("gen_tokids_ctxbytes asks only a chat context leg for packed ids: a completions generation request cannot carry them", () => {
+    const options = { tokenIdsAsBytes: true, stripMessageHistory: false };
+    const paramsOf = (input: PipelineInput): JsonObject => contextBody(input, 1n, "context_first", options)["disaggregated_params"] as JsonObject;
+    expect(paramsOf(chat)["return_prompt_token_ids_b64"]).toBe(true);
+    expect(paramsOf({ ...chat, api: "completions", body: { model: "m", prompt: "p" } })["return_prompt_token_ids_b64"]).toBeUndefined();
+    expect(paramsOf({ ...chat, api: "responses", body: { model: "m", input: "p" } })["return_prompt_token_ids_b64"]).toBeUndefined();
+  });
+
   test("a completions prompt of ids the context answer echoes stays the client's own list (sent as its bytes); other ids replace it", () => {
     const prompt = [1, 2, 3];
     const completions: PipelineInput = { api: "completions", body: { model: "m", prompt }, stream: false, routing: NO_ROUTING };

@@ -12,7 +12,7 @@ export type Schedule = keyof typeof SCHEDULE_STYLE;
 
 /** Deployment switches from disagg_config.yaml that shape the bodies. */
 export interface BodyOptions {
-  /** gen_tokids_ctxbytes: ask the context worker for prompt_token_ids_b64. */
+  /** gen_tokids_ctxbytes: ask the context worker for prompt_token_ids_b64 (chat requests). */
   readonly tokenIdsAsBytes: boolean;
   /** gen_strip_message_history: the generation worker gets only the last chat message. */
   readonly stripMessageHistory: boolean;
@@ -24,7 +24,10 @@ export function contextBody(input: PipelineInput, id: bigint, schedule: Schedule
     disagg_request_id: jsonInteger(id),
     schedule_style: SCHEDULE_STYLE[schedule],
   };
-  if (options?.tokenIdsAsBytes === true) params["return_prompt_token_ids_b64"] = true;
+  // Only a chat generation request can carry the packed ids (ChatCompletionRequest.prompt_token_ids_b64;
+  // openai_disagg_service.py _get_gen_request relays them for chat alone): a completions one
+  // takes them as its prompt list, and CompletionRequest forbids the field.
+  if (options?.tokenIdsAsBytes === true && input.api === "chat") params["return_prompt_token_ids_b64"] = true;
   const body: JsonObject = { ...input.body, stream: false, disaggregated_params: params };
   // Responses requests have no stream_options field; workers reject unknown fields.
   if (input.api !== "responses") body["stream_options"] = null;
