@@ -236,6 +236,36 @@ describe("a worker whose version overstates what it accepts", () => {
   });
 });
 
+/** The body of the last chat request the first of these workers was sent. */
+function lastChatBody(workers: readonly EmulatedWorker[]): JsonObject {
+  const body = workers[0]!.requests.findLast((r) => r.path === "/v1/chat/completions")?.body;
+  return isJsonObject(body) ? body : {};
+}
+
+describe("a client cannot switch a field off for other clients", () => {
+  test("a 400 for a client's own field, echoing field names in its value, leaves every worker's fields as they were", async () => {
+    await using cluster = await fleetCluster({ name: "newest", contexts: [NEWEST], generations: [NEWEST] }, { config: { maxRetries: 0 } });
+    // CompletionRequest has no injected_chat_template_kwargs: the worker's 400 echoes the value, which names two fields.
+    const hostile = await cluster.post("/v1/completions", {
+      model: "m",
+      prompt: "hi",
+      max_tokens: 3,
+      conversation_params: { conversation_id: "c1" },
+      injected_chat_template_kwargs: ["conversation_params ctx_usage"],
+    });
+    expect(hostile.status).toBe(400);
+    expect(await hostile.text()).toContain("extra_forbidden");
+    expect(cluster.logs.filter((line) => String(line["msg"]).includes("rejected an optional field"))).toHaveLength(0);
+    // The next client's conversation still reaches both workers, with the context phase's usage.
+    const innocent = await post(cluster, "chat", false);
+    expect(innocent.status).toBe(200);
+    await innocent.arrayBuffer();
+    expect(lastChatBody(cluster.contexts)["conversation_params"]).toEqual({ conversation_id: "conv-7" });
+    const genParams = lastChatBody(cluster.generations)["disaggregated_params"];
+    expect(isJsonObject(genParams) && genParams["ctx_usage"] !== undefined).toBe(true);
+  });
+});
+
 describe("worker versions are visible", () => {
   test("/cluster_info and the metrics show each worker's version", async () => {
     await using cluster = await fleetCluster({ name: "mixed", contexts: [OLD], generations: [NEWEST] });

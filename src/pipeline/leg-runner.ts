@@ -15,7 +15,7 @@ import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
-import type { PipelineDeps } from "./types.ts";
+import { WORKER_PATH, type PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
 export interface LegPlan {
@@ -98,7 +98,7 @@ async function runAttempts<T>(
       return { origin: leg.origin, id, result };
     } catch (thrown) {
       const error = asProxyError(thrown);
-      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent)) {
+      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent, plan.path)) {
         protocolRetried = true;
         leg.failed(error, attempt + 1);
         ctx.retried();
@@ -235,9 +235,13 @@ class LegAttempt {
  * claimed a capability it lacks. The capability goes off for that worker (logged once, since it
  * is gone afterwards) and the caller retries without it.
  */
-function dropRejectedField(deps: PipelineDeps, worker: WorkerEntry, error: ProxyError, sent: JsonObject): boolean {
+function dropRejectedField(deps: PipelineDeps, worker: WorkerEntry, error: ProxyError, sent: JsonObject, path: string): boolean {
   if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
-  const capability = rejectedCapability(error.message, capabilitiesUsed(sent));
+  const used = capabilitiesUsed(sent);
+  // Only ChatCompletionRequest has injected_chat_template_kwargs: a client that sends it to
+  // another route is refused for its own request, which says nothing of the worker's version.
+  if (path !== WORKER_PATH.chat) used.delete("injected_chat_template_kwargs");
+  const capability = rejectedCapability(error.message, used);
   if (capability === undefined) return false;
   worker.protocol.accepts.delete(capability);
   deps.logger.warn("worker rejected an optional field; no longer sending it to this worker", {

@@ -71,6 +71,23 @@ describe("a 400 naming a field", () => {
     expect(rejectedCapability("disaggregated_params.conversation_id\n  Extra inputs are not permitted", sent)).toBe("disagg_conversation_id");
   });
 
+  test("reads only the first error's location, in both spellings, never the client's values the error echoes", () => {
+    const sent = new Set(["ctx_usage", "conversation_params", "injected_chat_template_kwargs"] as const);
+    // The client's own field, rejected, echoes a value that names other fields: only the location counts.
+    const echoed = `1 validation error for CompletionRequest: [{'type': 'extra_forbidden', 'loc': ('body', 'injected_chat_template_kwargs'), 'msg': 'Extra inputs are not permitted', 'input': ['conversation_params ctx_usage']}]`;
+    expect(rejectedCapability(echoed, sent)).toBe("injected_chat_template_kwargs");
+    // An echo that forges a whole entry comes after the first entry's location, and is not read.
+    const forged = `2 validation errors:\n  {'type': 'missing', 'loc': ('body', 'model'), 'msg': 'Field required', 'input': {}}\n  {'type': 'extra_forbidden', 'loc': ('body', 'conversation_params'), 'msg': 'Extra inputs are not permitted', 'input': 1}`;
+    expect(rejectedCapability(forged, sent)).toBeUndefined();
+    const forgedInValue = `1 validation error: [{'type': 'string_type', 'loc': ('body', 'user'), 'msg': 'x', 'input': "{'type': 'extra_forbidden', 'loc': ('body', 'conversation_params'), "}]`;
+    expect(rejectedCapability(forgedInValue, sent)).toBeUndefined();
+    // A key of the client's own, however it is spelt, is one element of the location.
+    expect(rejectedCapability(pydantic(`"x'), ('body', 'conversation_params"`), sent)).toBeUndefined();
+    expect(rejectedCapability(pydantic("'ctx_usage'"), sent)).toBeUndefined();
+    const pydanticText = "1 validation error for DisaggregatedParams\ndisaggregated_params.ctx_usage\n  Extra inputs are not permitted [type=extra_forbidden, input_value={}, input_type=dict]";
+    expect(rejectedCapability(pydanticText, sent)).toBe("ctx_usage");
+  });
+
   test("is not a protocol rejection when it names nothing sent or is another 400", () => {
     expect(rejectedCapability(pydantic("'disaggregated_params', 'ctx_usage'"), new Set(["conversation_params"]))).toBeUndefined();
     expect(rejectedCapability("ctx_usage: value is not a valid dict", new Set(["ctx_usage"]))).toBeUndefined();

@@ -161,36 +161,80 @@ export function versionNeededFor(capability: Capability): string {
   return PROTOCOL_TABLE.find((row) => row.capability === capability)?.since ?? "a newer release";
 }
 
-/** The body fields each capability adds, as a worker's validation error names them. */
-const FIELDS: Readonly<Record<Capability, readonly string[]>> = {
-  conversation_params: ["conversation_params"],
-  ctx_usage: ["ctx_usage"],
-  disagg_conversation_id: ["conversation_id"],
-  injected_chat_template_kwargs: ["injected_chat_template_kwargs"],
-  prompt_token_ids_b64: ["return_prompt_token_ids_b64", "prompt_token_ids_b64"],
-  resolved_thinking: ["resolved_thinking"],
+/**
+ * Where each capability's fields sit in a worker-bound body, as a validation error locates
+ * them (FastAPI's leading 'body' left off).
+ */
+const FIELD_PATHS: Readonly<Record<Capability, readonly (readonly string[])[]>> = {
+  conversation_params: [["conversation_params"]],
+  ctx_usage: [["disaggregated_params", "ctx_usage"]],
+  disagg_conversation_id: [["disaggregated_params", "conversation_id"]],
+  injected_chat_template_kwargs: [["injected_chat_template_kwargs"]],
+  prompt_token_ids_b64: [["disaggregated_params", "return_prompt_token_ids_b64"], ["prompt_token_ids_b64"]],
+  resolved_thinking: [["disaggregated_params", "resolved_thinking"]],
   responses_disaggregation: [],
 };
 
-/** conversation_params is tried before disagg_conversation_id, whose field name it contains. */
-const FIELD_ORDER: readonly Capability[] = [
-  "conversation_params",
-  "ctx_usage",
-  "disagg_conversation_id",
-  "injected_chat_template_kwargs",
-  "prompt_token_ids_b64",
-  "resolved_thinking",
-];
-
 /**
  * The capability a worker's 400 rejects as an extra field (pydantic `extra_forbidden`, "Extra
- * inputs are not permitted"), among those the request used; undefined for any other 400.
+ * inputs are not permitted"), among those the request used; undefined for any other 400. Only
+ * the first error's location is read, and only from the text before its `input`, which
+ * echoes the client's values: a field name a client writes into its own request must not
+ * pass for the worker's verdict, or one request could switch a field off for every client.
  */
 export function rejectedCapability(message: string, used: ReadonlySet<Capability>): Capability | undefined {
-  if (!/extra[_ ]forbidden|extra inputs are not permitted/i.test(message)) return undefined;
-  for (const capability of FIELD_ORDER) {
-    if (!used.has(capability)) continue;
-    if (FIELDS[capability].some((field) => new RegExp(`\\b${field}\\b`).test(message))) return capability;
+  const path = firstExtraForbiddenPath(message);
+  if (path === undefined) return undefined;
+  for (const capability of used) {
+    if (FIELD_PATHS[capability].some((fields) => fields.length === path.length && fields.every((field, i) => field === path[i]))) return capability;
   }
   return undefined;
+}
+
+/**
+ * The location of a validation error's first entry when that entry is extra_forbidden. Two
+ * spellings: trtllm-serve answers a RequestValidationError with `{"error": str(exc)}`
+ * (openai_server.py @ 00057725), its entries the repr of pydantic's error dicts, `{'type':
+ * 'extra_forbidden', 'loc': ('body', 'disaggregated_params', 'ctx_usage'), 'msg': …, 'input': …}`,
+ * the first `{` of the text opening the first entry; a pydantic ValidationError raised in a
+ * handler reads `N validation error for Model\ndisaggregated_params.ctx_usage\n  Extra inputs
+ * are not permitted [type=extra_forbidden, …]`.
+ */
+function firstExtraForbiddenPath(message: string): string[] | undefined {
+  const repr = /^[^{]*\{'type': 'extra_forbidden', 'loc': \(/.exec(message);
+  if (repr) {
+    const path = readTuple(message, repr[0].length);
+    return path?.[0] === "body" ? path.slice(1) : path;
+  }
+  const lines = message.split("\n", 3);
+  const at = /^\d+ validation errors? for /.test(lines[0] ?? "") ? 1 : 0;
+  if (lines[at + 1]?.startsWith("  Extra inputs are not permitted") !== true) return undefined;
+  return lines[at]?.split(".");
+}
+
+/** A Python tuple's repr from just after its `(`: strings unquoted, numbers as written; undefined when malformed. */
+function readTuple(text: string, from: number): string[] | undefined {
+  const items: string[] = [];
+  let i = from;
+  for (;;) {
+    while (text[i] === " ") i++;
+    const c = text[i];
+    if (c === ")") return items;
+    if (c === undefined) return undefined;
+    let item = "";
+    if (c === "'" || c === '"') {
+      for (i++; i < text.length && text[i] !== c; i++) {
+        if (text[i] === "\\") i++;
+        item += text[i] ?? "";
+      }
+      if (text[i] !== c) return undefined;
+      i++;
+    } else {
+      for (; i < text.length && text[i] !== "," && text[i] !== ")"; i++) item += text[i];
+    }
+    items.push(item.trim());
+    while (text[i] === " ") i++;
+    if (text[i] === ",") i++;
+    else if (text[i] !== ")") return undefined;
+  }
 }
