@@ -11,7 +11,7 @@
  */
 
 import { badRequest } from "./errors.ts";
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "./json.ts";
+import { isJsonObject, parseClientJson, type JsonObject, type JsonValue } from "./json.ts";
 import type { JsonLayout } from "./json-shape.ts";
 
 /** A top-level member as the client sent it: its bytes and the value they parsed to. */
@@ -56,7 +56,7 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
   let body: JsonValue;
   const longStrings: LongString[] = [];
   try {
-    body = layout.longStrings.length === 0 ? parseJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings, longStrings);
+    body = layout.longStrings.length === 0 ? parseClientJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings, longStrings);
   } catch (error) {
     if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
     throw badRequest("Request body is not valid JSON");
@@ -121,7 +121,7 @@ function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[
     at = longStrings[i + 1]!;
   }
   text += decoder.decode(bytes.subarray(at));
-  const skeleton = parseJson(text);
+  const skeleton = parseClientJson(text);
   text = "";
   const strings = (n: number): string => {
     const i = n * 3;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isRawJson, parseJson, readInteger } from "./json.ts";
+import { isRawJson, parseClientJson, parseJson, readInteger } from "./json.ts";
 
 const BIG = "7350918722218165249";
 /** Rounds to the same double as BIG. */
@@ -44,5 +44,22 @@ describe("parseJson", () => {
 
   test("invalid JSON throws a SyntaxError", () => {
     expect(() => parseJson(`{"a":${BIG}`)).toThrow(SyntaxError);
+  });
+});
+
+describe("parseClientJson", () => {
+  test("a number that is not an integer literal is never read as a digit run written elsewhere", () => {
+    // Each rounds to 2^64, as does the in-range 2^64 - 1 written in a string beside it.
+    for (const written of ["18446744073709551616.0", "1.8446744073709552e19", "1844674407.3709551616e10"]) {
+      const parsed = parseClientJson(`{"user":"18446744073709551615","seed":${written}}`) as Record<string, unknown>;
+      expect([written, isRawJson(parsed["seed"])]).toEqual([written, false]);
+      expect(parsed["seed"]).toBe(2 ** 64);
+    }
+  });
+
+  test("integer literals beyond 2^53 stay exact, and bodies without a long digit run parse plainly", () => {
+    const text = `{"a":${BIG},"b":[-${BIG_NEIGHBOUR}],"d":"${BIG}"}`;
+    expect(JSON.stringify(parseClientJson(text))).toBe(text);
+    expect(parseClientJson('{"a":1.5,"b":[1,2]}')).toEqual({ a: 1.5, b: [1, 2] });
   });
 });

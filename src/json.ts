@@ -47,6 +47,18 @@ export function parseJson(text: string): JsonValue {
 }
 
 /**
+ * A client's JSON: the proxy validates its numbers, then forwards them as the client wrote
+ * them, so each large integer must be read from its own source text. parseJson's matching of
+ * rounded doubles to digit runs elsewhere in the text can be fooled by a client (a run inside a
+ * string, a number written as `1844674407.3709551616e10`), so here any long digit run sends
+ * the parse through the reviver: rare in client bodies, and bounded by the shape guard.
+ */
+export function parseClientJson(text: string): JsonValue {
+  const parsed: JsonValue = text.search(MAYBE_LARGE_INTEGER) < 0 ? JSON.parse(text) : JSON.parse(text, keepLargeIntegers);
+  return parsed;
+}
+
+/**
  * The plain parse with every integer a double could not hold put back as its source text.
  * A reviver (JSON.parse source text access) would do it in one pass but calls JS for every
  * value: ~10x a plain parse, and context answers carry the prompt's token ids. Instead the

@@ -156,6 +156,17 @@ describe("hardening: what the probe and the soak found", () => {
     expect(workerPosts(cluster)).toBe(0);
   });
 
+  test("a seed beyond 2^64 - 1 written as a float is a 400, whatever digits a string beside it holds", async () => {
+    // Found by an outside review: 2^64 - 1 in a string and 18446744073709551616.0 round to one double,
+    // and the seed was read as the string's digits, passing the bound, while workers got the client's 2^64.
+    await using cluster = await startCluster();
+    const body = `{"model":"m","user":"18446744073709551615","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"seed":18446744073709551616.0}`;
+    const response = await fetch(`${cluster.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toContain("seed");
+    expect(workerPosts(cluster)).toBe(0);
+  });
+
   test("the same numeric bounds hold on completions, Messages and Responses", async () => {
     await using cluster = await startCluster();
     const bodies: [string, unknown][] = [
