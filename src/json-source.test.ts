@@ -26,6 +26,18 @@ const memberText = (parsed: ParsedBody, key: string): string => {
   return member === undefined ? "" : new TextDecoder().decode(parsed.source.bytes.subarray(member.start, member.end));
 };
 
+/** The best of three times to decode a string of `kib` KiB of escaped backslashes, in 4 KiB pieces. */
+function decodeBackslashesMs(kib: number): number {
+  const bytes = encoder.encode(`"${"\\\\".repeat(kib * 512)}"`);
+  let best = Infinity;
+  for (let round = 0; round < 3; round++) {
+    const started = performance.now();
+    decodeString(bytes, 0, bytes.length, true, 4096);
+    best = Math.min(best, performance.now() - started);
+  }
+  return best;
+}
+
 describe("parseJsonSource", () => {
   test("any JSON object, split anywhere, with any string counted long, parses as JSON.parse does", () => {
     assert(
@@ -75,5 +87,39 @@ describe("parseJsonSource", () => {
         expect(decodeString(bytes, 0, encoder.encode(quoted).length, quoted.includes("\\"))).toBe(value);
       }),
     );
+  });
+
+  test("a U+FEFF is the client's character wherever a string holds it; before the body it is passed over; between tokens it is refused", () => {
+    const bom = "\ufeff";
+    for (const longBytes of [10, 1000]) {
+      expect(parse(`{"a":"${bom}${"x".repeat(20)}","b":"${bom}\\n${"y".repeat(20)}"}`, longBytes).body).toEqual({ a: `${bom}${"x".repeat(20)}`, b: `${bom}\n${"y".repeat(20)}` });
+      expect(parse(`${bom}{"a":"${"x".repeat(20)}"}`, longBytes).body).toEqual({ a: "x".repeat(20) });
+      // After a long string's closing quote: a worker's JSON reader refuses it, and so does the proxy.
+      expect(() => parse(`{"a":"${"x".repeat(20)}"${bom}}`, longBytes)).toThrow("not valid JSON");
+    }
+  });
+
+  test("a long string under a repeated key is checked like any other, though the parse drops it", () => {
+    const invalid = new Uint8Array([...encoder.encode(`{"m":[{"c":"${"x".repeat(20)}`), 0xff, ...encoder.encode('","c":"hi"}]}')]);
+    const guard = new JsonShapeGuard(LOOSE, invalid.length, 10);
+    guard.feed(invalid);
+    expect(() => parseJsonSource(invalid, guard.layout())).toThrow("not valid UTF-8");
+    expect(() => parse(`{"m":[{"c":"${"x".repeat(20)}\\u00zz","c":"hi"}]}`, 10)).toThrow("not valid JSON");
+    // A raw tab: control characters must be escaped.
+    expect(() => parse(`{"m":[{"c":"${"x".repeat(20)}\t","c":"hi"}]}`, 10)).toThrow("not valid JSON");
+  });
+
+  test("a non-ASCII key is never taken for the Latin-1 reading of its UTF-8 bytes", () => {
+    const parsed = parse('{"\\u00c3\\u00a9":1,"é":"EVIL","1":0,"model":"a","é":"GOOD"}', 1000);
+    expect(parsed.source.members.get("é")?.value).toBe("GOOD");
+    expect(memberText(parsed, "é")).toBe('"é":"GOOD"');
+    expect(memberText(parsed, "Ã©")).toBe('"\\u00c3\\u00a9":1');
+  });
+
+  test("a long run of escaped backslashes is decoded in time linear in its length", () => {
+    // Each cut between pieces once counted the backslashes back to the string's start.
+    decodeBackslashesMs(256);
+    // Linear: about 4x the time for 4x the bytes; quadratic: about 16x.
+    expect(decodeBackslashesMs(4096) / decodeBackslashesMs(1024)).toBeLessThan(9);
   });
 });

@@ -42,8 +42,13 @@ export interface ParsedBody {
   readonly source: JsonSource;
 }
 
-/** RFC 8259: JSON text exchanged between systems is UTF-8; a body that is not is refused, not repaired. */
-const decoder = new TextDecoder("utf-8", { fatal: true });
+/**
+ * RFC 8259: JSON text exchanged between systems is UTF-8; a body that is not is refused, not
+ * repaired. The decoder keeps a U+FEFF it meets first: the text is decoded in pieces, and a
+ * piece (a long string, the text after one) may well start with one that is the client's.
+ * Only a byte order mark before the whole body is passed over (RFC 8259 §8.1 lets a parser).
+ */
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A long string with escapes is parsed in pieces of about this many bytes, joined as a rope. */
 const PIECE_BYTES = 1024 * 1024;
@@ -55,14 +60,19 @@ const LETTER_U = 0x75;
 export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBody {
   let body: JsonValue;
   const longStrings: LongString[] = [];
+  const from = startsWithByteOrderMark(bytes) ? 3 : 0;
   try {
-    body = layout.longStrings.length === 0 ? parseClientJson(decoder.decode(bytes)) : parseAroundLongStrings(bytes, layout.longStrings, longStrings);
+    body = layout.longStrings.length === 0 ? parseClientJson(decoder.decode(bytes.subarray(from))) : parseAroundLongStrings(bytes, from, layout.longStrings, longStrings);
   } catch (error) {
     if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
     throw badRequest("Request body is not valid JSON");
   }
   if (!isJsonObject(body)) throw badRequest("Request body must be a JSON object");
   return { body, source: { bytes, members: membersOf(bytes, layout.members, body), longStrings } };
+}
+
+function startsWithByteOrderMark(bytes: Uint8Array): boolean {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
 }
 
 function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObject): Map<string, SourceMember> {
@@ -98,12 +108,15 @@ function keyAt(bytes: Uint8Array, start: number, end: number): string {
   return key;
 }
 
-/** True when bytes[from, to) are `key`'s characters, all of them plain ASCII. */
+/**
+ * True when bytes[from, to) are `key`'s characters, all of them plain ASCII. A byte from 0x80
+ * is part of a UTF-8 sequence, never a character of its own: C3 A9 ("é") must not spell "Ã©".
+ */
 function spells(bytes: Uint8Array, from: number, to: number, key: string): boolean {
   if (to - from !== key.length) return false;
   for (let i = 0; i < key.length; i++) {
     const c = bytes[from + i]!;
-    if (c !== key.charCodeAt(i) || c === BACKSLASH) return false;
+    if (c >= 0x80 || c !== key.charCodeAt(i) || c === BACKSLASH) return false;
   }
   return true;
 }
@@ -112,10 +125,10 @@ function spells(bytes: Uint8Array, from: number, to: number, key: string): boole
  * The body parsed with each long string replaced by a placeholder no client can write (it
  * holds a random nonce), then the placeholders swapped for the strings decoded on their own.
  */
-function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[], decoded: LongString[]): JsonValue {
+function parseAroundLongStrings(bytes: Uint8Array, from: number, longStrings: readonly number[], decoded: LongString[]): JsonValue {
   const nonce = `\uf8ff${crypto.randomUUID()}:`;
   let text = "";
-  let at = 0;
+  let at = from;
   for (let i = 0, n = 0; i + 2 < longStrings.length; i += 3, n++) {
     text += `${decoder.decode(bytes.subarray(at, longStrings[i]))}"${nonce}${n}"`;
     at = longStrings[i + 1]!;
@@ -123,7 +136,9 @@ function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[
   text += decoder.decode(bytes.subarray(at));
   const skeleton = parseClientJson(text);
   text = "";
+  const swapped = new Set<number>();
   const strings = (n: number): string => {
+    swapped.add(n);
     const i = n * 3;
     const start = longStrings[i]!;
     const end = longStrings[i + 1]!;
@@ -131,8 +146,13 @@ function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[
     decoded.push({ value, start, end });
     return value;
   };
-  // Fewer may be swapped than were cut: those in a member the client repeated are dropped with it.
   replacePlaceholders(skeleton, nonce, strings);
+  // Fewer may be swapped than were cut: those under a key the client repeated are dropped with
+  // it. They are still checked (UTF-8, escapes, control characters), as JSON.parse checks every
+  // string: the member holding them may be forwarded as the client's bytes.
+  for (let i = 0, n = 0; i + 2 < longStrings.length; i += 3, n++) {
+    if (!swapped.has(n)) decodeString(bytes, longStrings[i]!, longStrings[i + 1]!, longStrings[i + 2] === 1);
+  }
   return skeleton;
 }
 
@@ -141,7 +161,7 @@ function parseAroundLongStrings(bytes: Uint8Array, longStrings: readonly number[
  * directly when it holds no escape, else parsed piece by piece (never cutting an escape or a
  * UTF-8 sequence) and joined, which keeps the pieces as they are (a rope).
  */
-export function decodeString(bytes: Uint8Array, start: number, end: number, escaped: boolean): string {
+export function decodeString(bytes: Uint8Array, start: number, end: number, escaped: boolean, pieceBytes = PIECE_BYTES): string {
   if (!escaped) {
     if (hasControlCharacter(bytes, start + 1, end - 1)) throw new SyntaxError("control character in a string");
     return decoder.decode(bytes.subarray(start + 1, end - 1));
@@ -149,7 +169,7 @@ export function decodeString(bytes: Uint8Array, start: number, end: number, esca
   let value = "";
   let from = start + 1;
   while (from < end - 1) {
-    const to = end - 1 - from <= PIECE_BYTES ? end - 1 : safeCut(bytes, from + PIECE_BYTES, end - 1);
+    const to = end - 1 - from <= pieceBytes ? end - 1 : safeCut(bytes, from, from + pieceBytes, end - 1);
     const piece: unknown = JSON.parse(`"${decoder.decode(bytes.subarray(from, to))}"`);
     value += String(piece);
     from = to;
@@ -157,16 +177,20 @@ export function decodeString(bytes: Uint8Array, start: number, end: number, esca
   return value;
 }
 
-/** The first position from `at` where a string's bytes can be cut: outside an escape and a UTF-8 sequence. */
-function safeCut(bytes: Uint8Array, at: number, end: number): number {
-  for (let p = at; p < end; p++) if (bytes[p]! < 0x80 && !insideEscape(bytes, p)) return p;
+/**
+ * The first position from `at` where a string's bytes can be cut: outside an escape and a
+ * UTF-8 sequence. `floor` (the piece's start) is outside any escape, so backslashes are counted
+ * back to it at most: each byte is counted once per piece, however long a run of them is.
+ */
+function safeCut(bytes: Uint8Array, floor: number, at: number, end: number): number {
+  for (let p = at; p < end; p++) if (bytes[p]! < 0x80 && !insideEscape(bytes, floor, p)) return p;
   return end;
 }
 
-function insideEscape(bytes: Uint8Array, p: number): boolean {
-  if (backslashesBefore(bytes, p) % 2 === 1) return true;
+function insideEscape(bytes: Uint8Array, floor: number, p: number): boolean {
+  if (backslashesBefore(bytes, floor, p) % 2 === 1) return true;
   // Within the four hex digits of \uXXXX.
-  for (let j = 1; j <= 4; j++) if (bytes[p - j] === LETTER_U && backslashesBefore(bytes, p - j) % 2 === 1) return true;
+  for (let j = 1; j <= 4 && p - j >= floor; j++) if (bytes[p - j] === LETTER_U && backslashesBefore(bytes, floor, p - j) % 2 === 1) return true;
   return false;
 }
 
@@ -181,9 +205,9 @@ function hasControlCharacter(bytes: Uint8Array, from: number, to: number): boole
   return false;
 }
 
-function backslashesBefore(bytes: Uint8Array, p: number): number {
+function backslashesBefore(bytes: Uint8Array, floor: number, p: number): number {
   let count = 0;
-  while (p - count - 1 >= 0 && bytes[p - count - 1] === BACKSLASH) count++;
+  while (p - count - 1 >= floor && bytes[p - count - 1] === BACKSLASH) count++;
   return count;
 }
 
