@@ -11,8 +11,8 @@
  */
 
 import { badRequest } from "./errors.ts";
-import { isJsonObject, parseClientJson, type JsonObject, type JsonValue } from "./json.ts";
-import type { JsonLayout } from "./json-shape.ts";
+import { isJsonObject, parseClientJson, parseJson, type JsonObject, type JsonValue } from "./json.ts";
+import { JsonShapeGuard, type JsonLayout } from "./json-shape.ts";
 
 /** A top-level member as the client sent it: its bytes and the value they parsed to. */
 export interface SourceMember {
@@ -21,6 +21,8 @@ export interface SourceMember {
   readonly value: JsonValue;
   /** Its place among the body's members: members n and n + 1 lie next to each other, a comma between them. */
   readonly index: number;
+  /** A member taken from elsewhere (withOwnMember): its value's bytes, written after its key. */
+  readonly own?: Uint8Array;
 }
 
 /** The client's body bytes and its top-level members by key (the last of a repeated key, as the parse keeps it). */
@@ -237,4 +239,125 @@ function replacePlaceholders(root: JsonValue, nonce: string, strings: (n: number
       }
     }
   }
+}
+
+/** A list of integers kept as its bytes (a context answer's token ids), and how many it holds. */
+export interface KeptList {
+  readonly bytes: Uint8Array;
+  readonly count: number;
+}
+
+/** Scanning a worker's answer: its layout only (a worker's answer is bounded by its size, not its shape). */
+const ANSWER_SCAN = { maxDepth: Number.MAX_SAFE_INTEGER, minValues: Number.POSITIVE_INFINITY, bytesPerValue: 1 };
+
+/**
+ * A worker's JSON answer parsed with its top-level `key` member, when that is a list of
+ * integers at least `keepBytes` long, left out of the parse (read as null) and kept as its
+ * bytes: a context answer returns the prompt's token ids, which the proxy only passes on to
+ * the generation worker, and parsing them (then writing them again) cost more than the rest
+ * of the answer (~8 bytes an id parsed, plus the text). Throws SyntaxError or TypeError (not
+ * UTF-8) as a parse would.
+ */
+export function parseKeepingList(bytes: Uint8Array, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
+  if (bytes.length >= keepBytes) {
+    const guard = new JsonShapeGuard(ANSWER_SCAN, bytes.length, Number.POSITIVE_INFINITY);
+    guard.feed(bytes);
+    const members = guard.layout().members;
+    for (let i = 0; i + 2 < members.length; i += 3) {
+      const keyEnd = members[i + 1]!;
+      if (keyAt(bytes, members[i]!, keyEnd) !== key) continue;
+      const start = valueStart(bytes, keyEnd);
+      const end = trimmedEnd(bytes, start, members[i + 2]!);
+      const count = end - start >= keepBytes ? integerListLength(bytes, start, end) : -1;
+      if (count < 0) break;
+      const text = `${decoder.decode(bytes.subarray(0, start))}null${decoder.decode(bytes.subarray(end))}`;
+      return { body: parseJson(text), kept: { bytes: bytes.subarray(start, end), count } };
+    }
+  }
+  return { body: parseJson(decoder.decode(bytes)), kept: undefined };
+}
+
+function isSpace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Where a member's value starts: after its key, the colon and any spaces. */
+function valueStart(bytes: Uint8Array, keyEnd: number): number {
+  let at = keyEnd;
+  while (isSpace(bytes[at]) || bytes[at] === 0x3a) at++;
+  return at;
+}
+
+function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
+  let at = end;
+  while (at > start && isSpace(bytes[at - 1])) at--;
+  return at;
+}
+
+/** The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything else. */
+export function integerListLength(bytes: Uint8Array, start: number, end: number): number {
+  if (bytes[start] !== 0x5b || bytes[end - 1] !== 0x5d) return -1;
+  let count = 0;
+  /** 0: an item or the end may come; 1: an item must come; 2: in a number's digits; 3: after a number. */
+  let state = 0;
+  for (let i = start + 1; i < end - 1; i++) {
+    const c = bytes[i]!;
+    if (c >= 0x30 && c <= 0x39) {
+      if (state === 3) return -1;
+      if (state !== 2) {
+        // A leading zero stands alone (JSON has no 012).
+        if (c === 0x30 && bytes[i + 1]! >= 0x30 && bytes[i + 1]! <= 0x39) return -1;
+        count++;
+      }
+      state = 2;
+    } else if (c === 0x2d) {
+      if (state === 2 || state === 3) return -1;
+      const next = bytes[i + 1]!;
+      if (next < 0x30 || next > 0x39) return -1;
+    } else if (c === 0x2c) {
+      if (state !== 2 && state !== 3) return -1;
+      state = 1;
+    } else if (isSpace(c)) {
+      if (state === 2) state = 3;
+    } else return -1;
+  }
+  return state === 1 ? -1 : count;
+}
+
+/** True when `values` is the kept list's integers, in order (read from its bytes, nothing parsed). */
+export function keptListEquals(kept: KeptList, values: JsonValue | undefined): boolean {
+  if (!Array.isArray(values) || values.length !== kept.count) return false;
+  const bytes = kept.bytes;
+  let n = 0;
+  let i = 0;
+  while (i < bytes.length) {
+    let c = bytes[i]!;
+    if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
+      i++;
+      continue;
+    }
+    const negative = c === 0x2d;
+    if (negative) c = bytes[++i]!;
+    let value = 0;
+    for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
+    if (values[n++] !== (negative ? -value : value)) return false;
+  }
+  return n === values.length;
+}
+
+/** The kept list's integers, parsed (for a router that wants them, or a codec that cannot send bytes). */
+export function keptListValues(kept: KeptList): number[] {
+  const values: unknown = JSON.parse(decoder.decode(kept.bytes));
+  return Array.isArray(values) ? values.filter((value): value is number => typeof value === "number") : [];
+}
+
+/**
+ * The client's source with `key` written from other bytes (the context answer's token ids):
+ * the returned value, set under `key` in the worker body, stands for them.
+ */
+export function withOwnMember(source: JsonSource, key: string, bytes: Uint8Array): { source: JsonSource; value: JsonValue[] } {
+  const value: JsonValue[] = [];
+  const members = new Map(source.members);
+  members.set(key, { start: 0, end: 0, value, index: -2, own: bytes });
+  return { source: { ...source, members }, value };
 }

@@ -1,4 +1,6 @@
 import type { JsonObject, JsonValue } from "../json.ts";
+import { keptListEquals, keptListValues, withOwnMember, type JsonSource, type KeptList } from "../json-source.ts";
+import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
 import { withPromptTokenIds, type RoutingRequest } from "../routing/routing-request.ts";
@@ -12,7 +14,7 @@ import {
   withoutHandOff,
   type BodyOptions,
 } from "./bodies.ts";
-import { runContextLeg, runGenerationLeg } from "./legs.ts";
+import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
 import { responsesUnsupported } from "./responses-support.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -44,14 +46,42 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
       return finishedByContext(ctx, input, leg.answer);
     }
     ctx.continuesAs(continueId);
-    const body = generationBody(input, leg.answer, continueId, "context_first", options);
-    const routing = withContextTokens(input.routing, leg.answer);
-    const generation = { exclude: leg.origin, body, routing, ...(reserved === undefined ? {} : { first: reserved }) };
+    const { body, source } = generationBodyOf(deps, input, leg, continueId, options);
+    const routing = withContextTokens(input.routing, leg.answer, leg.keptTokenIds);
+    const generation = { exclude: leg.origin, body, routing, source, ...(reserved === undefined ? {} : { first: reserved }) };
     return outcomeOf(await runGenerationLeg(deps, ctx, input, generation));
   } catch (error) {
     releaseUnused(deps, input, reserved);
     throw error;
   }
+}
+
+/**
+ * The generation body, and the source it is written from. Token ids the context answer kept
+ * as their bytes go to the generation worker as those bytes (JSON) unless they are the
+ * client's own ids (a completions prompt given as ids), which go as the client's; a codec that
+ * cannot send bytes, or a body with no client bytes, gets them parsed.
+ */
+function generationBodyOf(
+  deps: PipelineDeps,
+  input: PipelineInput,
+  leg: ContextLegResult,
+  continueId: bigint,
+  options: BodyOptions,
+): { body: JsonObject; source: JsonSource | undefined } {
+  const kept = leg.keptTokenIds;
+  const bytesFit = (deps.bodyCodec ?? JSON_CODEC) === JSON_CODEC && input.source !== undefined;
+  if (kept === undefined || !bytesFit) {
+    const answer = kept === undefined ? leg.answer : { ...leg.answer, prompt_token_ids: keptListValues(kept) };
+    return { body: generationBody(input, answer, continueId, "context_first", options), source: input.source };
+  }
+  // The answer reads null where its ids were: the body keeps the client's field until it is set here.
+  const body = generationBody(input, leg.answer, continueId, "context_first", options);
+  const field = input.api === "completions" ? "prompt" : "prompt_token_ids";
+  if (body["prompt_token_ids_b64"] !== undefined || input.source === undefined || keptListEquals(kept, body[field])) return { body, source: input.source };
+  const own = withOwnMember(input.source, field, kept.bytes);
+  body[field] = own.value;
+  return { body, source: own.source };
 }
 
 export function bodyOptions(deps: PipelineDeps): BodyOptions {
@@ -117,7 +147,8 @@ function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: Route
   void deps.placement.finished("generation", reserved.worker.origin, input.routing, false);
 }
 
-function withContextTokens(routing: RoutingRequest, answer: JsonObject): RoutingRequest {
+function withContextTokens(routing: RoutingRequest, answer: JsonObject, kept: KeptList | undefined): RoutingRequest {
+  if (kept !== undefined) return withPromptTokenIds(routing, () => keptListValues(kept), kept.count);
   const tokens = answer["prompt_token_ids"];
   // Checked in place, never copied: a long prompt's ids are the largest part of the answer.
   return isNumberList(tokens) ? withPromptTokenIds(routing, tokens) : routing;

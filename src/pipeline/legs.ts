@@ -1,4 +1,5 @@
 import { isJsonObject, type JsonObject } from "../json.ts";
+import type { JsonSource, KeptList } from "../json-source.ts";
 import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
@@ -13,6 +14,8 @@ export interface ContextLegResult {
   readonly origin: string;
   /** The disagg_request_id of the attempt that answered. */
   readonly sentId: bigint;
+  /** The answer's `prompt_token_ids` kept as their bytes (the answer reads null there), when long. */
+  readonly keptTokenIds: KeptList | undefined;
 }
 
 export async function runContextLeg(
@@ -45,7 +48,7 @@ export async function runContextLeg(
   });
   ctx.legServed("context", answered.origin);
   ctx.perf?.workerAnswered("ctx", answered.origin, answered.result.headers);
-  return { answer: answered.result.body, origin: answered.origin, sentId: answered.id };
+  return { answer: answered.result.body, origin: answered.origin, sentId: answered.id, keptTokenIds: answered.result.keptTokenIds };
 }
 
 export async function runGenerationLeg(
@@ -60,6 +63,8 @@ export async function runGenerationLeg(
     first?: Placed;
     /** The routing request with the context answer's token ids, when known. */
     routing?: RoutingRequest;
+    /** The source the body was written from, when not the client's alone (it carries the context answer's ids). */
+    source?: JsonSource | undefined;
   },
 ): Promise<{ kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
@@ -77,7 +82,7 @@ export async function runGenerationLeg(
     freshIdOnRetry: false,
     codec,
     body: () => options.body,
-    source: input.source,
+    source: options.source ?? input.source,
     affinity: input.affinity,
     // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
     requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { JsonObject } from "../json.ts";
 import { promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
-import { routingRequestOf, withPromptTokenIds } from "./routing-request.ts";
+import { contentWeight, estimatedPromptTokens, routingRequestOf, withPromptTokenIds } from "./routing-request.ts";
 
 describe("promptTextOf", () => {
   test("renders chat messages as role and content, one per line, tool calls included", () => {
@@ -55,7 +55,21 @@ describe("promptTokenIdsOf", () => {
 
   test("routingRequestOf puts text, ids and the caller's conversation id together", () => {
     const request = routingRequestOf("completions", { prompt: [1, 2] }, "conv");
-    expect({ ...request }).toEqual({ conversationId: "conv", promptText: "", promptLength: 0, promptTokenIds: [1, 2] });
+    expect({ ...request }).toEqual({ conversationId: "conv", promptText: "", promptLength: 0, promptTokenIds: [1, 2], promptTokenCount: 2 });
+  });
+
+  test("ids given as a function are read only when a router reads them, once; their count is known before", () => {
+    let reads = 0;
+    const request = withPromptTokenIds(routingRequestOf("chat", { messages: [{ role: "user", content: "hi there" }] }, undefined), () => {
+      reads++;
+      return [5, 6, 7];
+    }, 3);
+    expect(estimatedPromptTokens(request)).toBe(3);
+    expect(contentWeight(request)).toBe(3);
+    expect(reads).toBe(0);
+    expect(request.promptTokenIds).toEqual([5, 6, 7]);
+    expect(request.promptTokenIds).toEqual([5, 6, 7]);
+    expect(reads).toBe(1);
   });
 
   test("the prompt's length is known without building its text, and equals the text's", () => {

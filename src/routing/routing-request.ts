@@ -18,6 +18,8 @@ export interface RoutingRequest {
   readonly promptLength?: number;
   /** Token ids when known (completions prompt given as ids, or from an earlier context answer). */
   readonly promptTokenIds: readonly number[] | undefined;
+  /** How many ids, when known without reading them (a context answer's ids are read only if a router wants them). */
+  readonly promptTokenCount?: number | undefined;
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
@@ -31,19 +33,23 @@ export function routingRequestOf(api: PromptApi, body: JsonObject, conversationI
 /**
  * The same request with token ids known (an earlier context answer's): its prompt text is
  * still built only if a router reads it, once. Most routers never do (they weigh the prompt
- * by its length), and the text copies every message of the request.
+ * by its length), and the text copies every message of the request. Ids given as a function
+ * with their count are read only if a router wants them, once.
  */
-export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[]): RoutingRequest {
-  return withTokenIds({ conversationId: request.conversationId, promptText: () => request.promptText, promptLength: promptLengthOf(request) }, promptTokenIds);
+export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[] | (() => readonly number[]), count?: number): RoutingRequest {
+  return withTokenIds({ conversationId: request.conversationId, promptText: () => request.promptText, promptLength: promptLengthOf(request) }, promptTokenIds, count);
 }
 
 function withTokenIds(
   lazy: { conversationId: string | undefined; promptText: () => string; promptLength: number },
-  promptTokenIds: readonly number[] | undefined,
+  promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
+  count?: number,
 ): RoutingRequest {
   let text: string | undefined;
   // Released once the text is built: until then it holds the request's body.
   let build: (() => string) | undefined = lazy.promptText;
+  let ids = typeof promptTokenIds === "function" ? undefined : promptTokenIds;
+  let readIds = typeof promptTokenIds === "function" ? promptTokenIds : undefined;
   return {
     conversationId: lazy.conversationId,
     get promptText(): string {
@@ -54,8 +60,19 @@ function withTokenIds(
       return text;
     },
     promptLength: lazy.promptLength,
-    promptTokenIds,
+    get promptTokenIds(): readonly number[] | undefined {
+      if (readIds !== undefined) {
+        ids = readIds();
+        readIds = undefined;
+      }
+      return ids;
+    },
+    promptTokenCount: count ?? ids?.length,
   };
+}
+
+function tokenCountOf(request: RoutingRequest): number | undefined {
+  return request.promptTokenCount ?? request.promptTokenIds?.length;
 }
 
 function promptLengthOf(request: RoutingRequest): number {
@@ -71,13 +88,13 @@ const WEIGHT_CHARS_PER_TOKEN = 5;
 /** Prompt tokens: the ids when known, else the text's length at CHARS_PER_TOKEN a token. */
 export function estimatedPromptTokens(request: RoutingRequest | undefined): number {
   if (request === undefined) return 0;
-  return request.promptTokenIds?.length ?? Math.ceil(promptLengthOf(request) / CHARS_PER_TOKEN);
+  return tokenCountOf(request) ?? Math.ceil(promptLengthOf(request) / CHARS_PER_TOKEN);
 }
 
 /** The load a request adds to its worker until it ends: tokens when known, else chars/5; at least 1. */
 export function contentWeight(request: RoutingRequest | undefined): number {
   if (request === undefined) return 1;
-  const tokens = request.promptTokenIds?.length ?? Math.floor(promptLengthOf(request) / WEIGHT_CHARS_PER_TOKEN);
+  const tokens = tokenCountOf(request) ?? Math.floor(promptLengthOf(request) / WEIGHT_CHARS_PER_TOKEN);
   return Math.max(tokens, 1);
 }
 

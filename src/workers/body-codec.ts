@@ -59,7 +59,12 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
     const value = body[key];
     if (value === undefined || key === "disaggregated_params") continue;
     const member = source.members.get(key);
-    if (member !== undefined && member.value === value) {
+    if (member?.own !== undefined && member.value === value) {
+      if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
+      runStart = -1;
+      pieces.push(`${text}${first ? "" : ","}${JSON.stringify(key)}:`, member.own);
+      text = "";
+    } else if (member !== undefined && member.value === value) {
       if (runStart >= 0 && text === "" && member.index === runIndex + 1) {
         runEnd = member.end;
         runIndex = member.index;

@@ -1,5 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { parseKeepingList, type KeptList } from "../json-source.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
@@ -30,7 +31,15 @@ export interface JsonAnswer {
   readonly headers: Headers;
   /** The answer's bytes as the worker sent them (valid UTF-8 and a JSON object: checked). */
   readonly bytes: Uint8Array;
+  /**
+   * A context answer's `prompt_token_ids` kept as their bytes (`body` reads null there) when
+   * they are a long list of integers: the proxy only passes them on (see parseKeepingList).
+   */
+  readonly keptTokenIds?: KeptList | undefined;
 }
+
+/** Context answers whose token ids take at least this many bytes keep them unparsed. */
+const KEEP_TOKEN_IDS_BYTES = 64 * 1024;
 
 /** Fatal: a worker answer that is not UTF-8 is a broken answer, not text to repair. */
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -53,6 +62,7 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
     const bytes = await readBounded(response, post.maxAnswerBytes);
+    if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) return { ...parseKeepingTokenIds(bytes), headers: response.headers, bytes };
     const body = parseAnswer(decodeAnswer(bytes));
     return { body, headers: response.headers, bytes };
   } catch (error) {
@@ -184,6 +194,18 @@ async function errorAnswer(
 
 function isEventStream(response: Response): boolean {
   return (response.headers.get("content-type") ?? "").includes("text/event-stream");
+}
+
+function parseKeepingTokenIds(bytes: Uint8Array): { body: JsonObject; keptTokenIds: KeptList | undefined } {
+  let parsed: ReturnType<typeof parseKeepingList>;
+  try {
+    parsed = parseKeepingList(bytes, "prompt_token_ids", KEEP_TOKEN_IDS_BYTES);
+  } catch (cause) {
+    const utf8 = cause instanceof TypeError;
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, utf8 ? "Worker answer is not valid UTF-8" : "Worker answer is not valid JSON", { cause });
+  }
+  if (!isJsonObject(parsed.body)) throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not a JSON object");
+  return { body: parsed.body, keptTokenIds: parsed.kept };
 }
 
 function parseAnswer(text: string): JsonObject {
