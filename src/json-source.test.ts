@@ -125,6 +125,21 @@ describe("parseJsonSource", () => {
     expect(decodeBackslashesMs(4096) / decodeBackslashesMs(1024)).toBeLessThan(9);
   });
 
+  test("a long top-level list of integers is read from the bytes, as parseJson would read it", () => {
+    const ids = Array.from({ length: 20_000 }, (_, i) => (i % 5 === 0 ? -i - 1 : i * 31));
+    const list = JSON.stringify(ids).replaceAll(",", " ,\n");
+    for (const text of [
+      `{"model":"m","prompt": ${list} ,"x":"${"y".repeat(9000)}"}`,
+      `{"prompt":${list},"prompt":[1,2]}`,
+      `{"prompt":[${ids.join(",")},12345678901234567]}`,
+      `{"prompt":[${ids.join(",")},1.5]}`,
+      `{"nested":{"prompt":${list}}}`,
+    ]) {
+      expect(parse(text, 8192).body).toEqual(parseJson(text) as JsonObject);
+    }
+    expect(() => parse(`{"prompt":[${ids.join(",")},]}`, 8192)).toThrow("not valid JSON");
+  });
+
   test("a long list of integers in an answer is kept as its bytes and counted; anything else is parsed as usual", () => {
     const ids = Array.from({ length: 3000 }, (_, i) => (i % 7 === 0 ? -i - 1 : i * 13));
     const text = `{"id":"x", "prompt_token_ids" : ${JSON.stringify(ids).replaceAll(",", ", ")} ,"usage":{"n":1}}`;

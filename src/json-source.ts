@@ -64,7 +64,9 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
   const longStrings: LongString[] = [];
   const from = startsWithByteOrderMark(bytes) ? 3 : 0;
   try {
-    body = layout.longStrings.length === 0 ? parseClientJson(decoder.decode(bytes.subarray(from))) : parseAroundLongStrings(bytes, from, layout.longStrings, longStrings);
+    const lists = longIntegerLists(bytes, layout.members);
+    const whole = layout.longStrings.length === 0 && lists.length === 0;
+    body = whole ? parseClientJson(decoder.decode(bytes.subarray(from))) : parseAroundCuts(bytes, from, layout.longStrings, lists, longStrings);
   } catch (error) {
     if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
     throw badRequest("Request body is not valid JSON");
@@ -123,38 +125,99 @@ function spells(bytes: Uint8Array, from: number, to: number, key: string): boole
   return true;
 }
 
+/** Top-level list members at least this long made only of integers are read from the bytes, not parsed from a copy of their text. */
+const LONG_LIST_BYTES = 64 * 1024;
+
+/** A top-level member's value that is a long list of (safe) integers: a token-id prompt. */
+interface IntegerList {
+  readonly start: number;
+  readonly end: number;
+  readonly values: number[];
+}
+
+function longIntegerLists(bytes: Uint8Array, members: readonly number[]): IntegerList[] {
+  const lists: IntegerList[] = [];
+  for (let i = 0; i + 2 < members.length; i += 3) {
+    if (members[i + 2]! - members[i + 1]! < LONG_LIST_BYTES) continue;
+    const start = valueStart(bytes, members[i + 1]!);
+    const end = trimmedEnd(bytes, start, members[i + 2]!);
+    const count = bytes[start] === 0x5b ? integerListLength(bytes, start, end) : -1;
+    const values = count >= 0 ? integersOf(bytes, start, end, count) : undefined;
+    if (values !== undefined) lists.push({ start, end, values });
+  }
+  return lists;
+}
+
 /**
- * The body parsed with each long string replaced by a placeholder no client can write (it
- * holds a random nonce), then the placeholders swapped for the strings decoded on their own.
+ * The integers of a list integerListLength counted, read into an array of their number (no
+ * growing, no text): undefined if one is too long to be exact as a number (parseJson keeps those).
  */
-function parseAroundLongStrings(bytes: Uint8Array, from: number, longStrings: readonly number[], decoded: LongString[]): JsonValue {
+function integersOf(bytes: Uint8Array, start: number, end: number, count: number): number[] | undefined {
+  const values: number[] = Array.from({ length: count }, () => 0);
+  let n = 0;
+  for (let i = start + 1; i < end; ) {
+    let c = bytes[i]!;
+    if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
+      i++;
+      continue;
+    }
+    const negative = c === 0x2d;
+    if (negative) c = bytes[++i]!;
+    const first = i;
+    let value = 0;
+    for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
+    if (i - first > 15) return undefined;
+    values[n++] = negative ? -value : value;
+  }
+  return values;
+}
+
+/**
+ * The body parsed with each cut (a long string anywhere, a long integer list at the top level)
+ * replaced by a placeholder no client can write (it holds a random nonce), then the
+ * placeholders swapped for the strings decoded on their own and the lists read from the bytes.
+ */
+function parseAroundCuts(bytes: Uint8Array, from: number, longStrings: readonly number[], lists: readonly IntegerList[], decoded: LongString[]): JsonValue {
+  const cuts: { start: number; end: number; value: () => JsonValue; check: () => void }[] = [];
+  for (let i = 0; i + 2 < longStrings.length; i += 3) {
+    const start = longStrings[i]!;
+    const end = longStrings[i + 1]!;
+    const escaped = longStrings[i + 2] === 1;
+    cuts.push({
+      start,
+      end,
+      value: () => {
+        const value = decodeString(bytes, start, end, escaped);
+        decoded.push({ value, start, end });
+        return value;
+      },
+      check: () => decodeString(bytes, start, end, escaped),
+    });
+  }
+  // A list's bytes were checked when it was read.
+  for (const list of lists) cuts.push({ start: list.start, end: list.end, value: () => list.values, check: () => {} });
+  cuts.sort((a, b) => a.start - b.start);
   const nonce = `\uf8ff${crypto.randomUUID()}:`;
   let text = "";
   let at = from;
-  for (let i = 0, n = 0; i + 2 < longStrings.length; i += 3, n++) {
-    text += `${decoder.decode(bytes.subarray(at, longStrings[i]))}"${nonce}${n}"`;
-    at = longStrings[i + 1]!;
-  }
+  cuts.forEach((cut, n) => {
+    text += `${decoder.decode(bytes.subarray(at, cut.start))}"${nonce}${n}"`;
+    at = cut.end;
+  });
   text += decoder.decode(bytes.subarray(at));
   const skeleton = parseClientJson(text);
   text = "";
   const swapped = new Set<number>();
-  const strings = (n: number): string => {
+  replacePlaceholders(skeleton, nonce, (n) => {
     swapped.add(n);
-    const i = n * 3;
-    const start = longStrings[i]!;
-    const end = longStrings[i + 1]!;
-    const value = decodeString(bytes, start, end, longStrings[i + 2] === 1);
-    decoded.push({ value, start, end });
-    return value;
-  };
-  replacePlaceholders(skeleton, nonce, strings);
+    return cuts[n]!.value();
+  });
   // Fewer may be swapped than were cut: those under a key the client repeated are dropped with
   // it. They are still checked (UTF-8, escapes, control characters), as JSON.parse checks every
   // string: the member holding them may be forwarded as the client's bytes.
-  for (let i = 0, n = 0; i + 2 < longStrings.length; i += 3, n++) {
-    if (!swapped.has(n)) decodeString(bytes, longStrings[i]!, longStrings[i + 1]!, longStrings[i + 2] === 1);
-  }
+  cuts.forEach((cut, n) => {
+    if (!swapped.has(n)) cut.check();
+  });
   return skeleton;
 }
 
@@ -213,11 +276,11 @@ function backslashesBefore(bytes: Uint8Array, floor: number, p: number): number 
   return count;
 }
 
-/** Swaps every placeholder string for its long string. */
-function replacePlaceholders(root: JsonValue, nonce: string, strings: (n: number) => string): void {
-  const swap = (value: JsonValue | undefined): string | undefined => {
+/** Swaps every placeholder string for its part (parts are not walked again). */
+function replacePlaceholders(root: JsonValue, nonce: string, part: (n: number) => JsonValue): void {
+  const swap = (value: JsonValue | undefined): JsonValue | undefined => {
     if (typeof value !== "string" || !value.startsWith(nonce)) return undefined;
-    return strings(Number(value.slice(nonce.length)));
+    return part(Number(value.slice(nonce.length)));
   };
   // Iterative: the nesting is bounded by the guard, but not by the call stack's size.
   const pending: (JsonValue[] | JsonObject)[] = [];
@@ -270,11 +333,11 @@ export function parseKeepingList(bytes: Uint8Array, key: string, keepBytes: numb
       const end = trimmedEnd(bytes, start, members[i + 2]!);
       const count = end - start >= keepBytes ? integerListLength(bytes, start, end) : -1;
       if (count < 0) break;
-      const text = `${decoder.decode(bytes.subarray(0, start))}null${decoder.decode(bytes.subarray(end))}`;
+      const text = `${decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0, start))}null${decoder.decode(bytes.subarray(end))}`;
       return { body: parseJson(text), kept: { bytes: bytes.subarray(start, end), count } };
     }
   }
-  return { body: parseJson(decoder.decode(bytes)), kept: undefined };
+  return { body: parseJson(decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0))), kept: undefined };
 }
 
 function isSpace(c: number | undefined): boolean {
