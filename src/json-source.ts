@@ -401,17 +401,19 @@ export function keptListEquals(kept: KeptList, values: JsonValue | undefined): b
     }
     const negative = c === 0x2d;
     if (negative) c = bytes[++i]!;
+    const first = i;
     let value = 0;
     for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
-    if (values[n++] !== (negative ? -value : value)) return false;
+    // Beyond 15 digits a double may round: only exact values are compared.
+    if (i - first > 15 || values[n++] !== (negative ? -value : value)) return false;
   }
   return n === values.length;
 }
 
 /** The kept list's integers, parsed (for a router that wants them, or a codec that cannot send bytes). */
-export function keptListValues(kept: KeptList): number[] {
-  const values: unknown = JSON.parse(decoder.decode(kept.bytes));
-  return Array.isArray(values) ? values.filter((value): value is number => typeof value === "number") : [];
+export function keptListValues(kept: KeptList): JsonValue[] {
+  const values = parseJson(decoder.decode(kept.bytes));
+  return Array.isArray(values) ? values : [];
 }
 
 /**

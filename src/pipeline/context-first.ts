@@ -148,7 +148,8 @@ function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: Route
 }
 
 function withContextTokens(routing: RoutingRequest, answer: JsonObject, kept: KeptList | undefined): RoutingRequest {
-  if (kept !== undefined) return withPromptTokenIds(routing, () => keptListValues(kept), kept.count);
+  // Routers hash ids as numbers; an id beyond 2^53 (kept exact as text) cannot be one.
+  if (kept !== undefined) return withPromptTokenIds(routing, () => keptListValues(kept).filter((id) => typeof id === "number"), kept.count);
   const tokens = answer["prompt_token_ids"];
   // Checked in place, never copied: a long prompt's ids are the largest part of the answer.
   return isNumberList(tokens) ? withPromptTokenIds(routing, tokens) : routing;
