@@ -23,9 +23,10 @@ export type JsonShapeProblem = { readonly bound: "depth"; readonly limit: number
 export const JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 128, minValues: 65_536, bytesPerValue: 64 };
 
 /**
- * A number or literal costs about 1/10 of an object, a key or a string once parsed, but a
- * token-id prompt is parsed again in the context answer and rebuilt for the generation
- * worker (~190 bytes a token in all, measured): 1/4 caps such prompts at ~262,000 tokens.
+ * A number or literal costs about 1/10 of an object, a key or a string once parsed. Numbers
+ * are weighed 1/4 so that a token-id prompt stays capped at ~262,000 tokens: such a prompt
+ * cost ~130 bytes a token when it was parsed again from the context answer and rebuilt for
+ * the generation worker; both now go as bytes (~40 bytes a token in all, measured).
  */
 const SCALAR_WEIGHT = 1 / 4;
 
