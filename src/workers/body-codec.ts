@@ -117,12 +117,18 @@ function writeAroundLongStrings(pieces: (string | Uint8Array)[], text: string, v
 function stringifyAroundLongStrings(value: JsonValue, source: JsonSource): (string | Uint8Array)[] {
   const nonce = `\uf8ff${crypto.randomUUID()}:`;
   let shortest = Number.POSITIVE_INFINITY;
-  for (const long of source.longStrings) shortest = Math.min(shortest, long.value.length);
+  // By content, hashed once each: comparing every string with every long string would be
+  // quadratic in a body of many long strings alike but for their ends.
+  const index = new Map<string, number>();
+  source.longStrings.forEach((long, n) => {
+    shortest = Math.min(shortest, long.value.length);
+    index.set(long.value, n);
+  });
   let found = false;
   const text = JSON.stringify(value, (_key, item: unknown) => {
     if (typeof item !== "string" || item.length < shortest) return item;
-    const n = source.longStrings.findIndex((long) => long.value.length === item.length && long.value === item);
-    if (n < 0) return item;
+    const n = index.get(item);
+    if (n === undefined) return item;
     found = true;
     return `${nonce}${n}`;
   });
