@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { array, assert, dictionary, jsonValue, nat, property, string } from "fast-check";
 import { JsonShapeGuard } from "./json-shape.ts";
 import { parseJson, type JsonObject } from "./json.ts";
-import { decodeString, integerListLength, keptListEquals, keptListValues, parseJsonSource, parseKeepingList, type ParsedBody } from "./json-source.ts";
+import { decodeString, parseJsonSource, type ParsedBody } from "./json-source.ts";
 
 const LOOSE = { maxDepth: 128, minValues: 1e9, bytesPerValue: 1 };
 const encoder = new TextEncoder();
@@ -20,8 +20,6 @@ function parse(text: string, longBytes: number, cuts: readonly number[] = []): P
   expect(guard.finish(bytes.length)).toBeUndefined();
   return parseJsonSource(bytes, guard.layout());
 }
-
-const count = (text: string): number => integerListLength(encoder.encode(text), 0, encoder.encode(text).length);
 
 const memberText = (parsed: ParsedBody, key: string): string => {
   const member = parsed.source.members.get(key);
@@ -140,31 +138,4 @@ describe("parseJsonSource", () => {
     expect(() => parse(`{"prompt":[${ids.join(",")},]}`, 8192)).toThrow("not valid JSON");
   });
 
-  test("a long list of integers in an answer is kept as its bytes and counted; anything else is parsed as usual", () => {
-    const ids = Array.from({ length: 3000 }, (_, i) => (i % 7 === 0 ? -i - 1 : i * 13));
-    const text = `{"id":"x", "prompt_token_ids" : ${JSON.stringify(ids).replaceAll(",", ", ")} ,"usage":{"n":1}}`;
-    const kept = parseKeepingList(encoder.encode(text), "prompt_token_ids", 100);
-    expect(kept.body).toEqual({ id: "x", prompt_token_ids: null, usage: { n: 1 } });
-    expect(kept.kept?.count).toBe(3000);
-    expect(kept.kept && keptListValues(kept.kept)).toEqual(ids);
-    expect(kept.kept && keptListEquals(kept.kept, ids)).toBe(true);
-    expect(kept.kept && keptListEquals(kept.kept, [...ids.slice(0, -1), 1])).toBe(false);
-    expect(kept.kept && keptListEquals(kept.kept, ids.slice(1))).toBe(false);
-    for (const other of ["[1.5, 2]", '["a"]', "{}"]) {
-      const parsed = parseKeepingList(encoder.encode(`{"prompt_token_ids":${other}${" ".repeat(200)}}`), "prompt_token_ids", 10);
-      expect(parsed.kept).toBeUndefined();
-      expect(parsed.body).toEqual({ prompt_token_ids: JSON.parse(other) as JsonObject });
-    }
-    for (const broken of ["[1,,2]", "[01]", "[1 2]", "[-]"]) {
-      expect(() => parseKeepingList(encoder.encode(`{"prompt_token_ids":${broken}${" ".repeat(200)}}`), "prompt_token_ids", 10)).toThrow(SyntaxError);
-    }
-    expect(parseKeepingList(encoder.encode(`{"prompt_token_ids":[1,2]}`), "prompt_token_ids", 100).body).toEqual({ prompt_token_ids: [1, 2] });
-    expect(() => parseKeepingList(encoder.encode(`{"prompt_token_ids":[1,2],}`), "prompt_token_ids", 5)).toThrow(SyntaxError);
-  });
-
-  test("integerListLength counts a JSON list of integers and refuses anything else", () => {
-    expect(count("[]")).toBe(0);
-    expect(count("[ 0 , -12,3\n]")).toBe(3);
-    for (const bad of ["[1,]", "[,1]", "[1.0]", "[1e3]", "[--1]", "[1-]", "[00]", "[-01]", "1", "[1", "[true]"]) expect(count(bad)).toBe(-1);
-  });
 });

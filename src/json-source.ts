@@ -11,8 +11,9 @@
  */
 
 import { badRequest } from "./errors.ts";
-import { isJsonObject, parseClientJson, parseJson, type JsonObject, type JsonValue } from "./json.ts";
-import { JsonShapeGuard, type JsonLayout } from "./json-shape.ts";
+import { isJsonObject, parseClientJson, type JsonObject, type JsonValue } from "./json.ts";
+import { integerListLength, integersOf, keyAt, startsWithByteOrderMark, trimmedEnd, valueStart } from "./json-bytes.ts";
+import type { JsonLayout } from "./json-shape.ts";
 
 /** A top-level member as the client sent it: its bytes and the value they parsed to. */
 export interface SourceMember {
@@ -75,10 +76,6 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
   return { body, source: { bytes, members: membersOf(bytes, layout.members, body), longStrings } };
 }
 
-function startsWithByteOrderMark(bytes: Uint8Array): boolean {
-  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
-}
-
 function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObject): Map<string, SourceMember> {
   const members = new Map<string, SourceMember>();
   // The parse's own key strings, in the order it met them (the body's order but for repeats
@@ -99,17 +96,6 @@ function membersOf(bytes: Uint8Array, layout: readonly number[], body: JsonObjec
     if (value !== undefined && Object.hasOwn(body, key)) members.set(key, { start, end: layout[i + 2]!, value, index: i / 3 });
   }
   return members;
-}
-
-/** A member's key from its quoted bytes: plain ASCII read directly, anything else parsed. */
-function keyAt(bytes: Uint8Array, start: number, end: number): string {
-  let key = "";
-  for (let i = start + 1; i < end - 1; i++) {
-    const c = bytes[i]!;
-    if (c >= 0x80 || c === BACKSLASH || c < 0x20) return String(JSON.parse(decoder.decode(bytes.subarray(start, end))) as unknown);
-    key += String.fromCharCode(c);
-  }
-  return key;
 }
 
 /**
@@ -146,30 +132,6 @@ function longIntegerLists(bytes: Uint8Array, members: readonly number[]): Intege
     if (values !== undefined) lists.push({ start, end, values });
   }
   return lists;
-}
-
-/**
- * The integers of a list integerListLength counted, read into an array of their number (no
- * growing, no text): undefined if one is too long to be exact as a number (parseJson keeps those).
- */
-function integersOf(bytes: Uint8Array, start: number, end: number, count: number): number[] | undefined {
-  const values: number[] = Array.from({ length: count }, () => 0);
-  let n = 0;
-  for (let i = start + 1; i < end; ) {
-    let c = bytes[i]!;
-    if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
-      i++;
-      continue;
-    }
-    const negative = c === 0x2d;
-    if (negative) c = bytes[++i]!;
-    const first = i;
-    let value = 0;
-    for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
-    if (i - first > 15) return undefined;
-    values[n++] = negative ? -value : value;
-  }
-  return values;
 }
 
 /**
@@ -302,118 +264,6 @@ function replacePlaceholders(root: JsonValue, nonce: string, part: (n: number) =
       }
     }
   }
-}
-
-/** A list of integers kept as its bytes (a context answer's token ids), and how many it holds. */
-export interface KeptList {
-  readonly bytes: Uint8Array;
-  readonly count: number;
-}
-
-/** Scanning a worker's answer: its layout only (a worker's answer is bounded by its size, not its shape). */
-const ANSWER_SCAN = { maxDepth: Number.MAX_SAFE_INTEGER, minValues: Number.POSITIVE_INFINITY, bytesPerValue: 1 };
-
-/**
- * A worker's JSON answer parsed with its top-level `key` member, when that is a list of
- * integers at least `keepBytes` long, left out of the parse (read as null) and kept as its
- * bytes: a context answer returns the prompt's token ids, which the proxy only passes on to
- * the generation worker, and parsing them (then writing them again) cost more than the rest
- * of the answer (~8 bytes an id parsed, plus the text). Throws SyntaxError or TypeError (not
- * UTF-8) as a parse would.
- */
-export function parseKeepingList(bytes: Uint8Array, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
-  if (bytes.length >= keepBytes) {
-    const guard = new JsonShapeGuard(ANSWER_SCAN, bytes.length, Number.POSITIVE_INFINITY);
-    guard.feed(bytes);
-    const members = guard.layout().members;
-    for (let i = 0; i + 2 < members.length; i += 3) {
-      const keyEnd = members[i + 1]!;
-      if (keyAt(bytes, members[i]!, keyEnd) !== key) continue;
-      const start = valueStart(bytes, keyEnd);
-      const end = trimmedEnd(bytes, start, members[i + 2]!);
-      const count = end - start >= keepBytes ? integerListLength(bytes, start, end) : -1;
-      if (count < 0) break;
-      const text = `${decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0, start))}null${decoder.decode(bytes.subarray(end))}`;
-      return { body: parseJson(text), kept: { bytes: bytes.subarray(start, end), count } };
-    }
-  }
-  return { body: parseJson(decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0))), kept: undefined };
-}
-
-function isSpace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** Where a member's value starts: after its key, the colon and any spaces. */
-function valueStart(bytes: Uint8Array, keyEnd: number): number {
-  let at = keyEnd;
-  while (isSpace(bytes[at]) || bytes[at] === 0x3a) at++;
-  return at;
-}
-
-function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
-  let at = end;
-  while (at > start && isSpace(bytes[at - 1])) at--;
-  return at;
-}
-
-/** The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything else. */
-export function integerListLength(bytes: Uint8Array, start: number, end: number): number {
-  if (bytes[start] !== 0x5b || bytes[end - 1] !== 0x5d) return -1;
-  let count = 0;
-  /** 0: an item or the end may come; 1: an item must come; 2: in a number's digits; 3: after a number. */
-  let state = 0;
-  for (let i = start + 1; i < end - 1; i++) {
-    const c = bytes[i]!;
-    if (c >= 0x30 && c <= 0x39) {
-      if (state === 3) return -1;
-      if (state !== 2) {
-        // A leading zero stands alone (JSON has no 012).
-        if (c === 0x30 && bytes[i + 1]! >= 0x30 && bytes[i + 1]! <= 0x39) return -1;
-        count++;
-      }
-      state = 2;
-    } else if (c === 0x2d) {
-      if (state === 2 || state === 3) return -1;
-      const next = bytes[i + 1]!;
-      if (next < 0x30 || next > 0x39) return -1;
-    } else if (c === 0x2c) {
-      if (state !== 2 && state !== 3) return -1;
-      state = 1;
-    } else if (isSpace(c)) {
-      if (state === 2) state = 3;
-    } else return -1;
-  }
-  return state === 1 ? -1 : count;
-}
-
-/** True when `values` is the kept list's integers, in order (read from its bytes, nothing parsed). */
-export function keptListEquals(kept: KeptList, values: JsonValue | undefined): boolean {
-  if (!Array.isArray(values) || values.length !== kept.count) return false;
-  const bytes = kept.bytes;
-  let n = 0;
-  let i = 0;
-  while (i < bytes.length) {
-    let c = bytes[i]!;
-    if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
-      i++;
-      continue;
-    }
-    const negative = c === 0x2d;
-    if (negative) c = bytes[++i]!;
-    const first = i;
-    let value = 0;
-    for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
-    // Beyond 15 digits a double may round: only exact values are compared.
-    if (i - first > 15 || values[n++] !== (negative ? -value : value)) return false;
-  }
-  return n === values.length;
-}
-
-/** The kept list's integers, parsed (for a router that wants them, or a codec that cannot send bytes). */
-export function keptListValues(kept: KeptList): JsonValue[] {
-  const values = parseJson(decoder.decode(kept.bytes));
-  return Array.isArray(values) ? values : [];
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "../json.ts";
-import { keptListEquals, keptListValues, withOwnMember, type JsonSource, type KeptList } from "../json-source.ts";
+import { keptListEquals, keptListValues, type KeptList } from "../json-bytes.ts";
+import { withOwnMember, type JsonSource } from "../json-source.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";

@@ -1,5 +1,6 @@
 import { isJsonObject, type JsonObject } from "../json.ts";
-import type { JsonSource, KeptList } from "../json-source.ts";
+import type { KeptList } from "../json-bytes.ts";
+import type { JsonSource } from "../json-source.ts";
 import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";

@@ -1,6 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import { parseKeepingList, type KeptList } from "../json-source.ts";
+import { parseKeepingList, type KeptList } from "../json-bytes.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
