@@ -35,6 +35,14 @@ describe("readClientJson", () => {
     });
   }
 
+  test("a chunked body many times its first buffer is read whole", async () => {
+    const large = JSON.stringify({ model: "m", messages: [{ role: "user", content: "é世 ".repeat(40_000) }] });
+    const cutsEvery = Array.from({ length: 100 }, (_, i) => 1 + i * 3001);
+    const { body, source } = await readClientJson(post(large, cutsEvery, false), { ...LIMITS, graceMs: 0.001, minBytesPerSecond: 1e12 });
+    expect(body).toEqual(JSON.parse(large) as typeof body);
+    expect(new TextDecoder().decode(source.bytes)).toBe(large);
+  });
+
   test("a chunked body larger than the bound is refused with a 413", async () => {
     const refused = await readClientJson(post(text, cuts, false), { ...LIMITS, maxBytes: 5000 }).then(
       () => undefined,

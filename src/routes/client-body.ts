@@ -1,8 +1,11 @@
-import { bodyTooLarge, ProxyError } from "../errors.ts";
+import { badRequest, bodyTooLarge, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json-shape.ts";
 import { parseJsonSource, type ParsedBody } from "../json-source.ts";
 import { withDeadline } from "../timers.ts";
+
+/** A chunked body's buffer starts this large and doubles as the body grows. */
+const FIRST_CHUNKED_BYTES = 64 * 1024;
 
 /** A piece larger than this is scanned in slices with a turn of the event loop between them. */
 const SCAN_SLICE_BYTES = 1024 * 1024;
@@ -63,12 +66,13 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   // declared length buys no time: a stalled body is cut however large its Content-Length.
   const reader = request.body.getReader();
   const started = performance.now();
-  // The body is copied into one buffer as it arrives (sized to its declared length, growing in
-  // place up to the bound otherwise) and each piece's memory is given back at once: pieces
-  // left to the collector, or joined at the end, hold the body twice (measured on 16 MiB:
-  // 2.0× its size once read; 1.3× so).
-  const buffer = new ArrayBuffer(declared ?? 0, { maxByteLength: limits.maxBytes });
-  const whole = new Uint8Array(buffer);
+  // The body is copied into one buffer as it arrives, and each piece's memory is given back at
+  // once: pieces left to the collector, or joined at the end, hold the body twice (measured on
+  // 16 MiB: 2.0× its size once read; 1.3× so). The buffer is the declared length, or for a
+  // chunked body one that doubles as needed (a resizable buffer would reserve the bound's
+  // address space, and two memory mappings, for every body being read).
+  let buffer = new ArrayBuffer(declared ?? FIRST_CHUNKED_BYTES);
+  let whole = new Uint8Array(buffer);
   let size = 0;
   try {
     for (;;) {
@@ -79,7 +83,11 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
       const piece = read.value;
       if (size + piece.byteLength > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
       await scan(guard, piece);
-      if (size + piece.byteLength > buffer.byteLength) buffer.resize(size + piece.byteLength);
+      if (size + piece.byteLength > buffer.byteLength) {
+        if (declared !== undefined) throw badRequest("Request body is longer than its Content-Length");
+        buffer = buffer.transfer(Math.min(limits.maxBytes, Math.max(size + piece.byteLength, buffer.byteLength * 2)));
+        whole = new Uint8Array(buffer);
+      }
       whole.set(piece, size);
       size += piece.byteLength;
       release(piece);
