@@ -266,6 +266,39 @@ describe("a client cannot switch a field off for other clients", () => {
   });
 });
 
+describe("packed ids from a context worker", () => {
+  test("in a completions answer they go on as the prompt's list, and a generation worker's 400 for them takes no field from it", async () => {
+    // A context worker that packs the ids unasked; a generation worker whose CompletionRequest forbids the field.
+    using ctx = fakeWorker(() =>
+      Response.json({
+        id: "cmpl-1",
+        object: "text_completion",
+        model: "m",
+        choices: [{ index: 0, text: "", finish_reason: "length", disaggregated_params: { request_type: "context_only", ctx_request_id: 5, disagg_request_id: 7 } }],
+        prompt_token_ids: null,
+        prompt_token_ids_b64: Buffer.from(new Int32Array([11, 12]).buffer).toString("base64"),
+      }),
+    );
+    const received: JsonObject[] = [];
+    using gen = fakeWorker(async (request) => {
+      if (request.method !== "POST") return new Response(null, { status: 404 });
+      const body = (await request.json()) as JsonObject;
+      received.push(body);
+      if (body["prompt_token_ids_b64"] !== undefined) {
+        const message = "1 validation error for CompletionRequest: [{'type': 'extra_forbidden', 'loc': ('body', 'prompt_token_ids_b64'), 'msg': 'Extra inputs are not permitted', 'input': 'x'}]";
+        return Response.json({ error: message }, { status: 400 });
+      }
+      return Response.json({ id: "cmpl-1", object: "text_completion", model: "m", choices: [{ index: 0, text: "hi", finish_reason: "stop" }] });
+    });
+    await using cluster = await startCluster({ config: { contextServers: [ctx.url.origin], generationServers: [gen.url.origin], workerProtocol: NEWEST } });
+    const response = await cluster.post("/v1/completions", { model: "m", prompt: "hello there", max_tokens: 3 });
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(received.map((body) => [body["prompt"], body["prompt_token_ids_b64"]])).toEqual([[[11, 12], undefined]]);
+    expect(cluster.logs.filter((line) => String(line["msg"]).includes("rejected an optional field"))).toHaveLength(0);
+  });
+});
+
 describe("worker versions are visible", () => {
   test("/cluster_info and the metrics show each worker's version", async () => {
     await using cluster = await fleetCluster({ name: "mixed", contexts: [OLD], generations: [NEWEST] });

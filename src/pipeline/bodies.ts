@@ -1,5 +1,6 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, jsonInteger, readInteger, type JsonObject, type JsonValue } from "../json.ts";
+import { unpackTokenIds } from "./protocol-fit.ts";
 import type { ApiKind, PipelineInput } from "./types.ts";
 
 /**
@@ -91,12 +92,16 @@ export function generationBody(input: PipelineInput, answer: JsonObject, id: big
   if (options?.stripMessageHistory === true && input.api === "chat" && Array.isArray(messages) && messages.length > 1) {
     body["messages"] = messages.slice(-1);
   }
+  // Packed ids go on only to a chat request, the one request model with the field (an answer
+  // to another route carrying them would otherwise cost that worker the field for every client:
+  // its 400 reads as the worker's version lacking it). Elsewhere they are the prompt's list.
   const b64 = answer["prompt_token_ids_b64"];
-  if (typeof b64 === "string") {
+  if (typeof b64 === "string" && input.api === "chat") {
     body["prompt_token_ids_b64"] = b64;
     return body;
   }
-  const tokens = answer["prompt_token_ids"];
+  const listed = answer["prompt_token_ids"];
+  const tokens = (listed === undefined || listed === null) && typeof b64 === "string" ? unpackTokenIds(b64) : listed;
   if (tokens !== undefined && tokens !== null) {
     const field = input.api === "completions" ? "prompt" : "prompt_token_ids";
     body[field] = sameList(tokens, body[field]) ? body[field] : tokens;

@@ -238,9 +238,12 @@ class LegAttempt {
 function dropRejectedField(deps: PipelineDeps, worker: WorkerEntry, error: ProxyError, sent: JsonObject, path: string): boolean {
   if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
   const used = capabilitiesUsed(sent);
-  // Only ChatCompletionRequest has injected_chat_template_kwargs: a client that sends it to
-  // another route is refused for its own request, which says nothing of the worker's version.
-  if (path !== WORKER_PATH.chat) used.delete("injected_chat_template_kwargs");
+  // Only ChatCompletionRequest has injected_chat_template_kwargs and prompt_token_ids_b64: a
+  // request to another route refused for one says nothing of the worker's version.
+  if (path !== WORKER_PATH.chat) {
+    used.delete("injected_chat_template_kwargs");
+    used.delete("prompt_token_ids_b64");
+  }
   const capability = rejectedCapability(error.message, used);
   if (capability === undefined) return false;
   worker.protocol.accepts.delete(capability);

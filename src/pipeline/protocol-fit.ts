@@ -46,7 +46,7 @@ export function fitToWorker(body: JsonObject, accepts: ReadonlySet<Capability>):
 }
 
 /** prompt_token_ids_b64: little-endian int32 values, base64 (openai_protocol.py). */
-function unpackTokenIds(packed: string): JsonValue[] {
+export function unpackTokenIds(packed: string): JsonValue[] {
   const bytes = Buffer.from(packed, "base64");
   const count = Math.floor(bytes.length / 4);
   const ids: JsonValue[] = Array.from({ length: count });
