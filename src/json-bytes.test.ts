@@ -28,6 +28,22 @@ describe("integer lists read from bytes", () => {
     expect(() => parseKeepingList(encoder.encode(`{"prompt_token_ids":[1,2],}`), "prompt_token_ids", 5)).toThrow(SyntaxError);
   });
 
+  test("an answer that repeats the kept key is read as JSON.parse reads it: the last member wins, and it is the one kept", () => {
+    const long = Array.from({ length: 3000 }, (_, i) => i + 1000);
+    const other = Array.from({ length: 2500 }, (_, i) => i * 3);
+    for (const last of ["[1,2,3]", '"hello"', JSON.stringify(other), "{}"]) {
+      const text = `{"prompt_token_ids":${JSON.stringify(long)},"id":"x","prompt\\u005ftoken_ids":[9],"prompt_token_ids":${last}}`;
+      const parsed = parseKeepingList(encoder.encode(text), "prompt_token_ids", 100);
+      const lastValue = (JSON.parse(text) as JsonObject)["prompt_token_ids"];
+      if (parsed.kept === undefined) expect(parsed.body).toEqual(JSON.parse(text) as JsonObject);
+      else {
+        expect(parsed.body).toEqual({ ...(JSON.parse(text) as JsonObject), prompt_token_ids: null });
+        expect(keptListValues(parsed.kept)).toEqual(lastValue as number[]);
+      }
+      expect(parsed.kept === undefined).toBe(last !== JSON.stringify(other));
+    }
+  });
+
   test("integerListLength counts a JSON list of integers and refuses anything else", () => {
     expect(count("[]")).toBe(0);
     expect(count("[ 0 , -12,3\n]")).toBe(3);

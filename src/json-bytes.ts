@@ -68,13 +68,19 @@ const ANSWER_SCAN = { maxDepth: Number.MAX_SAFE_INTEGER, minValues: Number.POSIT
  * the generation worker, and parsing them (then writing them again) cost more than the rest
  * of the answer (~8 bytes an id parsed, plus the text). Throws SyntaxError or TypeError (not
  * UTF-8) as a parse would.
+ *
+ * An answer that repeats `key` is read as every JSON reader the workers and clients use reads
+ * it (JSON.parse, Python's json, pydantic): the last member wins. So the last one is the one
+ * kept, and earlier ones are parsed and then overridden by its null; keeping the first (as
+ * before) spliced one list into the generation body while the proxy verified and routed by
+ * another. Refusing duplicates instead would 502 answers every upstream reader accepts.
  */
 export function parseKeepingList(bytes: Uint8Array, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
   if (bytes.length >= keepBytes) {
     const guard = new JsonShapeGuard(ANSWER_SCAN, bytes.length, Number.POSITIVE_INFINITY);
     guard.feed(bytes);
     const members = guard.layout().members;
-    for (let i = 0; i + 2 < members.length; i += 3) {
+    for (let i = members.length - 3; i >= 0; i -= 3) {
       const keyEnd = members[i + 1]!;
       if (keyAt(bytes, members[i]!, keyEnd) !== key) continue;
       const start = valueStart(bytes, keyEnd);

@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
+import { isJsonObject } from "../src/json.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 
@@ -84,4 +86,67 @@ describe("hostile streams from workers", () => {
     expect(anthropic).toContain("\uFFFD");
     expect(anthropic).toContain("event: message_stop");
   });
+});
+
+/**
+ * A context worker that forwards everything to a real emulated one, then rewrites its JSON
+ * answers to model requests (the hostile or odd part); `answers` records what it rewrote.
+ */
+function rewritingContext(rewrite: (answer: string) => string | ReadableStream<Uint8Array>): AsyncDisposable & {
+  readonly origin: string;
+  readonly answers: string[];
+} {
+  const real = startEmulatedWorker({ role: "context" });
+  const answers: string[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const body = request.method === "GET" ? undefined : await request.arrayBuffer();
+      const headers = new Headers(request.headers);
+      headers.delete("host");
+      const upstream = await fetch(real.url + url.pathname + url.search, { method: request.method, headers, ...(body === undefined ? {} : { body }) });
+      if (request.method !== "POST" || !url.pathname.startsWith("/v1/") || upstream.status !== 200) return upstream;
+      // Kept as text: a JSON.parse round trip would round the 64-bit disagg_request_id.
+      const answer = await upstream.text();
+      answers.push(answer);
+      return new Response(rewrite(answer), { headers: { "content-type": "application/json" } });
+    },
+  });
+  return {
+    origin: server.url.origin,
+    answers,
+    async [Symbol.asyncDispose]() {
+      await server.stop(true);
+      await real.stop();
+    },
+  };
+}
+
+const IDS_MEMBER = /,?"prompt_token_ids":(\[[^\]]*\])/;
+
+/** An answer's members as JSON text without its braces, its `prompt_token_ids` left out. */
+function membersOf(answer: string): string {
+  return answer.replace(IDS_MEMBER, "").slice(1, -1).replace(/^,/, "");
+}
+
+/** An answer's `prompt_token_ids` list, as its text. */
+function idsOf(answer: string): string {
+  return IDS_MEMBER.exec(answer)![1]!;
+}
+
+describe("how worker answers are read", () => {
+  test("a context answer that repeats prompt_token_ids hands the generation worker the last list, the one the proxy reads", async () => {
+    const long = JSON.stringify(Array.from({ length: 20_000 }, (_, i) => 1000 + (i % 30_000)));
+    await using hostile = rewritingContext((answer) => `{"prompt_token_ids":${long},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`);
+    await using cluster = await startCluster({ config: { contextServers: [hostile.origin], maxRetries: 0 } });
+    const response = await cluster.post("/v1/chat/completions", chat);
+    expect(response.status).toBe(200);
+    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
+    const sent = isJsonObject(gen.body) ? gen.body["prompt_token_ids"] : undefined;
+    expect(sent).toEqual(JSON.parse(idsOf(hostile.answers[0]!)) as number[]);
+  });
+
 });
