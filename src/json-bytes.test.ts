@@ -1,15 +1,30 @@
 import { describe, expect, test } from "bun:test";
-import { integerListLength, keptListEquals, keptListValues, parseKeepingList } from "./json-bytes.ts";
+import { ANSWER_SHAPE_LIMITS, integerListLength, keptListEquals, keptListValues, parseKeepingList } from "./json-bytes.ts";
+import { JsonShapeGuard } from "./json-shape.ts";
 import type { JsonObject } from "./json.ts";
 
 const encoder = new TextEncoder();
+
+/** parseKeepingList as the worker client calls it: on the layout of a guard fed the whole answer. */
+function keep(bytes: Uint8Array, key: string, keepBytes: number): ReturnType<typeof parseKeepingList> {
+  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, bytes.length);
+  expect(guard.feed(bytes)).toBeUndefined();
+  return parseKeepingList(bytes, guard.layout(), key, keepBytes);
+}
 const count = (text: string): number => integerListLength(encoder.encode(text), 0, encoder.encode(text).length);
+
+/** True when a worker answer's shape is within ANSWER_SHAPE_LIMITS. */
+function within(text: string): boolean {
+  const bytes = encoder.encode(text);
+  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, 64 << 20);
+  return guard.feed(bytes) === undefined && guard.finish(bytes.length) === undefined;
+}
 
 describe("integer lists read from bytes", () => {
   test("a long list of integers in an answer is kept as its bytes and counted; anything else is parsed as usual", () => {
     const ids = Array.from({ length: 3000 }, (_, i) => (i % 7 === 0 ? -i - 1 : i * 13));
     const text = `{"id":"x", "prompt_token_ids" : ${JSON.stringify(ids).replaceAll(",", ", ")} ,"usage":{"n":1}}`;
-    const kept = parseKeepingList(encoder.encode(text), "prompt_token_ids", 100);
+    const kept = keep(encoder.encode(text), "prompt_token_ids", 100);
     expect(kept.body).toEqual({ id: "x", prompt_token_ids: null, usage: { n: 1 } });
     expect(kept.kept?.count).toBe(3000);
     expect(kept.kept && keptListValues(kept.kept)).toEqual(ids);
@@ -17,15 +32,15 @@ describe("integer lists read from bytes", () => {
     expect(kept.kept && keptListEquals(kept.kept, [...ids.slice(0, -1), 1])).toBe(false);
     expect(kept.kept && keptListEquals(kept.kept, ids.slice(1))).toBe(false);
     for (const other of ["[1.5, 2]", '["a"]', "{}"]) {
-      const parsed = parseKeepingList(encoder.encode(`{"prompt_token_ids":${other}${" ".repeat(200)}}`), "prompt_token_ids", 10);
+      const parsed = keep(encoder.encode(`{"prompt_token_ids":${other}${" ".repeat(200)}}`), "prompt_token_ids", 10);
       expect(parsed.kept).toBeUndefined();
       expect(parsed.body).toEqual({ prompt_token_ids: JSON.parse(other) as JsonObject });
     }
     for (const broken of ["[1,,2]", "[01]", "[1 2]", "[-]"]) {
-      expect(() => parseKeepingList(encoder.encode(`{"prompt_token_ids":${broken}${" ".repeat(200)}}`), "prompt_token_ids", 10)).toThrow(SyntaxError);
+      expect(() => keep(encoder.encode(`{"prompt_token_ids":${broken}${" ".repeat(200)}}`), "prompt_token_ids", 10)).toThrow(SyntaxError);
     }
-    expect(parseKeepingList(encoder.encode(`{"prompt_token_ids":[1,2]}`), "prompt_token_ids", 100).body).toEqual({ prompt_token_ids: [1, 2] });
-    expect(() => parseKeepingList(encoder.encode(`{"prompt_token_ids":[1,2],}`), "prompt_token_ids", 5)).toThrow(SyntaxError);
+    expect(keep(encoder.encode(`{"prompt_token_ids":[1,2]}`), "prompt_token_ids", 100).body).toEqual({ prompt_token_ids: [1, 2] });
+    expect(() => keep(encoder.encode(`{"prompt_token_ids":[1,2],}`), "prompt_token_ids", 5)).toThrow(SyntaxError);
   });
 
   test("an answer that repeats the kept key is read as JSON.parse reads it: the last member wins, and it is the one kept", () => {
@@ -33,7 +48,7 @@ describe("integer lists read from bytes", () => {
     const other = Array.from({ length: 2500 }, (_, i) => i * 3);
     for (const last of ["[1,2,3]", '"hello"', JSON.stringify(other), "{}"]) {
       const text = `{"prompt_token_ids":${JSON.stringify(long)},"id":"x","prompt\\u005ftoken_ids":[9],"prompt_token_ids":${last}}`;
-      const parsed = parseKeepingList(encoder.encode(text), "prompt_token_ids", 100);
+      const parsed = keep(encoder.encode(text), "prompt_token_ids", 100);
       const lastValue = (JSON.parse(text) as JsonObject)["prompt_token_ids"];
       if (parsed.kept === undefined) expect(parsed.body).toEqual(JSON.parse(text) as JsonObject);
       else {
@@ -42,6 +57,24 @@ describe("integer lists read from bytes", () => {
       }
       expect(parsed.kept === undefined).toBe(last !== JSON.stringify(other));
     }
+  });
+
+  test("answers as long as upstream legitimately sends are within the answer shape bounds; bombs of nesting or empty values are not", () => {
+    // A 128k-token prompt's ids at their shortest (one digit each), in a context answer.
+    const ids = Array.from({ length: 131_072 }, (_, i) => i % 10);
+    expect(within(JSON.stringify({ id: "x", choices: [{ index: 0, disaggregated_params: { first_gen_tokens: [1] } }], prompt_token_ids: ids }))).toBe(true);
+    // Chat logprobs at their tersest (openai_protocol.py ChatCompletionLogProb: token, logprob, bytes), top_logprobs=20, 8k tokens.
+    const entry = { token: "a", logprob: 0, bytes: [97] };
+    const content = Array.from({ length: 8192 }, () => ({ ...entry, top_logprobs: Array.from({ length: 20 }, () => entry) }));
+    expect(within(JSON.stringify({ choices: [{ index: 0, message: { content: "a".repeat(8192) }, logprobs: { content } }] }))).toBe(true);
+    // Completions logprobs (CompletionLogProbs: tokens, token_logprobs, top_logprobs dicts, text_offset).
+    const tokens = Array.from({ length: 8192 }, (_, i) => String.fromCharCode(97 + (i % 26)));
+    const top = tokens.map(() => Object.fromEntries(tokens.slice(0, 20).map((t) => [t, 0])));
+    expect(within(JSON.stringify({ choices: [{ logprobs: { tokens, token_logprobs: tokens.map(() => 0), top_logprobs: top, text_offset: tokens.map((_, i) => i) } }] }))).toBe(true);
+    expect(within(`{"x":${"[".repeat(257)}${"]".repeat(257)}}`)).toBe(false);
+    expect(within(`{"x":${"[".repeat(255)}${"]".repeat(255)}}`)).toBe(true);
+    expect(within(`[${"[],".repeat(100_000)}[]]`)).toBe(false);
+    expect(within(`[${'"",'.repeat(100_000)}""]`)).toBe(false);
   });
 
   test("integerListLength counts a JSON list of integers and refuses anything else", () => {

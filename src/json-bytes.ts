@@ -5,7 +5,7 @@
  */
 
 import { parseJson, type JsonValue } from "./json.ts";
-import { JsonShapeGuard } from "./json-shape.ts";
+import { JSON_SHAPE_LIMITS, type JsonLayout, type JsonShapeLimits } from "./json-shape.ts";
 
 /** Fatal: not UTF-8 is not repaired. A U+FEFF is kept (see startsWithByteOrderMark). */
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -58,16 +58,34 @@ export interface KeptList {
   readonly count: number;
 }
 
-/** Scanning a worker's answer: its layout only (a worker's answer is bounded by its size, not its shape). */
-const ANSWER_SCAN = { maxDepth: Number.MAX_SAFE_INTEGER, minValues: Number.POSITIVE_INFINITY, bytesPerValue: 1 };
+/**
+ * Bounds on the shape of a worker's non-streamed answer (context or generation, success or
+ * error), checked on its bytes before it is parsed: JSON.parse of 32 MiB of `[` costs ~2.4 GiB
+ * and ~3 s of a blocked event loop, so the size bound alone does not bound a parse.
+ *
+ * Depth: an upstream answer nests ~10 deep at most (tensorrt_llm/serve/openai_protocol.py:
+ * ChatCompletionResponse > choices[] > logprobs > content[] > top_logprobs[] > bytes[] is 9;
+ * Responses output items and disaggregated_params are shallower), but a Responses answer echoes
+ * the client's tools and text format schema a few levels down, and a client's body may nest
+ * JSON_SHAPE_LIMITS.maxDepth (128): twice that (256) leaves room for any echo and none for a bomb.
+ *
+ * Values: the densest legitimate answers are lists of token ids (`12,`: 8 bytes a weighted
+ * value, numbers weigh 1/4) and chat top_logprobs entries (`{"token":"","logprob":0.0,
+ * "bytes":[]}`: ~6 bytes a weighted value); 4 bytes a value passes both, so a 128k-token
+ * prompt's ids or a long answer with top_logprobs=20 is never refused, while a hostile answer
+ * of empty lists, objects or strings (3 bytes a value, ~90 bytes each once parsed) is. Below
+ * 65,536 values (a few hundred KiB parsed) density is not judged at all.
+ */
+export const ANSWER_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 2 * JSON_SHAPE_LIMITS.maxDepth, minValues: 65_536, bytesPerValue: 4 };
 
 /**
  * A worker's JSON answer parsed with its top-level `key` member, when that is a list of
  * integers at least `keepBytes` long, left out of the parse (read as null) and kept as its
  * bytes: a context answer returns the prompt's token ids, which the proxy only passes on to
  * the generation worker, and parsing them (then writing them again) cost more than the rest
- * of the answer (~8 bytes an id parsed, plus the text). Throws SyntaxError or TypeError (not
- * UTF-8) as a parse would.
+ * of the answer (~8 bytes an id parsed, plus the text). `layout` is the answer's, from a
+ * JsonShapeGuard that fed it whole within ANSWER_SHAPE_LIMITS (the caller bounds its shape).
+ * Throws SyntaxError or TypeError (not UTF-8) as a parse would.
  *
  * An answer that repeats `key` is read as every JSON reader the workers and clients use reads
  * it (JSON.parse, Python's json, pydantic): the last member wins. So the last one is the one
@@ -75,11 +93,9 @@ const ANSWER_SCAN = { maxDepth: Number.MAX_SAFE_INTEGER, minValues: Number.POSIT
  * before) spliced one list into the generation body while the proxy verified and routed by
  * another. Refusing duplicates instead would 502 answers every upstream reader accepts.
  */
-export function parseKeepingList(bytes: Uint8Array, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
+export function parseKeepingList(bytes: Uint8Array, layout: JsonLayout, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
   if (bytes.length >= keepBytes) {
-    const guard = new JsonShapeGuard(ANSWER_SCAN, bytes.length, Number.POSITIVE_INFINITY);
-    guard.feed(bytes);
-    const members = guard.layout().members;
+    const members = layout.members;
     for (let i = members.length - 3; i >= 0; i -= 3) {
       const keyEnd = members[i + 1]!;
       if (keyAt(bytes, members[i]!, keyEnd) !== key) continue;

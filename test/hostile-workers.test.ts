@@ -149,4 +149,50 @@ describe("how worker answers are read", () => {
     expect(sent).toEqual(JSON.parse(idsOf(hostile.answers[0]!)) as number[]);
   });
 
+  const shapes: [string, (answer: string) => string | ReadableStream<Uint8Array>, RegExp][] = [
+    ["nests 300 levels deep (valid JSON)", (answer) => `{"x":${deep(300)},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`, /nests deeper than 256 levels/],
+    ["is 1 MiB of [", () => "[".repeat(1 << 20), /nests deeper than 256 levels/],
+    ["is an endless chunked stream of [", () => endless("["), /nests deeper than 256 levels/],
+    ["holds 300,000 empty lists (valid JSON)", (answer) => `{"x":[${"[],".repeat(300_000)}[]],${membersOf(answer)}}`, /holds more than \d+ JSON values/],
+  ];
+  test.each(shapes)("a context answer that %s is refused with a 502 before it is parsed, and logged", async (_name, rewrite, message) => {
+    await using hostile = rewritingContext(rewrite);
+    await using cluster = await startCluster({ config: { contextServers: [hostile.origin], maxRetries: 0, maxAnswerBytes: 8 << 20 } });
+    const response = await cluster.post("/v1/chat/completions", chat);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { message: string }).message).toMatch(message);
+    expect(cluster.logs.some((r) => r["msg"] === "context leg failed" && r["code"] === "WORKER_BAD_ANSWER" && message.test(String(r["error"])))).toBe(true);
+    await eventually(() => cluster.proxy.app.placement.table.active() === 0);
+  });
+
+  test("a non-streamed generation answer nested 300 levels deep is refused with a 502 as well", async () => {
+    using gen = fakeWorker(() => new Response(`{"object":"chat.completion","x":${deep(300)},"choices":[]}`, { headers: { "content-type": "application/json" } }));
+    await using cluster = await startCluster({ config: { generationServers: [gen.url.origin], maxRetries: 0 } });
+    const response = await cluster.post("/v1/chat/completions", chat);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { message: string }).message).toMatch(/nests deeper than 256 levels/);
+  });
+
+  test("a worker's error answer nested 300 levels deep is refused with a 502, not parsed for its message", async () => {
+    using ctx = fakeWorker(() => new Response(`{"detail":${deep(300)}}`, { status: 400, headers: { "content-type": "application/json" } }));
+    await using cluster = await startCluster({ config: { contextServers: [ctx.url.origin], maxRetries: 0 } });
+    const response = await cluster.post("/v1/chat/completions", chat);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { message: string }).message).toMatch(/nests deeper than 256 levels/);
+  });
 });
+
+/** Valid JSON nested `levels` deep. */
+function deep(levels: number): string {
+  return `${"[".repeat(levels)}${"]".repeat(levels)}`;
+}
+
+/** A body that never ends: the same bytes, a chunk each time the reader wants more. */
+function endless(text: string): ReadableStream<Uint8Array> {
+  const chunk = new TextEncoder().encode(text.repeat(16 * 1024));
+  return new ReadableStream({
+    pull(controller) {
+      controller.enqueue(chunk);
+    },
+  });
+}

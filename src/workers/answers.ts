@@ -48,8 +48,8 @@ export function withoutWorkerAddress(body: Uint8Array, origin: string): Uint8Arr
   return scrubbed === text ? body : encoder.encode(scrubbed);
 }
 
-/** Reads a body up to `limit` bytes; the rest is cancelled. */
-export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+/** Reads a body up to `limit` bytes; the rest is cancelled, as it is when `onPiece` throws (which the read then throws). */
+export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
@@ -58,6 +58,7 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
     while (size < limit) {
       const { done, value } = await reader.read();
       if (done) break;
+      onPiece?.(value);
       parts.push(value);
       size += value.byteLength;
     }
@@ -68,20 +69,23 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
 }
 
 /**
- * Reads a whole answer, refusing one larger than `limit` bytes. An answer that declares its
+ * Reads a whole answer, refusing one larger than `limit` bytes; `onPiece` sees its bytes in
+ * order as they arrive (all at once when read natively) and may refuse them by throwing. An answer that declares its
  * length (and is not compressed, so the length is what arrives) is read natively in one go:
  * the HTTP framing already stops it there, and a JS read loop costs ~12 µs more per call.
  */
-export async function readBounded(response: Response, limit: number): Promise<Uint8Array> {
+export async function readBounded(response: Response, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
   const declared = declaredLength(response.headers);
   if (declared !== undefined) {
     if (declared > limit) {
       response.body?.cancel().catch(() => {});
       throw tooLarge(limit);
     }
-    return response.bytes();
+    const bytes = await response.bytes();
+    onPiece?.(bytes);
+    return bytes;
   }
-  const bytes = await readPrefix(response.body, limit + 1);
+  const bytes = await readPrefix(response.body, limit + 1, onPiece);
   if (bytes.byteLength > limit) throw tooLarge(limit);
   return bytes;
 }

@@ -1,6 +1,7 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import { parseKeepingList, type KeptList } from "../json-bytes.ts";
+import { ANSWER_SHAPE_LIMITS, parseKeepingList, type KeptList } from "../json-bytes.ts";
+import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "../json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
@@ -61,8 +62,12 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
-    const bytes = await readBounded(response, post.maxAnswerBytes);
-    if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) return { ...parseKeepingTokenIds(bytes), headers: response.headers, bytes };
+    const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, post.maxAnswerBytes);
+    const bytes = await readBounded(response, post.maxAnswerBytes, (piece) => refuseShape(guard.feed(piece)));
+    refuseShape(guard.finish(bytes.length));
+    if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) {
+      return { ...parseKeepingTokenIds(bytes, guard.layout()), headers: response.headers, bytes };
+    }
     const body = parseAnswer(decodeAnswer(bytes));
     return { body, headers: response.headers, bytes };
   } catch (error) {
@@ -189,17 +194,31 @@ async function errorAnswer(
   origin: string,
 ): Promise<{ status: number; contentType: string; body: Uint8Array }> {
   const contentType = response.headers.get("content-type") ?? "application/json";
-  return { status: response.status, contentType, body: withoutWorkerAddress(await readPrefix(response.body, limit), origin) };
+  // An error body is parsed too (for its message): its shape is bounded as a success's is.
+  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
+  const body = await readPrefix(response.body, limit, (piece) => refuseShape(guard.feed(piece)));
+  refuseShape(guard.finish(body.length));
+  return { status: response.status, contentType, body: withoutWorkerAddress(body, origin) };
 }
 
 function isEventStream(response: Response): boolean {
   return (response.headers.get("content-type") ?? "").includes("text/event-stream");
 }
 
-function parseKeepingTokenIds(bytes: Uint8Array): { body: JsonObject; keptTokenIds: KeptList | undefined } {
+/**
+ * Refuses an answer whose shape crosses ANSWER_SHAPE_LIMITS, checked as its bytes arrive and
+ * before anything parses them (the failed leg is logged with this cause where it ends).
+ */
+function refuseShape(problem: JsonShapeProblem | undefined): void {
+  if (problem === undefined) return;
+  const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
+  throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`);
+}
+
+function parseKeepingTokenIds(bytes: Uint8Array, layout: JsonLayout): { body: JsonObject; keptTokenIds: KeptList | undefined } {
   let parsed: ReturnType<typeof parseKeepingList>;
   try {
-    parsed = parseKeepingList(bytes, "prompt_token_ids", KEEP_TOKEN_IDS_BYTES);
+    parsed = parseKeepingList(bytes, layout, "prompt_token_ids", KEEP_TOKEN_IDS_BYTES);
   } catch (cause) {
     const utf8 = cause instanceof TypeError;
     throw new ProxyError("WORKER_BAD_ANSWER", 502, utf8 ? "Worker answer is not valid UTF-8" : "Worker answer is not valid JSON", { cause });
