@@ -8,6 +8,7 @@ export type ErrorCode =
   | "BODY_TOO_LARGE"
   | "BODY_TOO_SLOW"
   | "BODY_TOO_DEEP"
+  | "BODY_TOO_FRAGMENTED"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "NOT_READY"
@@ -38,6 +39,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   BODY_TOO_LARGE: "rejected",
   BODY_TOO_SLOW: "rejected",
   BODY_TOO_DEEP: "rejected",
+  BODY_TOO_FRAGMENTED: "rejected",
   NOT_FOUND: "rejected",
   METHOD_NOT_ALLOWED: "rejected",
   NOT_READY: "rejected",

@@ -50,4 +50,56 @@ describe("readClientJson", () => {
     );
     expect(refused).toMatchObject({ status: 413 });
   });
+
+  test("a body in pieces absurdly small on average is refused with a 400 before it is all read", async () => {
+    const small = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(3000) }] });
+    const everyByte = Array.from({ length: small.length - 1 }, (_, i) => i + 1);
+    const request = post(small, everyByte, false);
+    const refused = await readClientJson(request, LIMITS).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toMatchObject({ status: 400, code: "BODY_TOO_FRAGMENTED" });
+  });
+
+  test("a body in pieces of 256 bytes, however many, is read whole", async () => {
+    const large = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(600_000) }] });
+    const every256 = Array.from({ length: Math.floor((large.length - 1) / 256) }, (_, i) => (i + 1) * 256);
+    const { body } = await readClientJson(post(large, every256, false), LIMITS);
+    expect(body).toEqual(JSON.parse(large) as typeof body);
+  });
+
+  test("a body whose pieces are all there gives the event loop turns while it is read", async () => {
+    const large = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(600_000) }] });
+    const every256 = Array.from({ length: Math.floor((large.length - 1) / 256) }, (_, i) => (i + 1) * 256);
+    let turns = 0;
+    let reading = true;
+    const count = (): void => {
+      turns++;
+      if (reading) setImmediate(count);
+    };
+    setImmediate(count);
+    await readClientJson(post(large, every256, false), LIMITS);
+    const turnsWhileReading = turns;
+    reading = false;
+    // 2,300 pieces: a turn every few hundred pieces at most, not one when the body is done.
+    expect(turnsWhileReading).toBeGreaterThanOrEqual(every256.length / 500);
+  });
+
+  test("a chunked body that stops coming is cut with a 408 by the one deadline of the body", async () => {
+    let pieces = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        // Some pieces, then nothing: the reader waits for a piece that never comes.
+        if (pieces++ < 200) controller.enqueue(encoder.encode(pieces === 1 ? '{"model":"m","p":"' : "x".repeat(300)));
+        else await new Promise(() => {});
+      },
+    });
+    const request = new Request("http://proxy.test/v1/chat/completions", { method: "POST", body });
+    const refused = await readClientJson(request, { ...LIMITS, graceMs: 20, minBytesPerSecond: 1e6 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toMatchObject({ status: 408 });
+  });
 });

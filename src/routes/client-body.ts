@@ -10,6 +10,16 @@ const FIRST_CHUNKED_BYTES = 64 * 1024;
 /** A piece larger than this is scanned in slices with a turn of the event loop between them. */
 const SCAN_SLICE_BYTES = 1024 * 1024;
 
+/** A body may come in this many pieces whatever their size, and one more per BYTES_PER_PIECE bytes. */
+const FREE_PIECES = 1024;
+const BYTES_PER_PIECE = 256;
+
+/** Pieces read between two turns of the event loop. */
+const YIELD_EVERY_PIECES = 64;
+
+/** A piece this large has its memory given back at once; a smaller one costs more to give back than it holds. */
+const RELEASE_MIN_BYTES = 16 * 1024;
+
 export interface BodyLimits {
   /** Larger bodies get 413. */
   readonly maxBytes: number;
@@ -65,7 +75,6 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   // Anything longer is read piece by piece, its average rate judged at every wait, so that a
   // declared length buys no time: a stalled body is cut however large its Content-Length.
   const reader = request.body.getReader();
-  const started = performance.now();
   // The body is copied into one buffer as it arrives, and each piece's memory is given back at
   // once: pieces left to the collector, or joined at the end, hold the body twice (measured on
   // 16 MiB: 2.0× its size once read; 1.3× so). The buffer is the declared length, or for a
@@ -74,15 +83,26 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   let buffer = new ArrayBuffer(declared ?? FIRST_CHUNKED_BYTES);
   let whole = new Uint8Array(buffer);
   let size = 0;
+  let pieces = 0;
+  const deadline = new SlowBodyDeadline(limits, () => size, () => void reader.cancel().catch(() => {}));
   try {
     for (;;) {
-      const due = Math.max(limits.graceMs, (size / limits.minBytesPerSecond) * 1000) - (performance.now() - started);
-      const read = await withDeadline(reader.read(), due);
-      if (read === "late") throw tooSlow(limits.minBytesPerSecond);
+      deadline.waitStarts();
+      const read = await reader.read();
+      deadline.waiting = false;
+      if (deadline.late) throw tooSlow(limits.minBytesPerSecond);
       if (read.done) break;
       const piece = read.value;
       if (size + piece.byteLength > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
-      await scan(guard, piece);
+      // Each piece costs about a microsecond of the runtime's own work whatever its size: a body
+      // in 1-byte chunks would cost seconds a MiB. Past a generous allowance, pieces must carry
+      // BYTES_PER_PIECE bytes on average (any client library's chunks carry kilobytes).
+      pieces++;
+      if (pieces > FREE_PIECES + (size + piece.byteLength) / BYTES_PER_PIECE) throw tooFragmented(pieces);
+      if (piece.byteLength <= SCAN_SLICE_BYTES) {
+        const problem = guard.feed(piece);
+        if (problem) throw shapeError(problem);
+      } else await scan(guard, piece);
       if (size + piece.byteLength > buffer.byteLength) {
         if (declared !== undefined) throw badRequest("Request body is longer than its Content-Length");
         buffer = buffer.transfer(Math.min(limits.maxBytes, Math.max(size + piece.byteLength, buffer.byteLength * 2)));
@@ -90,13 +110,72 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
       }
       whole.set(piece, size);
       size += piece.byteLength;
-      release(piece);
+      if (piece.byteLength >= RELEASE_MIN_BYTES) release(piece);
+      // Pieces already queued resolve as microtasks: without a turn now and then, a body that
+      // is all there holds the event loop (health checks, other clients) until it is read.
+      if (pieces % YIELD_EVERY_PIECES === 0) await Bun.sleep(0);
     }
   } catch (error) {
     reader.cancel().catch(() => {});
     throw error;
+  } finally {
+    deadline.stop();
   }
   return new Uint8Array(buffer, 0, size);
+}
+
+/**
+ * The slow-body rule of one body read piece by piece: late when, waiting for the client, more
+ * time has gone by than the grace period or than the bytes so far need at the floor rate. One
+ * timer for the whole body, re-armed only when it fires and the body is not late (a timer per
+ * piece cost more than the piece). Late, it calls `cut` (which ends the pending read); found
+ * overdue while the proxy is busy with a piece, it judges again at the next wait.
+ */
+class SlowBodyDeadline {
+  late = false;
+  /** Whether the proxy is waiting for the client's next piece (only then can the body be late). */
+  waiting = false;
+  readonly #limits: BodyLimits;
+  readonly #size: () => number;
+  readonly #cut: () => void;
+  readonly #started = performance.now();
+  #timer: Timer | undefined;
+
+  constructor(limits: BodyLimits, size: () => number, cut: () => void) {
+    this.#limits = limits;
+    this.#size = size;
+    this.#cut = cut;
+    this.#arm();
+  }
+
+  waitStarts(): void {
+    // Found overdue while the proxy was busy with a piece: judged again now that it waits.
+    if (this.#timer === undefined) this.#arm();
+    this.waiting = true;
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Milliseconds left before the body, as large as it is now, is late. */
+  #due(): number {
+    return Math.max(this.#limits.graceMs, (this.#size() / this.#limits.minBytesPerSecond) * 1000) - (performance.now() - this.#started);
+  }
+
+  #arm(): void {
+    this.#timer = setTimeout(() => this.#fired(), Math.max(0, this.#due()));
+  }
+
+  #fired(): void {
+    this.#timer = undefined;
+    if (this.#due() > 0) this.#arm();
+    else if (this.waiting) {
+      this.late = true;
+      this.#cut();
+    }
+  }
 }
 
 /** Frees a piece the reader handed over whole (its own buffer) now, not at the next collection. */
@@ -117,6 +196,14 @@ async function scan(guard: JsonShapeGuard, bytes: Uint8Array): Promise<void> {
 function shapeError(problem: JsonShapeProblem): ProxyError {
   if (problem.bound === "depth") return new ProxyError("BODY_TOO_DEEP", 400, `Request body is nested deeper than ${problem.limit} levels`);
   return new ProxyError("BODY_TOO_LARGE", 413, `Request body has too many JSON values for its size (at most ${problem.limit})`);
+}
+
+/**
+ * 400, not 413: the body is not too large (it may be a few kilobytes); how it was sent is what
+ * is refused, and the remedy is larger chunks, not less content, which 413 would suggest.
+ */
+function tooFragmented(pieces: number): ProxyError {
+  return new ProxyError("BODY_TOO_FRAGMENTED", 400, `Request body arrived in too many small pieces (${pieces}; fewer than one per ${BYTES_PER_PIECE} bytes is expected): send it in larger chunks`);
 }
 
 function tooSlow(minBytesPerSecond: number): ProxyError {
