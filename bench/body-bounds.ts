@@ -120,7 +120,18 @@ async function warm(url: string): Promise<void> {
   }
 }
 
-async function peakGrowth(shapes: Record<string, string>, runs: number): Promise<Record<string, Growth>> {
+/** The body in 64 KiB pieces with no declared length (Transfer-Encoding: chunked on the wire). */
+function chunkedStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= bytes.length) controller.close();
+      else controller.enqueue(bytes.slice(at, (at += 64 * 1024)));
+    },
+  });
+}
+
+async function peakGrowth(shapes: Record<string, string>, runs: number, chunked: boolean): Promise<Record<string, Growth>> {
   const logDir = mkdtempSync(join(tmpdir(), "body-bounds-"));
   const bun = [process.execPath, join(ROOT, "src", "main.ts")];
   const out: Record<string, Growth> = {};
@@ -143,7 +154,8 @@ async function peakGrowth(shapes: Record<string, string>, runs: number): Promise
           await warm(proxy.url);
           await Bun.sleep(200);
           const before = hwmBytes(proxy.pid);
-          const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes });
+          const sent = chunked ? { body: chunkedStream(bytes), duplex: "half" } : { body: bytes };
+          const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, ...sent } as RequestInit);
           await response.arrayBuffer();
           const grown = hwmBytes(proxy.pid) - before;
           Object.assign(growth, { status: response.status });
@@ -166,15 +178,18 @@ function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
-/** `bun bench/body-bounds.ts [MiB] [runs] [--growth-only] [--only=<shape substring>]` */
+/**
+ * `bun bench/body-bounds.ts [MiB] [runs] [--growth-only] [--chunked] [--only=<shape substring>]`
+ * (MiB may be fractional: 16.1 is just past a chunked body's buffer doubling to 32 MiB).
+ */
 async function main(): Promise<void> {
   const args = Bun.argv.slice(2);
-  const numbers = args.filter((arg) => /^\d+$/.test(arg)).map(Number);
+  const numbers = args.filter((arg) => /^\d+(\.\d+)?$/.test(arg)).map(Number);
   const only = args.find((arg) => arg.startsWith("--only="))?.slice("--only=".length);
-  const size = (numbers[0] ?? 16) * MIB;
+  const size = Math.round((numbers[0] ?? 16) * MIB);
   const runs = numbers[1] ?? 2;
   const shapes = Object.fromEntries(Object.entries(acceptedShapes(size)).filter(([name]) => only === undefined || name.includes(only)));
-  const growth = await peakGrowth(shapes, runs);
+  const growth = await peakGrowth(shapes, runs, args.includes("--chunked"));
   if (args.includes("--growth-only")) {
     process.stdout.write(`${JSON.stringify({ peakRssGrowth: growth }, null, 2)}\n`);
     return;
