@@ -70,9 +70,10 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
 
 /**
  * Reads a whole answer, refusing one larger than `limit` bytes; `onPiece` sees its bytes in
- * order as they arrive (all at once when read natively) and may refuse them by throwing. An answer that declares its
- * length (and is not compressed, so the length is what arrives) is read natively in one go:
- * the HTTP framing already stops it there, and a JS read loop costs ~12 µs more per call.
+ * order as they arrive (all at once when read natively) and may refuse them by throwing. An
+ * answer that declares its length (and is not compressed, so the length is what arrives) is
+ * read natively in one go: the HTTP framing already stops it there, and a JS read loop costs
+ * ~12 µs more per call.
  */
 export async function readBounded(response: Response, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
   const declared = declaredLength(response.headers);
