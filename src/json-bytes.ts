@@ -160,24 +160,9 @@ export function integerListLength(bytes: Uint8Array, start: number, end: number)
 /** True when `values` is the kept list's integers, in order (read from its bytes, nothing parsed). */
 export function keptListEquals(kept: KeptList, values: JsonValue | undefined): boolean {
   if (!Array.isArray(values) || values.length !== kept.count) return false;
-  const bytes = kept.bytes;
-  let n = 0;
-  let i = 0;
-  while (i < bytes.length) {
-    let c = bytes[i]!;
-    if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
-      i++;
-      continue;
-    }
-    const negative = c === 0x2d;
-    if (negative) c = bytes[++i]!;
-    const first = i;
-    let value = 0;
-    for (; c >= 0x30 && c <= 0x39; c = bytes[++i]!) value = value * 10 + (c - 0x30);
-    // Beyond 15 digits a double may round: only exact values are compared.
-    if (i - first > 15 || values[n++] !== (negative ? -value : value)) return false;
-  }
-  return n === values.length;
+  // Beyond 15 digits a double may round: integersOf gives up there, so only exact values compare.
+  const ids = integersOf(kept.bytes, 0, kept.bytes.length, kept.count);
+  return ids !== undefined && ids.length === values.length && ids.every((id, i) => id === values[i]);
 }
 
 /** The kept list's integers, parsed (for a router that wants them, or a codec that cannot send bytes). */
