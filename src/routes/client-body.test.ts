@@ -102,4 +102,13 @@ describe("readClientJson", () => {
     );
     expect(refused).toMatchObject({ status: 408 });
   });
+
+  test("a chunked body is kept in a buffer of its size, no unused room", async () => {
+    // 70 kB: past the first 64 KiB block (a buffer doubling as it grew held 128 KiB).
+    const past = JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(70_000) }] });
+    const every4k = Array.from({ length: Math.floor((past.length - 1) / 4096) }, (_, i) => (i + 1) * 4096);
+    const { source } = await readClientJson(post(past, every4k, false), LIMITS);
+    expect(new TextDecoder().decode(source.bytes)).toBe(past);
+    expect(source.bytes.buffer.byteLength).toBe(past.length);
+  });
 });

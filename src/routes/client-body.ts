@@ -3,9 +3,7 @@ import type { JsonObject } from "../json.ts";
 import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json-shape.ts";
 import { parseJsonSource, type ParsedBody } from "../json-source.ts";
 import { withDeadline } from "../timers.ts";
-
-/** A chunked body's buffer starts this large and doubles as the body grows. */
-const FIRST_CHUNKED_BYTES = 64 * 1024;
+import { type BodyBuffer, ChunkedBodyBuffer, DeclaredBodyBuffer } from "./body-buffer.ts";
 
 /** A piece larger than this is scanned in slices with a turn of the event loop between them. */
 const SCAN_SLICE_BYTES = 1024 * 1024;
@@ -16,9 +14,6 @@ const BYTES_PER_PIECE = 256;
 
 /** Pieces read between two turns of the event loop. */
 const YIELD_EVERY_PIECES = 64;
-
-/** A piece this large has its memory given back at once; a smaller one costs more to give back than it holds. */
-const RELEASE_MIN_BYTES = 16 * 1024;
 
 export interface BodyLimits {
   /** Larger bodies get 413. */
@@ -75,16 +70,9 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   // Anything longer is read piece by piece, its average rate judged at every wait, so that a
   // declared length buys no time: a stalled body is cut however large its Content-Length.
   const reader = request.body.getReader();
-  // The body is copied into one buffer as it arrives, and each piece's memory is given back at
-  // once: pieces left to the collector, or joined at the end, hold the body twice (measured on
-  // 16 MiB: 2.0× its size once read; 1.3× so). The buffer is the declared length, or for a
-  // chunked body one that doubles as needed (a resizable buffer would reserve the bound's
-  // address space, and two memory mappings, for every body being read).
-  let buffer = new ArrayBuffer(declared ?? FIRST_CHUNKED_BYTES);
-  let whole = new Uint8Array(buffer);
-  let size = 0;
+  const gathered: BodyBuffer = declared === undefined ? new ChunkedBodyBuffer() : new DeclaredBodyBuffer(declared);
   let pieces = 0;
-  const deadline = new SlowBodyDeadline(limits, () => size, () => void reader.cancel().catch(() => {}));
+  const deadline = new SlowBodyDeadline(limits, () => gathered.size, () => void reader.cancel().catch(() => {}));
   try {
     for (;;) {
       deadline.waitStarts();
@@ -93,24 +81,17 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
       if (deadline.late) throw tooSlow(limits.minBytesPerSecond);
       if (read.done) break;
       const piece = read.value;
-      if (size + piece.byteLength > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
+      if (gathered.size + piece.byteLength > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
       // Each piece costs about a microsecond of the runtime's own work whatever its size: a body
       // in 1-byte chunks would cost seconds a MiB. Past a generous allowance, pieces must carry
       // BYTES_PER_PIECE bytes on average (any client library's chunks carry kilobytes).
       pieces++;
-      if (pieces > FREE_PIECES + (size + piece.byteLength) / BYTES_PER_PIECE) throw tooFragmented(pieces);
+      if (pieces > FREE_PIECES + (gathered.size + piece.byteLength) / BYTES_PER_PIECE) throw tooFragmented(pieces);
       if (piece.byteLength <= SCAN_SLICE_BYTES) {
         const problem = guard.feed(piece);
         if (problem) throw shapeError(problem);
       } else await scan(guard, piece);
-      if (size + piece.byteLength > buffer.byteLength) {
-        if (declared !== undefined) throw badRequest("Request body is longer than its Content-Length");
-        buffer = buffer.transfer(Math.min(limits.maxBytes, Math.max(size + piece.byteLength, buffer.byteLength * 2)));
-        whole = new Uint8Array(buffer);
-      }
-      whole.set(piece, size);
-      size += piece.byteLength;
-      if (piece.byteLength >= RELEASE_MIN_BYTES) release(piece);
+      if (!gathered.append(piece)) throw badRequest("Request body is longer than its Content-Length");
       // Pieces already queued resolve as microtasks: without a turn now and then, a body that
       // is all there holds the event loop (health checks, other clients) until it is read.
       if (pieces % YIELD_EVERY_PIECES === 0) await Bun.sleep(0);
@@ -121,7 +102,7 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   } finally {
     deadline.stop();
   }
-  return new Uint8Array(buffer, 0, size);
+  return gathered.bytes();
 }
 
 /**
@@ -176,12 +157,6 @@ class SlowBodyDeadline {
       this.#cut();
     }
   }
-}
-
-/** Frees a piece the reader handed over whole (its own buffer) now, not at the next collection. */
-function release(piece: Uint8Array): void {
-  const owner = piece.buffer;
-  if (owner instanceof ArrayBuffer && piece.byteOffset === 0 && piece.byteLength === owner.byteLength) owner.transfer(0);
 }
 
 /** Feeds the guard, yielding between slices of a large piece so no client stalls the others. */
