@@ -7,14 +7,14 @@
 import { parseJson, type JsonValue } from "./json.ts";
 import { JSON_SHAPE_LIMITS, type JsonLayout, type JsonShapeLimits } from "./json-shape.ts";
 
-/** Fatal: not UTF-8 is not repaired. A U+FEFF is kept (see startsWithByteOrderMark). */
+/** Fatal: not UTF-8 is not repaired. A U+FEFF is kept (see textStart). */
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const BACKSLASH = 0x5c;
 
-/** A byte order mark before the whole body, which a parser may pass over (RFC 8259 §8.1). */
-export function startsWithByteOrderMark(bytes: Uint8Array): boolean {
-  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+/** Where the JSON text starts: after a byte order mark before it, which a parser may pass over (RFC 8259 §8.1). */
+export function textStart(bytes: Uint8Array): number {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
 }
 
 /** A member's key from its quoted bytes: plain ASCII read directly, anything else parsed. */
@@ -97,17 +97,26 @@ export function parseKeepingList(bytes: Uint8Array, layout: JsonLayout, key: str
   if (bytes.length >= keepBytes) {
     const members = layout.members;
     for (let i = members.length - 3; i >= 0; i -= 3) {
-      const keyEnd = members[i + 1]!;
-      if (keyAt(bytes, members[i]!, keyEnd) !== key) continue;
-      const start = valueStart(bytes, keyEnd);
-      const end = trimmedEnd(bytes, start, members[i + 2]!);
-      const count = end - start >= keepBytes ? integerListLength(bytes, start, end) : -1;
-      if (count < 0) break;
-      const text = `${decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0, start))}null${decoder.decode(bytes.subarray(end))}`;
-      return { body: parseJson(text), kept: { bytes: bytes.subarray(start, end), count } };
+      if (keyAt(bytes, members[i]!, members[i + 1]!) !== key) continue;
+      const list = memberIntegerList(bytes, members, i, keepBytes);
+      if (list === undefined) break;
+      const text = `${decoder.decode(bytes.subarray(textStart(bytes), list.start))}null${decoder.decode(bytes.subarray(list.end))}`;
+      return { body: parseJson(text), kept: { bytes: bytes.subarray(list.start, list.end), count: list.count } };
     }
   }
-  return { body: parseJson(decoder.decode(bytes.subarray(startsWithByteOrderMark(bytes) ? 3 : 0))), kept: undefined };
+  return { body: parseJson(decoder.decode(bytes.subarray(textStart(bytes)))), kept: undefined };
+}
+
+/**
+ * The value of the top-level member at `members[i]` (a JsonLayout's triples) when it is a list
+ * of integers at least `minBytes` long: where it lies and how many it holds.
+ */
+export function memberIntegerList(bytes: Uint8Array, members: readonly number[], i: number, minBytes: number): { start: number; end: number; count: number } | undefined {
+  if (members[i + 2]! - members[i + 1]! < minBytes) return undefined;
+  const start = valueStart(bytes, members[i + 1]!);
+  const end = trimmedEnd(bytes, start, members[i + 2]!);
+  const count = end - start >= minBytes ? integerListLength(bytes, start, end) : -1;
+  return count < 0 ? undefined : { start, end, count };
 }
 
 function isSpace(c: number | undefined): boolean {
@@ -115,13 +124,13 @@ function isSpace(c: number | undefined): boolean {
 }
 
 /** Where a member's value starts: after its key, the colon and any spaces. */
-export function valueStart(bytes: Uint8Array, keyEnd: number): number {
+function valueStart(bytes: Uint8Array, keyEnd: number): number {
   let at = keyEnd;
   while (isSpace(bytes[at]) || bytes[at] === 0x3a) at++;
   return at;
 }
 
-export function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
+function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
   let at = end;
   while (at > start && isSpace(bytes[at - 1])) at--;
   return at;

@@ -12,7 +12,7 @@
 
 import { badRequest } from "./errors.ts";
 import { isJsonObject, parseClientJson, type JsonObject, type JsonValue } from "./json.ts";
-import { integerListLength, integersOf, keyAt, startsWithByteOrderMark, trimmedEnd, valueStart } from "./json-bytes.ts";
+import { integersOf, keyAt, memberIntegerList, textStart } from "./json-bytes.ts";
 import type { JsonLayout } from "./json-shape.ts";
 
 /** A top-level member as the client sent it: its bytes and the value they parsed to. */
@@ -63,7 +63,7 @@ const LETTER_U = 0x75;
 export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBody {
   let body: JsonValue;
   const longStrings: LongString[] = [];
-  const from = startsWithByteOrderMark(bytes) ? 3 : 0;
+  const from = textStart(bytes);
   try {
     const lists = longIntegerLists(bytes, layout.members);
     const whole = layout.longStrings.length === 0 && lists.length === 0;
@@ -124,12 +124,9 @@ interface IntegerList {
 function longIntegerLists(bytes: Uint8Array, members: readonly number[]): IntegerList[] {
   const lists: IntegerList[] = [];
   for (let i = 0; i + 2 < members.length; i += 3) {
-    if (members[i + 2]! - members[i + 1]! < LONG_LIST_BYTES) continue;
-    const start = valueStart(bytes, members[i + 1]!);
-    const end = trimmedEnd(bytes, start, members[i + 2]!);
-    const count = bytes[start] === 0x5b ? integerListLength(bytes, start, end) : -1;
-    const values = count >= 0 ? integersOf(bytes, start, end, count) : undefined;
-    if (values !== undefined) lists.push({ start, end, values });
+    const list = memberIntegerList(bytes, members, i, LONG_LIST_BYTES);
+    const values = list === undefined ? undefined : integersOf(bytes, list.start, list.end, list.count);
+    if (list !== undefined && values !== undefined) lists.push({ start: list.start, end: list.end, values });
   }
   return lists;
 }

@@ -62,11 +62,9 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
-    const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, post.maxAnswerBytes);
-    const bytes = await readBounded(response, post.maxAnswerBytes, (piece) => refuseShape(guard.feed(piece)));
-    refuseShape(guard.finish(bytes.length));
+    const { bytes, layout } = await readShaped(post.maxAnswerBytes, (onPiece) => readBounded(response, post.maxAnswerBytes, onPiece));
     if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) {
-      return { ...parseKeepingTokenIds(bytes, guard.layout()), headers: response.headers, bytes };
+      return { ...parseKeepingTokenIds(bytes, layout), headers: response.headers, bytes };
     }
     const body = parseAnswer(decodeAnswer(bytes));
     return { body, headers: response.headers, bytes };
@@ -195,9 +193,7 @@ async function errorAnswer(
 ): Promise<{ status: number; contentType: string; body: Uint8Array }> {
   const contentType = response.headers.get("content-type") ?? "application/json";
   // An error body is parsed too (for its message): its shape is bounded as a success's is.
-  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
-  const body = await readPrefix(response.body, limit, (piece) => refuseShape(guard.feed(piece)));
-  refuseShape(guard.finish(body.length));
+  const { bytes: body } = await readShaped(limit, (onPiece) => readPrefix(response.body, limit, onPiece));
   return { status: response.status, contentType, body: withoutWorkerAddress(body, origin) };
 }
 
@@ -206,9 +202,17 @@ function isEventStream(response: Response): boolean {
 }
 
 /**
- * Refuses an answer whose shape crosses ANSWER_SHAPE_LIMITS, checked as its bytes arrive and
- * before anything parses them (the failed leg is logged with this cause where it ends).
+ * An answer read by `read`, its shape checked against ANSWER_SHAPE_LIMITS as its bytes arrive
+ * and before anything parses them: refused (the failed leg is logged with this cause where it
+ * ends) or returned with its layout.
  */
+async function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
+  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
+  const bytes = await read((piece) => refuseShape(guard.feed(piece)));
+  refuseShape(guard.finish(bytes.length));
+  return { bytes, layout: guard.layout() };
+}
+
 function refuseShape(problem: JsonShapeProblem | undefined): void {
   if (problem === undefined) return;
   const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
