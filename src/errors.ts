@@ -23,6 +23,7 @@ export type ErrorCode =
   | "DRAINING"
   | "OVERLOADED"
   | "UNAUTHORIZED"
+  | "MISDIRECTED"
   | "INTERNAL";
 
 /** How a request ended, as the request log and metrics name it. */
@@ -46,6 +47,8 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   DRAINING: "rejected",
   OVERLOADED: "rejected",
   UNAUTHORIZED: "rejected",
+  // A Host this proxy does not answer to (DNS rebinding), on the routes that check it.
+  MISDIRECTED: "rejected",
   // Every worker of the role is out of rotation (unhealthy, ejected, full): the proxy refused the
   // request before any worker saw it. Not a fault of the proxy, so not an internal error.
   NO_WORKER: "rejected",

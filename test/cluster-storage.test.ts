@@ -17,6 +17,7 @@ import { freePort } from "./support/etcd.ts";
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
 const chat = { model: "m", messages: [{ role: "user", content: "hello" }], max_tokens: 4 };
 const children: Bun.Subprocess[] = [];
+const JSON_TYPE = { "content-type": "application/json" };
 
 afterAll(() => {
   for (const child of children) child.kill("SIGKILL");
@@ -68,15 +69,18 @@ describe("the proxy's HTTP cluster storage", () => {
     expect(await call("/expire?key=/missing&ttl=30")).toEqual([400, false]);
     expect(await call("/get_prefix?key_prefix=/a/&keys_only=0")).toEqual([200, { "/a/1": "two", "/a/2": "x" }]);
     expect(await call("/get_prefix?key_prefix=/a/&keys_only=1")).toEqual([200, { "/a/1": "", "/a/2": "" }]);
-    expect(await call("/get_prefix?key_prefix=/none/")).toEqual([400, {}]);
+    // A valid empty result is a 200, as upstream since #19427 (test_cluster_storage_http_empty_results.py @ 85e2de13).
+    expect(await call("/get_prefix?key_prefix=/none/")).toEqual([200, {}]);
+    expect(await set({ key: "/empty", value: "" })).toEqual([200, true]);
+    expect(await call("/get?key=/empty")).toEqual([200, ""]);
     expect(await call("/delete?key=/a/1", { method: "DELETE" })).toEqual([200, true]);
     expect(await call("/delete?key=/a/1", { method: "DELETE" })).toEqual([400, false]);
     expect((await fetch(`${cluster.url}/get`)).status).toBe(422);
     expect((await fetch(`${cluster.url}/expire?key=/a/2&ttl=soon`)).status).toBe(422);
-    expect((await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ value: "no key" }) })).status).toBe(422);
+    expect((await set({ value: "no key" }))[0]).toBe(422);
     // Bounded: a key over 1 KiB, a value over 64 KiB, a body over their sum.
     expect((await set({ key: "k".repeat(1025), value: "v" }))[0]).toBe(413);
-    expect((await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ key: "/big", value: "v".repeat(70 * 1024) }) })).status).toBe(413);
+    expect((await set({ key: "/big", value: "v".repeat(70 * 1024) }))[0]).toBe(413);
   });
 
   test("is not served without an http cluster_uri", async () => {
@@ -121,7 +125,7 @@ describe("the proxy's HTTP cluster storage", () => {
     // A control registration with the same inactive_timeout_sec, made after the worker's last heartbeat.
     await using control = startEmulatedWorker({ role: "generation" });
     const value = JSON.stringify({ worker_id: "control", host: "127.0.0.1", port: control.port, role: 1 });
-    const set = await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ key: "/trtllm-disagg/killed/workers/control", value, ttl: 1 }) });
+    const set = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/trtllm-disagg/killed/workers/control", value, ttl: 1 }) });
     expect(set.status).toBe(200);
     const origins = (): string[] => cluster.proxy.app.placement.pool.all("generation").map((w) => w.origin);
     await eventually(() => origins().includes(control.url), 5000);
@@ -182,7 +186,7 @@ describe("the proxy's HTTP cluster storage", () => {
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "wildcard") });
     await using generation = startEmulatedWorker({ role: "generation" });
     const value = JSON.stringify({ worker_id: "GENERATION-0.0.0.0", host: "0.0.0.0", port: generation.port, role: 1 });
-    const set = await fetch(`${cluster.url}/set`, { method: "POST", body: JSON.stringify({ key: "/trtllm-disagg/wildcard/workers/GENERATION-0.0.0.0", value, ttl: 30 }) });
+    const set = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/trtllm-disagg/wildcard/workers/GENERATION-0.0.0.0", value, ttl: 30 }) });
     expect(set.status).toBe(200);
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
     expect((await clusterInfo(cluster.url)).server_lists.generation).toEqual([`http://127.0.0.1:${generation.port}`]);
@@ -194,12 +198,12 @@ describe("the proxy's HTTP cluster storage", () => {
   test("with a cluster key, a registration without the Bearer token is refused with 403 and a log line naming its address", async () => {
     await using cluster = await httpCluster("keyed", 0, { clusterKey: "s3cret" });
     const item = JSON.stringify({ key: "/trtllm-disagg/keyed/workers/x", value: "{}" });
-    const refused = await fetch(`${cluster.url}/set`, { method: "POST", body: item });
+    const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: item });
     expect(refused.status).toBe(403);
     expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", from: expect.stringContaining("127.0.0.1"), reason: "no Bearer token" });
     const wrong = await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { authorization: "Bearer nope" } });
     expect([wrong.status, await wrong.json()]).toEqual([403, { detail: "Invalid API key" }]);
-    const accepted = await fetch(`${cluster.url}/set`, { method: "POST", body: item, headers: { authorization: "Bearer s3cret" } });
+    const accepted = await fetch(`${cluster.url}/set`, { method: "POST", body: item, headers: { ...JSON_TYPE, authorization: "Bearer s3cret" } });
     expect(accepted.status).toBe(200);
     // The emulated worker sends the key as upstream's client does.
     await using worker = startEmulatedWorker({
@@ -209,4 +213,61 @@ describe("the proxy's HTTP cluster storage", () => {
     await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
     expect(worker.url.length).toBeGreaterThan(0);
   }, 20_000);
+});
+
+describe("the HTTP cluster storage refuses what a web page can send (issue #24)", () => {
+  const item = JSON.stringify({ key: "/trtllm-disagg/web/workers/x", value: "{}", ttl: 30 });
+
+  test("a /set body that is not declared JSON is a 415 and stores nothing; upstream's JSON registration and type-less DELETE pass", async () => {
+    await using cluster = await httpCluster("types");
+    // What a page can send without a CORS preflight: text/plain, a form type, or a Blob with no type.
+    for (const headers of [{ "content-type": "text/plain;charset=UTF-8" }, { "content-type": "application/x-www-form-urlencoded" }, {}]) {
+      const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers, body: item });
+      expect([refused.status, await refused.json()]).toEqual([415, { detail: "Unsupported Media Type: the body must be application/json" }]);
+    }
+    expect((await fetch(`${cluster.url}/get_prefix?key_prefix=/trtllm-disagg/web/`)).status).toBe(200);
+    expect(await (await fetch(`${cluster.url}/get_prefix?key_prefix=/trtllm-disagg/web/`)).json()).toEqual({ result: {} });
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", reason: "Content-Type text/plain;charset=UTF-8" });
+    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: item })).status).toBe(200);
+    // Upstream's client deletes with the key in the query, no body and no Content-Type.
+    expect((await fetch(`${cluster.url}/delete?key=/trtllm-disagg/web/workers/x`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${cluster.url}/delete?key=/trtllm-disagg/web/workers/x`, { method: "DELETE", headers: { "content-type": "text/plain" }, body: "x" })).status).toBe(415);
+  });
+
+  test("a request carrying another origin's Origin or a cross-site Sec-Fetch-Site is a 403 and a log line; the proxy's own origin passes", async () => {
+    await using cluster = await httpCluster("origins");
+    const json = { "content-type": "application/json" };
+    const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers: { ...json, origin: "http://attacker.example" }, body: item });
+    expect([refused.status, await refused.json()]).toEqual([403, { detail: "Forbidden: a cross-origin request (web page)" }]);
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", reason: "Origin http://attacker.example is not this proxy's" });
+    // An image or a link from another site: no Origin, but the browser says where it came from.
+    for (const site of ["cross-site", "same-site"]) {
+      expect((await fetch(`${cluster.url}/expire?key=/trtllm-disagg/web/workers/x&ttl=-1`, { headers: { "sec-fetch-site": site } })).status).toBe(403);
+    }
+    expect((await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { origin: "null" } })).status).toBe(403);
+    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: { ...json, origin: cluster.url, "sec-fetch-site": "same-origin" }, body: item })).status).toBe(200);
+    expect((await fetch(`${cluster.url}/get?key=/trtllm-disagg/web/workers/x`, { headers: { "sec-fetch-site": "none" } })).status).toBe(200);
+  });
+
+  test("a Host that names no name of this proxy is a 421 on the store, /cluster_info and the dashboard; model routes take any Host", async () => {
+    await using cluster = await httpCluster("hosts", 0, { allowedHosts: ["proxy.internal"] });
+    const port = new URL(cluster.url).port;
+    const get = (path: string, host: string): Promise<Response> => fetch(`${cluster.url}${path}`, { headers: { host } });
+    for (const path of ["/get_prefix?key_prefix=/", "/cluster_info", "/dashboard/data"]) {
+      const rebound = await get(path, `rebind.attacker.example:${port}`);
+      expect(rebound.status).toBe(421);
+      await rebound.body?.cancel();
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `PROXY.internal:${port}`, "proxy.internal."]) {
+        const answered = await get(path, host);
+        expect([path, host, answered.status]).toEqual([path, host, 200]);
+        await answered.body?.cancel();
+      }
+    }
+    expect(await (await get("/get_prefix?key_prefix=/", "rebind.attacker.example")).json()).toEqual({
+      detail: expect.stringContaining('This proxy does not answer to Host "rebind.attacker.example"'),
+    });
+    const model = await fetch(`${cluster.url}/v1/chat/completions`, { method: "POST", headers: { host: "anything.example", "content-type": "application/json" }, body: JSON.stringify(chat) });
+    expect(model.status).toBe(503);
+    expect(((await model.json()) as { code?: string }).code).not.toBe("MISDIRECTED");
+  });
 });

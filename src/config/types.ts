@@ -122,6 +122,8 @@ export interface ProxyConfig {
   readonly reportAddrFile: string | undefined;
   /** --cluster-allow-from / cluster_allow_from: networks (besides loopback) whose workers may use the HTTP cluster storage. */
   readonly clusterAllowFrom: readonly string[];
+  /** --allowed-host: names besides IP literals, localhost and `host` accepted in Host on /dashboard, /cluster_info and the cluster storage. */
+  readonly allowedHosts: readonly string[];
   /** --cluster-key-file (else internal_request_auth_key): Bearer key the HTTP cluster storage requires. */
   readonly clusterKey: string | undefined;
   /** --worker-msgpack: bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy sends them. */
@@ -188,6 +190,7 @@ export const DEFAULTS = {
   workerMsgpack: false,
   reportAddrFile: undefined,
   clusterAllowFrom: Object.freeze([]),
+  allowedHosts: Object.freeze([]),
   clusterKey: undefined,
   workerProtocol: "auto",
   responsesFallback: "error",

@@ -51,3 +51,17 @@ describe("ClusterStore", () => {
     expect(store.set(item("/c"))).toBe(true);
   });
 });
+
+describe("ClusterStore, as upstream's HttpClusterStorageServer", () => {
+  // tests/unittest/disaggregated/test_cluster_storage_prefix_expiry.py @ 02f8c556 (test_get_prefix_omits_expired_entries).
+  test("get_prefix omits expired entries, values and keys only, before any sweep", () => {
+    const time = clock();
+    const store = new ClusterStore({ now: time.now });
+    store.set({ key: "worker/live", value: "live", ttl: -1, expireTime: -1, overwriteIfExists: false });
+    store.set({ key: "worker/ttl-live", value: "fresh", ttl: 15, expireTime: -1, overwriteIfExists: false });
+    store.set({ key: "worker/expired", value: "stale", ttl: 5, expireTime: -1, overwriteIfExists: false });
+    time.advance(10_000);
+    expect(store.getPrefix("worker/", false)).toEqual({ "worker/live": "live", "worker/ttl-live": "fresh" });
+    expect(store.getPrefix("worker/", true)).toEqual({ "worker/live": "", "worker/ttl-live": "" });
+  });
+});

@@ -3,24 +3,39 @@
  * cluster_uri is http(s):// (tensorrt_llm/serve/cluster_storage.py @ 057d4a79 and @ b3809755):
  * POST /set (a StorageItem body), GET /get?key=, GET /expire?key=&ttl=,
  * GET /get_prefix?key_prefix=&keys_only=, DELETE /delete?key=. Every answer is
- * `{"result": …}`, 200 when the result is truthy and 400 otherwise (upstream's jsonify), a
+ * `{"result": …}`, 200 unless the result is false or None (then 400: upstream's jsonify), a
  * missing or malformed parameter is FastAPI's 422, a refused caller gets 403.
+ *
+ * Beyond upstream, what a web page can send is refused (security/browser-guard.ts): a body
+ * that is not JSON (415), a request from another origin (403, logged), a Host that does not
+ * name this proxy (421, in dispatch).
  */
 
-import { isJsonObject, type JsonObject } from "../json.ts";
+import type { JsonObject } from "../json.ts";
 import { STORE_LIMITS, StoreFullError, type ClusterStore } from "../discovery/index.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { readClientBody } from "./client-body.ts";
+import { crossSiteReason, isJsonContentType } from "../security/browser-guard.ts";
+import type { ProxyError } from "../errors.ts";
 
 /** A StorageItem body is a key, a value and three small fields. */
 const MAX_SET_BODY_BYTES = STORE_LIMITS.maxKeyBytes + STORE_LIMITS.maxValueBytes + 1024;
 
 type StorageHandler = (store: ClusterStore, request: Request, app: RouteDeps) => Response | Promise<Response>;
 
-/** `{"result": …}` with upstream's status: 200 when truthy ("" , {}, false and null are not). */
+/**
+ * `{"result": …}` with upstream's status: 400 only for false and None; a valid empty result
+ * (`""`, `{}`: an empty cluster's get_prefix) is a 200 (#19427, e0448239a5;
+ * tests/unittest/disaggregated/test_cluster_storage_http_empty_results.py @ 85e2de13).
+ */
 function result(value: unknown): Response {
-  const truthy = value !== null && value !== undefined && value !== false && value !== "" && !(isJsonObject(value) && Object.keys(value).length === 0);
-  return Response.json({ result: value ?? null }, { status: truthy ? 200 : 400 });
+  const failed = value === null || value === undefined || value === false;
+  return Response.json({ result: value ?? null }, { status: failed ? 400 : 200 });
+}
+
+/** A refusal before the handler (421, 405, 413…) in FastAPI's shape, as the store's other errors. */
+export function storageErrorResponse(error: ProxyError): Response {
+  return Response.json({ detail: error.message }, { status: error.status });
 }
 
 /** FastAPI's answer to a missing or malformed parameter. */
@@ -42,12 +57,24 @@ function guarded(handler: StorageHandler) {
     const storage = deps.clusterStorage;
     if (storage === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
     const address = peer?.();
-    const verdict = storage.access.check(address, request.headers.get("authorization"));
-    if (!verdict.allowed) {
+    const refuse = (reason: string, status: number, detail: string): Response => {
       if (storage.access.shouldLogRefusal(address ?? "unknown")) {
-        deps.logger.warn("cluster storage request refused", { path: new URL(request.url).pathname, from: address ?? "unknown", reason: verdict.reason });
+        deps.logger.warn("cluster storage request refused", { path: new URL(request.url, "http://host").pathname, from: address ?? "unknown", reason });
       }
-      return Response.json({ detail: verdict.reason === "Invalid API key" ? "Invalid API key" : `Forbidden: ${verdict.reason}` }, { status: 403 });
+      return Response.json({ detail }, { status });
+    };
+    // Without a Host the runtime gives the bare target, and no Origin can be this proxy's.
+    const ownOrigin = request.url.startsWith("/") ? "" : new URL(request.url).origin;
+    const crossSite = crossSiteReason(request.headers, ownOrigin);
+    if (crossSite !== undefined) return refuse(crossSite, 403, "Forbidden: a cross-origin request (web page)");
+    const verdict = storage.access.check(address, request.headers.get("authorization"));
+    if (!verdict.allowed) return refuse(verdict.reason, 403, verdict.reason === "Invalid API key" ? "Invalid API key" : `Forbidden: ${verdict.reason}`);
+    const type = request.headers.get("content-type");
+    // A DELETE carries its key in the query, and upstream's client sends it with no body and no
+    // type (HttpClusterStorageClient.delete); a page cannot send a cross-origin DELETE without a
+    // CORS preflight, which this server never grants. Any body must be JSON, /set's always.
+    if ((request.method === "POST" || type !== null) && !isJsonContentType(type)) {
+      return refuse(`Content-Type ${(type ?? "none").slice(0, 100)}`, 415, "Unsupported Media Type: the body must be application/json");
     }
     return handler(storage.store, request, deps);
   };

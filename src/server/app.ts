@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -11,6 +12,7 @@ import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
 import { Telemetry } from "../observability/telemetry.ts";
 import { ClusterStore, type DiscoveryStatus, type RegisteredWorker } from "../discovery/index.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
+import { HostCheck } from "../security/browser-guard.ts";
 import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import type { RouteDeps } from "../routes/deps.ts";
@@ -45,6 +47,8 @@ export interface App extends RouteDeps, PipelineDeps {
   discoveredWorkers: (() => RegisteredWorker[]) | undefined;
   /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
   readonly clusterStorage: { readonly store: ClusterStore; readonly access: ClusterAccess } | undefined;
+  /** Which Host names the routes that check it answer to. */
+  readonly hosts: HostCheck;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
   reloadClientKeys(): void;
   /** From now on new requests are refused with 503 and Retry-After. */
@@ -108,6 +112,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     set discoveredWorkers(workers) {
       discoveredWorkers = workers;
     },
+    // The machine's own name is no attacker's: operators reach the proxy by it.
+    hosts: new HostCheck([config.host, hostname(), ...config.allowedHosts]),
     clusterStorage: config.discovery?.kind === "cluster" && config.discovery.storage === "http" ? { store: new ClusterStore(), access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }) } : undefined,
     get clientKeys() {
       return clientKeys;

@@ -10,6 +10,11 @@ export interface RouteEntry {
    * unless --protect-metrics; "dashboard" is "metrics" that also takes the key as a Basic password.
    */
   readonly access?: "open" | "metrics" | "dashboard";
+  /**
+   * Only answered to a Host that names this proxy (security/browser-guard.ts), else 421: the
+   * routes a DNS-rebound page must not read or write. Model routes take any Host.
+   */
+  readonly checkHost?: boolean;
   /** Failures before a request context exists, in the route's dialect (default: OpenAI's envelope). */
   readonly renderError?: (error: ProxyError) => Response;
 }
@@ -34,6 +39,7 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
         if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
         if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
         // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
+        if (entry.checkHost === true && !app.hosts.allows(request.headers.get("host"))) throw misdirected(app, request);
         if (declaredLength(request) > app.bodyLimits.maxBytes) throw bodyTooLarge(app.bodyLimits.maxBytes);
         if (!authorised(app, entry, request)) throw new ProxyError("UNAUTHORIZED", 401, "Invalid or missing API key");
         return await handler(app, request, liftIdle, peer);
@@ -53,6 +59,11 @@ function authorised(app: App, entry: RouteEntry, request: Request): boolean {
   if (keys === undefined || entry.access === "open") return true;
   if ((entry.access === "metrics" || entry.access === "dashboard") && !app.config.protectMetrics) return true;
   return keys.allows(request.headers) || (entry.access === "dashboard" && keys.allowsBasic(request.headers));
+}
+
+function misdirected(app: App, request: Request): ProxyError {
+  const host = (request.headers.get("host") ?? "").slice(0, 200);
+  return new ProxyError("MISDIRECTED", 421, `This proxy does not answer to Host ${JSON.stringify(host)} here: use an IP address, ${app.hosts.names().join(", ")} or a name given with --allowed-host`);
 }
 
 function declaredLength(request: Request): number {

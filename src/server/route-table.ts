@@ -1,4 +1,4 @@
-import { clusterDelete, clusterExpire, clusterGet, clusterGetPrefix, clusterSet } from "../routes/cluster-storage.ts";
+import { clusterDelete, clusterExpire, clusterGet, clusterGetPrefix, clusterSet, storageErrorResponse } from "../routes/cluster-storage.ts";
 import { clusterInfo, health, livez, metrics, models, perfMetrics, version } from "../routes/info.ts";
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
@@ -16,16 +16,16 @@ export const ROUTES: RouteTable = {
   "/health": { methods: { GET: health }, access: "open" },
   "/livez": { methods: { GET: livez }, access: "open" },
   "/version": { methods: { GET: version }, access: "open" },
-  "/cluster_info": { methods: { GET: clusterInfo } },
+  "/cluster_info": { methods: { GET: clusterInfo }, checkHost: true },
   "/perf_metrics": { methods: { GET: perfMetrics } },
   "/prometheus/metrics": { methods: { GET: metrics }, access: "metrics" },
   "/metrics": { methods: { GET: metrics }, access: "metrics" },
   // Upstream's HTTP cluster storage: workers have no client key; the routes check callers themselves.
-  "/set": { methods: { POST: clusterSet }, access: "open" },
-  "/get": { methods: { GET: clusterGet }, access: "open" },
-  "/expire": { methods: { GET: clusterExpire }, access: "open" },
-  "/get_prefix": { methods: { GET: clusterGetPrefix }, access: "open" },
-  "/delete": { methods: { DELETE: clusterDelete }, access: "open" },
+  "/set": { methods: { POST: clusterSet }, access: "open", checkHost: true, renderError: storageErrorResponse },
+  "/get": { methods: { GET: clusterGet }, access: "open", checkHost: true, renderError: storageErrorResponse },
+  "/expire": { methods: { GET: clusterExpire }, access: "open", checkHost: true, renderError: storageErrorResponse },
+  "/get_prefix": { methods: { GET: clusterGetPrefix }, access: "open", checkHost: true, renderError: storageErrorResponse },
+  "/delete": { methods: { DELETE: clusterDelete }, access: "open", checkHost: true, renderError: storageErrorResponse },
 };
 
 type DashboardHandler = (request: Request, keepOpen: () => void) => Response;
@@ -34,6 +34,7 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
   return {
     methods: { GET: (_deps, request, keepOpen) => handler(request, keepOpen) },
     access: "dashboard",
+    checkHost: true,
     renderError: (error) => dashboardErrorResponse(error.status, error.message),
   };
 }

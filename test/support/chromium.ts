@@ -41,10 +41,11 @@ export class Chromium implements AsyncDisposable {
     });
   }
 
-  static async launch(): Promise<Chromium> {
+  /** `args`: extra command-line switches (e.g. `--host-resolver-rules=MAP name 127.0.0.1`). */
+  static async launch(args: readonly string[] = []): Promise<Chromium> {
     const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
     const process = Bun.spawn(
-      ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--disable-extensions", "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank"],
+      ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--disable-extensions", "--remote-debugging-port=0", `--user-data-dir=${profile}`, ...args, "about:blank"],
       { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
     );
     // Chromium announces its DevTools endpoint on stderr.
