@@ -14,6 +14,7 @@ export type ErrorCode =
   | "NOT_READY"
   | "NO_WORKER"
   | "WORKER_HTTP_ERROR"
+  | "CONTEXT_OVERFLOW"
   | "WORKER_UNREACHABLE"
   | "WORKER_TIMEOUT"
   | "WORKER_BAD_ANSWER"
@@ -53,6 +54,8 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   // request before any worker saw it. Not a fault of the proxy, so not an internal error.
   NO_WORKER: "rejected",
   WORKER_HTTP_ERROR: "worker_error",
+  // A worker refused the prompt as longer than its context: its verdict, as any worker 4xx.
+  CONTEXT_OVERFLOW: "worker_error",
   WORKER_UNREACHABLE: "worker_error",
   WORKER_TIMEOUT: "timeout",
   WORKER_BAD_ANSWER: "worker_error",
@@ -70,11 +73,24 @@ export interface WorkerAnswer {
   readonly body: Uint8Array;
 }
 
+/**
+ * A worker's refusal of a prompt longer than its context window, as the pipeline knows it:
+ * no client's wording, only the counts the worker stated (each dialect renders it).
+ */
+export interface ContextOverflow {
+  /** The prompt's tokens as the worker counted them (what it compared with the maximum). */
+  readonly promptTokens: number | undefined;
+  /** The most tokens the worker takes. */
+  readonly maxTokens: number | undefined;
+}
+
 export interface ProxyErrorOptions {
   readonly cause?: unknown;
   readonly workerAnswer?: WorkerAnswer;
   /** For WORKER_UNREACHABLE: the request provably never reached the worker. */
   readonly neverSent?: boolean;
+  /** For CONTEXT_OVERFLOW: what the worker said of the prompt's length. */
+  readonly overflow?: ContextOverflow;
 }
 
 export class ProxyError extends Error {
@@ -83,6 +99,7 @@ export class ProxyError extends Error {
   readonly status: number;
   readonly workerAnswer: WorkerAnswer | undefined;
   readonly neverSent: boolean;
+  readonly overflow: ContextOverflow | undefined;
 
   constructor(code: ErrorCode, status: number, message: string, options: ProxyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -90,6 +107,7 @@ export class ProxyError extends Error {
     this.status = status;
     this.workerAnswer = options.workerAnswer;
     this.neverSent = options.neverSent ?? false;
+    this.overflow = options.overflow;
   }
 
   get outcome(): Outcome {

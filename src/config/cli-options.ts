@@ -103,6 +103,7 @@ export const OPTIONS = [
   { section: "worker", name: "token-ms", key: "tokenMs", kind: "number", arg: "MS", description: "Latency per output token after the first" },
   { section: "worker", name: "tokens-per-block", key: "tokensPerBlock", kind: "int", arg: "N", min: 1, default: "32", description: "KV cache block size in prompt tokens (kv_cache_config.tokens_per_block); only full blocks are cached" },
   { section: "worker", name: "kv-cache-blocks", key: "kvCacheBlocks", kind: "int", arg: "N", min: 0, default: "8192", description: "KV cache capacity in blocks, least recently used evicted first; 0 caches nothing" },
+  { section: "worker", name: "max-seq-len", key: "maxSeqLen", kind: "int", arg: "N", min: 1, description: "Longest prompt in tokens the worker takes; a longer one is refused (400, context_length_exceeded) as trtllm-serve refuses it" },
   { section: "worker", name: "output-tokens", key: "outputTokens", kind: "int", arg: "N", description: "Output tokens when neither the request nor a prompt directive limits them" },
   { section: "worker", name: "reject-status", key: "rejectStatus", kind: "int", arg: "S", min: 400, max: 599, description: "Fault: answer every request with this HTTP error status" },
   { section: "worker", name: "reject-after-ms", key: "rejectAfterMs", kind: "number", arg: "MS", description: "Fault: wait this long before answering the rejection" },

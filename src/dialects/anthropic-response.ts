@@ -1,6 +1,6 @@
 /** Chat answer → Anthropic message (reference §3.5.2), and Anthropic error bodies (§3.5.4). */
 import * as v from "valibot";
-import { ProxyError } from "../errors.ts";
+import { type ContextOverflow, ProxyError } from "../errors.ts";
 import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
 import { ChatCompletion, convertUsage, mapStop, stopFieldsOf, withToolUse } from "./anthropic-chat.ts";
 import type { AnthropicIds } from "./anthropic-ids.ts";
@@ -136,8 +136,20 @@ export function workerErrorMessage(body: Uint8Array | string | JsonValue): strin
  * late in-band error event and the HTTP error it replaces carry the same text (seed #21388).
  */
 export function anthropicErrorMessage(error: ProxyError): string {
+  if (error.overflow !== undefined) return promptTooLong(error.overflow, error.message);
   const answer = error.workerAnswer;
   return (answer === undefined ? undefined : workerErrorMessage(answer.body)) ?? scrubAddresses(error.message);
+}
+
+/**
+ * A prompt too long for the context in Anthropic's own words, "prompt is too long: N tokens >
+ * M maximum": the message Claude Code matches to compact the conversation and retry (it reads
+ * the two counts for how much to drop). A worker that gave no counts has its text follow.
+ */
+export function promptTooLong(overflow: ContextOverflow, workerMessage: string): string {
+  const { promptTokens, maxTokens } = overflow;
+  if (promptTokens !== undefined && maxTokens !== undefined) return `prompt is too long: ${promptTokens} tokens > ${maxTokens} maximum`;
+  return `prompt is too long: ${scrubAddresses(workerMessage)}`;
 }
 
 /**

@@ -5,6 +5,7 @@ import { encodeComment, encodeData } from "../sse/encode.ts";
 import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
 import { type FrameSink, SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
+import { CONTEXT_LENGTH_EXCEEDED } from "../workers/context-overflow.ts";
 
 const KEEPALIVE = encodeComment("keepalive");
 const FRAME_END = new TextEncoder().encode("\n\n");
@@ -48,9 +49,13 @@ export function openAiStream(maxEventBytes?: number): DialectStream {
   };
 }
 
-/** The `error` member of OpenAI's envelope for a proxy-side failure. */
-export function openAiErrorObject(error: ProxyError): { message: string; type: string; param: null; code: number } {
-  return { message: error.message, type: errorType(error.status), param: null, code: error.status };
+/**
+ * The `error` member of OpenAI's envelope for a failure after the stream opened; a prompt too
+ * long for the context keeps the code the worker (and OpenAI) gives it.
+ */
+function openAiErrorObject(error: ProxyError): { message: string; type: string; param: null; code: number | string } {
+  const code = error.code === "CONTEXT_OVERFLOW" ? CONTEXT_LENGTH_EXCEEDED : error.status;
+  return { message: error.message, type: errorType(error.status), param: null, code };
 }
 
 export function errorType(status: number): string {

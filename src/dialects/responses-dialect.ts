@@ -16,6 +16,7 @@ import { type JsonObject, isJsonObject, readInteger } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
+import { CONTEXT_LENGTH_EXCEEDED } from "../workers/context-overflow.ts";
 import {
   type WorkerEvent,
   errorEvent,
@@ -33,6 +34,11 @@ export interface ResponsesDialectOptions {
   readonly opening: JsonObject | undefined;
   /** Bound on one worker event (hostile or broken workers); the scanner's default when unset. */
   readonly maxEventBytes?: number;
+}
+
+/** The one terminal event of a stream whose prompt the worker refused as too long (no `error` event: none precedes it in OpenAI's). */
+function overflowEvent(response: JsonObject, error: ProxyError, sequence: number): Uint8Array {
+  return failedEvent(response, error.message, sequence, CONTEXT_LENGTH_EXCEEDED);
 }
 
 // Ends a frame the worker left unfinished, so our next event starts on a fresh line.
@@ -116,10 +122,31 @@ class ResponsesStream implements DialectStream {
     // A stream that already ended its response gets nothing after its terminal event.
     if (this.#terminal) return lead ?? EMPTY;
     const sequence = this.#renumbering ? this.#nextSequence : this.#passThroughNext();
+    const parts = this.#response !== undefined && error.code === "CONTEXT_OVERFLOW"
+      ? [overflowEvent(this.#response, error, sequence)]
+      : this.#failureEvents(error, sequence);
+    return concatBytes(lead === undefined ? parts : [lead, ...parts]) ?? EMPTY;
+  }
+
+  /**
+   * A prompt too long for the context, refused before anything was sent, is a whole stream
+   * as OpenAI sends one (upstream #19457; the server tests' TestStreamedResponsesContextOverflow,
+   * read_file id 70156702744): response.created, response.in_progress, response.failed coded
+   * `context_length_exceeded`. Other early failures keep their HTTP status.
+   */
+  refusal(error: ProxyError): Uint8Array | undefined {
+    if (error.code !== "CONTEXT_OVERFLOW") return undefined;
+    const opening = this.opening();
+    if (opening === undefined || this.#response === undefined) return undefined;
+    this.#failed = true;
+    return concatBytes([opening, overflowEvent(this.#response, error, this.#nextSequence++)]);
+  }
+
+  #failureEvents(error: ProxyError, sequence: number): Uint8Array[] {
     const code = this.#sentAnything ? "upstream_error" : "internal_error";
     const parts = [errorEvent(code, error.message, sequence)];
     if (this.#response !== undefined) parts.push(failedEvent(this.#response, error.message, sequence + 1));
-    return concatBytes(lead === undefined ? parts : [lead, ...parts]) ?? EMPTY;
+    return parts;
   }
 
   /** Client bytes for one complete worker frame in renumbering mode. */

@@ -85,8 +85,12 @@ export function errorEvent(code: StreamErrorCode, message: string, sequenceNumbe
   return encodeEvent("error", JSON.stringify(payload));
 }
 
-/** `response.failed` for the response the client was told about, under its own id. */
-export function failedEvent(response: JsonObject, message: string, sequenceNumber: number): Uint8Array {
-  const failed = { ...response, status: "failed", error: { code: "server_error", message } };
+/**
+ * `response.failed` for the response the client was told about, under its own id. Its code is
+ * `server_error`, or `context_length_exceeded` for a prompt too long for the context, which
+ * clients act on (Codex compacts the conversation and goes on).
+ */
+export function failedEvent(response: JsonObject, message: string, sequenceNumber: number, code = "server_error"): Uint8Array {
+  const failed = { ...response, status: "failed", error: { code, message } };
   return responseEvent("response.failed", failed, sequenceNumber);
 }

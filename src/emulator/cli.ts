@@ -15,6 +15,7 @@ export interface EmulatorFlags {
   readonly prefillMsPerToken?: number | undefined;
   readonly tokenMs?: number | undefined;
   readonly outputTokens?: number | undefined;
+  readonly maxSeqLen?: number | undefined;
   readonly tokensPerBlock?: number | undefined;
   readonly kvCacheBlocks?: number | undefined;
   readonly rejectStatus?: number | undefined;
@@ -28,7 +29,7 @@ export interface EmulatorFlags {
   readonly protocolVersion?: string | undefined;
 }
 
-const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "tokensPerBlock", "kvCacheBlocks", "maxRecords"] as const;
+const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords"] as const;
 const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",

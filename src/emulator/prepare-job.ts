@@ -16,7 +16,7 @@ import { responsesRenderers } from "./responses-render.ts";
 import { pause } from "../timers.ts";
 import { tokenize } from "./tokenizer.ts";
 import type { Job } from "./worker-context.ts";
-import { WorkerError } from "./worker-error.ts";
+import { contextLengthExceeded, WorkerError } from "./worker-error.ts";
 
 export interface PreparedJob {
   readonly job: Job;
@@ -41,6 +41,12 @@ export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHER
   const { request, worker } = job;
   const directives = readDirectives(`${inputs.inheritedDirectives ?? ""} ${request.promptText}`);
   const promptTokenIds = request.givenTokenIds ?? tokenize(request.promptText);
+  const maxSeqLen = worker.options.maxSeqLen;
+  // The worker checks a prompt's length before it schedules it; a generation-only request's
+  // prompt was checked by its context phase.
+  if (maxSeqLen !== undefined && request.phase !== "generation" && promptTokenIds.length > maxSeqLen) {
+    throw contextLengthExceeded(maxSeqLen, promptTokenIds.length);
+  }
   const phaseDirectives = request.phase === "context" ? directives.context : directives.generation;
   const cache = worker.kvCache.lookup(promptTokenIds);
   const settings = phaseSettings(worker.options, request.phase, phaseDirectives, promptTokenIds.length, cache.cachedTokens);

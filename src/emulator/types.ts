@@ -37,6 +37,11 @@ export interface EmulatorOptions {
   tokenMs?: number;
   /** Output tokens when neither the request nor a directive limits them (default 16). */
   outputTokens?: number;
+  /**
+   * The longest prompt in tokens the worker takes (trtllm-serve's max_seq_len): a context or
+   * aggregated request with a longer one is refused as upstream refuses it (default: no bound).
+   */
+  maxSeqLen?: number;
   /** KV cache block size in prompt tokens (default 32, TensorRT-LLM's). */
   tokensPerBlock?: number;
   /** KV cache capacity in blocks, least recently used evicted first (default 8192; 0: no prefix cache). */

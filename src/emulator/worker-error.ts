@@ -18,25 +18,45 @@ export function errorTypeFor(status: number): string {
   return ERROR_TYPES[status] ?? (status >= 500 ? "InternalServerError" : "BadRequestError");
 }
 
-/** A request the worker refuses: becomes `{"object":"error",…}` with this status. */
+/**
+ * A request the worker refuses: becomes `{"object":"error",…}` with this status, and a `code`
+ * that is the status unless the refusal has a code of its own (context_length_exceeded).
+ */
 export class WorkerError extends Error {
   override readonly name = "WorkerError";
   readonly status: number;
   readonly type: string;
+  readonly code: number | string;
 
-  constructor(status: number, message: string, type: string = errorTypeFor(status)) {
+  constructor(status: number, message: string, type: string = errorTypeFor(status), code: number | string = status) {
     super(message);
     this.status = status;
     this.type = type;
+    this.code = code;
   }
 }
 
-export function errorEnvelope(status: number, message: string, type: string = errorTypeFor(status)) {
-  return { object: "error", message, type, param: null, code: status };
+export function errorEnvelope(status: number, message: string, type: string = errorTypeFor(status), code: number | string = status) {
+  return { object: "error", message, type, param: null, code };
 }
 
 export function errorResponse(error: WorkerError): Response {
-  return Response.json(errorEnvelope(error.status, error.message, error.type), { status: error.status });
+  return Response.json(errorEnvelope(error.status, error.message, error.type, error.code), { status: error.status });
+}
+
+/**
+ * A prompt longer than the worker's max_seq_len, refused as trtllm-serve refuses one since
+ * #19457 (28c5d5a5c5, 2026-10-01): a 400 whose message is OpenAI's, built by
+ * tensorrt_llm/executor/utils.py `context_length_exceeded_message(max, prompt)` (the server
+ * tests, read_file id 70156702744, call it with (8, 9) and find "maximum context length is 8
+ * tokens" in it), and whose envelope's code is `context_length_exceeded`. The index holds no
+ * copy of that function: the text after its first sentence is OpenAI's own wording.
+ */
+export function contextLengthExceeded(maxTokens: number, promptTokens: number): WorkerError {
+  const message =
+    `This model's maximum context length is ${maxTokens} tokens. However, your messages resulted in ${promptTokens} tokens. ` +
+    "Please reduce the length of the messages.";
+  return new WorkerError(400, message, errorTypeFor(400), "context_length_exceeded");
 }
 
 /** FastAPI's own answers for routing misses (`{"detail": …}`), as a real worker gives them. */

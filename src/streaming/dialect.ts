@@ -33,6 +33,12 @@ export interface DialectStream {
    * terminating any half-written frame and closing open blocks.
    */
   fail(error: ProxyError): Uint8Array;
+  /**
+   * A failure before the response opened that this dialect's clients expect inside a 200
+   * stream rather than as an HTTP error: the whole stream's bytes, or undefined (the default)
+   * to answer with the failure's HTTP status. Not called once the response has opened.
+   */
+  refusal?(error: ProxyError): Uint8Array | undefined;
   /** An in-band error the worker itself sent, seen while relaying (for logs and metrics). */
   readonly workerError: string | undefined;
 }

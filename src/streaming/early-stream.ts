@@ -14,10 +14,20 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
   const settled = await settleWithin(first, request.timings.startWaitMs);
   if (settled === "rejected") {
     const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
+    const inBand = request.dialect.refusal?.(error);
+    if (inBand !== undefined) return refusedInBand(request, inBand, error);
     return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
   }
   const relay = new ClientRelay(request, first, settled === "pending", started);
   return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
+}
+
+/** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
+function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: ProxyError): Answer {
+  request.ctx.sent(bytes.byteLength);
+  request.beforeClose?.();
+  const response = new Response(bytes, { status: 200, headers: request.headers() });
+  return { response, ended: Promise.resolve({ status: 200, error }) };
 }
 
 /**

@@ -39,6 +39,7 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
       return event === undefined ? tail : concatBytes(tail === undefined ? [event] : [tail, event]);
     },
     fail: (error) => inner.fail(error),
+    refusal: (error) => inner.refusal?.(error),
     get workerError() {
       return inner.workerError;
     },

@@ -1,36 +1,47 @@
 import { ProxyError, type WorkerAnswer } from "../errors.ts";
 import { isJsonObject, parseJson } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
+import { contextOverflowOf } from "./context-overflow.ts";
 
 /** Streamed requests carry at most this much of a worker's error body. */
 export const STREAM_ERROR_PREFIX_BYTES = 2048;
 
 const decoder = new TextDecoder();
 
-/**
- * The message a client may see for a worker's error answer: the worker's own text from its
- * JSON body (`error.message`, `message` or `detail`), never the raw body, which may name
- * hosts.
- */
-export function workerErrorMessage(role: string, answer: WorkerAnswer): string {
-  const fallback = `The ${role} worker rejected the request with status ${answer.status}`;
+/** A worker's error body, parsed for what it says: its message and its `code`. */
+interface ErrorStatement {
+  readonly message: string | undefined;
+  readonly code: unknown;
+}
+
+function statementOf(answer: WorkerAnswer): ErrorStatement {
   let body: unknown;
   try {
     body = parseJson(decoder.decode(answer.body));
   } catch {
-    return fallback;
+    return { message: undefined, code: undefined };
   }
-  if (!isJsonObject(body)) return fallback;
+  if (!isJsonObject(body)) return { message: undefined, code: undefined };
   const error = body["error"];
-  if (isJsonObject(error) && typeof error["message"] === "string") return error["message"];
-  if (typeof error === "string") return error;
-  if (typeof body["message"] === "string") return body["message"];
-  if (typeof body["detail"] === "string") return body["detail"];
-  return fallback;
+  const code = isJsonObject(error) && error["code"] !== undefined ? error["code"] : body["code"];
+  if (isJsonObject(error) && typeof error["message"] === "string") return { message: error["message"], code };
+  if (typeof error === "string") return { message: error, code };
+  if (typeof body["message"] === "string") return { message: body["message"], code };
+  return { message: typeof body["detail"] === "string" ? body["detail"] : undefined, code };
 }
 
+/**
+ * A worker's error answer as the domain error: a 400 refusing the prompt as too long for the
+ * context is CONTEXT_OVERFLOW, with the counts the worker gave, so each dialect can say it in
+ * its client's words; anything else is WORKER_HTTP_ERROR. Both keep the answer to relay.
+ */
 export function workerHttpError(role: string, answer: WorkerAnswer): ProxyError {
-  return new ProxyError("WORKER_HTTP_ERROR", answer.status, workerErrorMessage(role, answer), { workerAnswer: answer });
+  const { message, code } = statementOf(answer);
+  // The worker's own text (never the raw body, which may name hosts).
+  const text = message ?? `The ${role} worker rejected the request with status ${answer.status}`;
+  const overflow = answer.status === 400 ? contextOverflowOf(message ?? "", code) : undefined;
+  if (overflow !== undefined) return new ProxyError("CONTEXT_OVERFLOW", 400, text, { workerAnswer: answer, overflow });
+  return new ProxyError("WORKER_HTTP_ERROR", answer.status, text, { workerAnswer: answer });
 }
 
 const encoder = new TextEncoder();
