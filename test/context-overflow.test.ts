@@ -1,6 +1,6 @@
-import Anthropic from "@anthropic-ai/sdk";
+import Anthropic, { APIError as AnthropicApiError, BadRequestError as AnthropicBadRequest } from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import OpenAI from "openai";
+import OpenAI, { BadRequestError as OpenAiBadRequest } from "openai";
 import { contextLengthExceeded, errorResponse } from "../src/emulator/worker-error.ts";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
@@ -73,8 +73,8 @@ describe("a prompt refused within the stream-start wait", () => {
     // sees a BadRequestError without a code, as it does from upstream's proxy.
     const client = new OpenAI({ baseURL: `${cluster.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const refused = await client.responses.create({ model: "emulated-model", input: LONG }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
+    expect(refused).toBeInstanceOf(OpenAiBadRequest);
+    expect((refused as OpenAiBadRequest).status).toBe(400);
   });
 
   test("chat completions get the worker's envelope as it came, streamed or not", async () => {
@@ -90,8 +90,8 @@ describe("a prompt refused within the stream-start wait", () => {
     const refused = await client.chat.completions
       .create({ model: "emulated-model", messages: [{ role: "user", content: LONG }], stream: true })
       .catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
+    expect(refused).toBeInstanceOf(OpenAiBadRequest);
+    expect((refused as OpenAiBadRequest).status).toBe(400);
   });
 
   test("/v1/messages answers invalid_request_error 'prompt is too long: N tokens > M maximum', streamed or not", async () => {
@@ -113,8 +113,8 @@ describe("a prompt refused within the stream-start wait", () => {
     const plain = await client.messages.create({ model: "emulated-model", max_tokens: 16, messages }).catch((error: unknown) => error);
     const streamed = await client.messages.stream({ model: "emulated-model", max_tokens: 16, messages }).finalMessage().catch((error: unknown) => error);
     for (const refused of [plain, streamed]) {
-      expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
-      const error = refused as InstanceType<typeof Anthropic.BadRequestError>;
+      expect(refused).toBeInstanceOf(AnthropicBadRequest);
+      const error = refused as AnthropicBadRequest;
       expect(error.status).toBe(400);
       expect(error.message).toMatch(/prompt is too long: \d+ tokens > 8 maximum/);
     }
@@ -165,7 +165,7 @@ describe("a prompt refused after the stream opened", () => {
       .stream({ model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }] })
       .finalMessage()
       .catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(Anthropic.APIError);
+    expect(refused).toBeInstanceOf(AnthropicApiError);
     expect((refused as Error).message).toContain("prompt is too long: 12 tokens > 8 maximum");
   });
 
