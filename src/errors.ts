@@ -10,6 +10,7 @@ export type ErrorCode =
   | "BODY_TOO_DEEP"
   | "BODY_TOO_FRAGMENTED"
   | "NOT_FOUND"
+  | "MODEL_NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "NOT_READY"
   | "NO_WORKER"
@@ -43,6 +44,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   BODY_TOO_DEEP: "rejected",
   BODY_TOO_FRAGMENTED: "rejected",
   NOT_FOUND: "rejected",
+  MODEL_NOT_FOUND: "rejected",
   METHOD_NOT_ALLOWED: "rejected",
   NOT_READY: "rejected",
   DRAINING: "rejected",

@@ -43,6 +43,8 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
     runPipeline: (ctx, input) => app.runPipeline(ctx, input),
     callWorker: (ctx, call) => app.callWorker(ctx, call),
     workersReady: () => app.workersReady(),
+    modelReady: (model) => app.modelReady(model),
+    modelList: () => app.modelList(),
     clusterInfo: () => app.clusterInfo(),
     metricsText: () => app.metricsText(),
     perfMetrics: () => app.perfMetrics(),

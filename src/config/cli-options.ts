@@ -92,6 +92,7 @@ export const OPTIONS = [
   { section: "serve", name: "metrics-log-interval", key: "metricsLogIntervalS", kind: "int", arg: "S", min: 0, default: "0", description: "Accepted for trtllm-serve command lines; no periodic statistics lines are logged (see /prometheus/metrics)" },
   { section: "serve", name: "telemetry", key: "telemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
   { section: "serve", name: "no-telemetry", key: "noTelemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
+  { section: "serve", name: "model-alias", key: "modelAlias", kind: "list", arg: "FROM=TO", repeatable: true, description: "Send requests for model FROM (an exact name, or a prefix ending in *) to the workers serving TO; also model_aliases in the YAML" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },

@@ -9,6 +9,7 @@ import type { ServeFlags } from "./cli-options.ts";
 import { metadataDiscovery, type DiscoveryConfig } from "./discovery-config.ts";
 import { ConfigError } from "./errors.ts";
 import { parseNetwork } from "../security/networks.ts";
+import { mergedAliases, modelAliasOf } from "./model-aliases.ts";
 import { hostNodeId } from "./node-id.ts";
 import { parseTrtllmYaml, type TrtllmYaml } from "./trtllm-yaml.ts";
 import { DEFAULTS, type ProxyConfig, type Role, type RouterOptions } from "./types.ts";
@@ -72,6 +73,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     reportAddrFile: flags.reportAddrFile,
     clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map(allowedNetwork),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
+    modelAliases: mergedAliases((flags.modelAlias ?? []).map((text) => modelAliasOf(text)), file?.settings.modelAliases ?? []),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
     throw new ConfigError("Invalid config: --tls-cert and --tls-key go together");

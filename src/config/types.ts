@@ -1,6 +1,9 @@
 /** The one frozen configuration every part of the proxy receives. Built by config/load.ts. */
 
 import type { DiscoveryConfig } from "./discovery-config.ts";
+import type { ModelAlias } from "./model-aliases.ts";
+
+export type { ModelAlias };
 
 /** A worker's part in a disaggregated request: prefill (context) or decode (generation). */
 export type Role = "context" | "generation";
@@ -135,6 +138,8 @@ export interface ProxyConfig {
   readonly workerProtocol: string;
   /** --responses-fallback: a Responses request no worker can disaggregate gets a 501 ("error") or runs on one worker ("aggregated"). */
   readonly responsesFallback: "error" | "aggregated";
+  /** --model-alias / model_aliases: client model names (exact, or `prefix*`) mapped to served model ids; flags first. */
+  readonly modelAliases: readonly ModelAlias[];
 }
 
 export const DEFAULTS = {
@@ -194,4 +199,5 @@ export const DEFAULTS = {
   clusterKey: undefined,
   workerProtocol: "auto",
   responsesFallback: "error",
+  modelAliases: Object.freeze([]),
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

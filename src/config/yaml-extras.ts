@@ -8,6 +8,7 @@ import { clusterDiscovery } from "./discovery-config.ts";
 import { invalidConfig } from "./errors.ts";
 import type { ProxyConfig } from "./types.ts";
 import { ConfigError } from "./errors.ts";
+import { modelAliasesOf } from "./model-aliases.ts";
 import { isMapping, optBoolean, optInt, optString, type Mapping } from "./yaml-values.ts";
 
 export type ExtraSettings = Partial<
@@ -30,6 +31,7 @@ export type ExtraSettings = Partial<
     | "perfMetricsMaxRequests"
     | "otlpTracesEndpoint"
     | "clusterAllowFrom"
+    | "modelAliases"
   >
 >;
 
@@ -52,6 +54,7 @@ export const EXTRA_KEYS: readonly string[] = [
   "perf_metrics_max_requests",
   "otlp_config",
   "cluster_allow_from",
+  "model_aliases",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -70,6 +73,7 @@ export function readExtras(doc: Mapping): ExtraSettings {
     perfMetricsMaxRequests: optInt(doc, "perf_metrics_max_requests", "perf_metrics_max_requests", 0),
     otlpTracesEndpoint: otlpEndpoint(doc["otlp_config"]),
     clusterAllowFrom: networkList(doc["cluster_allow_from"]),
+    modelAliases: modelAliasesOf(doc["model_aliases"]),
   };
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);

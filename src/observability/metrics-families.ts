@@ -55,6 +55,8 @@ export interface OwnFamilies {
   readonly workerInFlight: Gauge<"role" | "url">;
   readonly workerHealthy: Gauge<"role" | "url">;
   readonly workerInfo: Gauge<"role" | "url" | "version">;
+  readonly modelWorkersReady: Gauge<"model" | "role">;
+  readonly modelInFlight: Gauge<"model" | "role">;
 }
 
 function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
@@ -120,5 +122,7 @@ export function ownFamilies(registry: Registry): OwnFamilies {
     workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker),
     workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker),
     workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"]),
+    modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"]),
+    modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"]),
   };
 }

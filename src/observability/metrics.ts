@@ -27,6 +27,8 @@ import type { Role } from "../config/types.ts";
 export interface WorkerGaugeSource {
   /** Called at scrape time. */
   workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; version?: string }[];
+  /** Called at scrape time: each served model's ready workers and in-flight requests by role (none when no worker named its model). */
+  models?(): readonly { model: string; role: Role; ready: number; inFlight: number }[];
 }
 
 export interface ProxyMetrics {
@@ -80,6 +82,13 @@ function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void 
     own.workerInFlight.set(labels, worker.inFlight);
     own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
     own.workerInfo.set({ ...labels, version: worker.version ?? "unknown" }, 1);
+  }
+  own.modelWorkersReady.reset();
+  own.modelInFlight.reset();
+  for (const served of source.models?.() ?? []) {
+    const labels = { model: served.model, role: served.role };
+    own.modelWorkersReady.set(labels, served.ready);
+    own.modelInFlight.set(labels, served.inFlight);
   }
 }
 

@@ -34,7 +34,8 @@ export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, cal
       exclude: undefined,
       first: undefined,
       pinned: false,
-      routing: NO_ROUTING,
+      // Its model (count_tokens names one) keeps it on the workers serving that model.
+      routing: typeof body["model"] === "string" ? { ...NO_ROUTING, model: body["model"] } : NO_ROUTING,
       signal: ctx.signal,
       retryable: () => false,
       headers: JSON_CODEC.headers,

@@ -33,6 +33,10 @@ export interface RouteDeps {
   callWorker(ctx: RequestContext, call: OneShotCall): Promise<WorkerReply>;
   /** A context and a generation worker are ready. */
   workersReady(): boolean;
+  /** A context and a generation worker serving this model (or the model it is an alias of) are ready. */
+  modelReady(model: string): boolean;
+  /** GET /v1/models's body when the proxy answers it (several models, or aliases); undefined: a worker answers. */
+  modelList(): JsonObject | undefined;
   /** GET /cluster_info's body. */
   clusterInfo(): JsonObject;
   /** Prometheus text exposition. */

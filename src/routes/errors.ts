@@ -26,6 +26,15 @@ export function openAiErrorResponse(error: ProxyError, headers?: Headers): Respo
     return new Response(answer.body, { status: answer.status, headers: out });
   }
   out.set("content-type", "application/json");
+  if (error.code === "MODEL_NOT_FOUND") return new Response(JSON.stringify(modelNotFoundBody(error)), { status: error.status, headers: out });
   const body = { object: "error", message: error.message, type: errorType(error.status), param: null, code: error.status };
   return new Response(JSON.stringify(body), { status: error.status, headers: out });
+}
+
+/**
+ * A model no worker serves, in OpenAI's own envelope (what its SDKs and Codex read as
+ * `model_not_found`), since no trtllm-serve worker ever refuses a model: it serves one.
+ */
+function modelNotFoundBody(error: ProxyError): { error: { message: string; type: string; param: string; code: string } } {
+  return { error: { message: error.message, type: "invalid_request_error", param: "model", code: "model_not_found" } };
 }

@@ -2,7 +2,8 @@ import type { ProxyConfig, Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-events.ts";
 import { ReservationTable, type Reservation } from "./reservations.ts";
-import { createRouter, type Router } from "./routers.ts";
+import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
+import { createRouter, type Router, type RouterContext } from "./routers.ts";
 import { contentWeight, NO_ROUTING, type RoutingRequest } from "./routing-request.ts";
 import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
@@ -34,7 +35,20 @@ export interface RoutedPlacement extends Placed {
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly">>;
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases">>;
+
+/** One served model's workers of a role: how many are listed, how many ready, the requests they hold. */
+export interface ModelRoleStatus {
+  readonly workers: number;
+  readonly ready: number;
+  readonly inFlight: number;
+}
+
+export interface ModelStatus {
+  readonly model: string;
+  readonly context: ModelRoleStatus;
+  readonly generation: ModelRoleStatus;
+}
 
 export interface PlacementDeps {
   /** How calls to workers are made (worker CA, API key): kv_cache_aware reads /kv_cache_events with it. */
@@ -47,8 +61,12 @@ export interface PlacementDeps {
 export class Placement {
   readonly pool: WorkerPool;
   readonly table = new ReservationTable();
-  readonly #routers: Record<Role, Router>;
+  /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
+  readonly #routers = new Map<string, Record<Role, Router>>();
+  readonly #newRouters: () => Record<Role, Router>;
+  readonly #learns: Record<Role, boolean>;
   readonly #perWorkerLimit: number;
+  readonly #aliases: NonNullable<PlacementConfig["modelAliases"]>;
 
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
@@ -59,10 +77,29 @@ export class Placement {
     this.pool = new WorkerPool(benchmark ? [] : config.contextServers, config.generationServers, minimal);
     const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
     const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
-    this.#routers = {
-      context: createRouter(config.contextRouter, { ...common, role: "context", options: config.routerOptions?.context ?? {} }),
-      generation: createRouter(config.generationRouter, { ...common, role: "generation", options: config.routerOptions?.generation ?? {} }),
+    const contextOf = (role: Role): RouterContext => ({ ...common, role, options: config.routerOptions?.[role] ?? {} });
+    this.#newRouters = () => ({
+      context: createRouter(config.contextRouter, contextOf("context")),
+      generation: createRouter(config.generationRouter, contextOf("generation")),
+    });
+    const first = this.#routersOf(UNKNOWN_MODEL);
+    this.#learns = { context: first.context.finished !== undefined, generation: first.generation.finished !== undefined };
+    this.#aliases = config.modelAliases ?? [];
+  }
+
+  /** Which workers a request for `model` may use (routing/model-choice.ts). */
+  chooseModel(model: string | undefined): ModelChoice {
+    return chooseModel(model, this.pool.servedModels(), this.#aliases);
+  }
+
+  /** Readiness and in-flight load per served model (empty when no worker named its model). */
+  modelStatus(): ModelStatus[] {
+    const ofRole = (role: Role, model: string): ModelRoleStatus => {
+      const workers = this.pool.all(role).filter((worker) => worker.models?.includes(model) === true);
+      const inFlight = workers.reduce((sum, worker) => sum + this.table.load(role, worker.origin), 0);
+      return { workers: workers.length, ready: workers.filter((worker) => worker.ready).length, inFlight };
     };
+    return this.pool.servedModels().map((model) => ({ model, context: ofRole("context", model), generation: ofRole("generation", model) }));
   }
 
   /**
@@ -71,17 +108,19 @@ export class Placement {
    */
   place(request: PlacementRequest): RoutedPlacement {
     const { requires } = request;
+    const choice = this.#modelOf(request.routing);
     const candidates = this.pool
       .ready(request.role)
-      .filter((worker) => worker.origin !== request.exclude && (requires === undefined || worker.protocol.accepts.has(requires)));
+      .filter((worker) => worker.origin !== request.exclude && (requires === undefined || worker.protocol.accepts.has(requires)) && servesChoice(worker, choice));
     const ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
     if (ready.length === 0 && candidates.length > 0) {
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
     }
     const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
-    const pick = this.#routers[request.role].pick(preferred.length > 0 ? preferred : ready, request.routing);
+    const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, request.routing);
     if (!pick) {
-      throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker is available`);
+      const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
+      throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker${serving} is available`);
     }
     const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
     const reservation = this.table.reserve(request.requestKey, request.role, pick.worker.origin, weight);
@@ -102,7 +141,7 @@ export class Placement {
 
   /** Whether the role's router learns from how legs ended (finished() needs their routing request). */
   learns(role: Role): boolean {
-    return this.#routers[role].finished !== undefined;
+    return this.#learns[role];
   }
 
   /**
@@ -111,10 +150,34 @@ export class Placement {
    * The promise settles when that learning is done and never rejects: callers need not await it.
    */
   finished(role: Role, origin: string, routing: RoutingRequest | undefined, success: boolean): Promise<void> {
-    const router = this.#routers[role];
+    const choice = this.chooseModel(routing?.model);
+    if (choice.kind === "unknown") return Promise.resolve();
+    const router = this.#routersOf(choice.key)[role];
     const worker = this.pool.all(role).find((entry) => entry.origin === origin);
     if (router.finished === undefined || worker === undefined) return Promise.resolve();
     return Promise.resolve(router.finished(worker, routing ?? NO_ROUTING, success));
+  }
+
+  /** The request's model choice; a model no worker serves is refused here, before any worker sees it. */
+  #modelOf(routing: RoutingRequest | undefined): Exclude<ModelChoice, { kind: "unknown" }> {
+    const choice = this.chooseModel(routing?.model);
+    if (choice.kind !== "unknown") return choice;
+    throw new ProxyError("MODEL_NOT_FOUND", 404, modelNotFoundMessage(choice.requested, this.pool.servedModels()));
+  }
+
+  /**
+   * A model's routers, made on its first request. Models no worker serves any more are
+   * forgotten then, so the routers kept are bounded by what the workers serve.
+   */
+  #routersOf(key: string): Record<Role, Router> {
+    let routers = this.#routers.get(key);
+    if (routers === undefined) {
+      const served = this.pool.servedModels();
+      for (const known of this.#routers.keys()) if (known !== UNKNOWN_MODEL && !served.includes(known)) this.#routers.delete(known);
+      routers = this.#newRouters();
+      this.#routers.set(key, routers);
+    }
+    return routers;
   }
 
   #full(role: Role, origin: string): boolean {

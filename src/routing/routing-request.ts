@@ -20,12 +20,15 @@ export interface RoutingRequest {
   readonly promptTokenIds: readonly number[] | undefined;
   /** How many ids, when known without reading them (a context answer's ids are read only if a router wants them). */
   readonly promptTokenCount?: number | undefined;
+  /** The body's `model`: placement keeps to the workers serving it (routing/model-choice.ts). */
+  readonly model?: string | undefined;
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
 export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined): RoutingRequest {
+  const model = typeof body["model"] === "string" ? body["model"] : undefined;
   return withTokenIds(
-    { conversationId, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
+    { conversationId, model, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
     promptTokenIdsOf(api, body),
   );
 }
@@ -37,11 +40,15 @@ export function routingRequestOf(api: PromptApi, body: JsonObject, conversationI
  * with their count are read only if a router wants them, once.
  */
 export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[] | (() => readonly number[]), count?: number): RoutingRequest {
-  return withTokenIds({ conversationId: request.conversationId, promptText: () => request.promptText, promptLength: promptLengthOf(request) }, promptTokenIds, count);
+  return withTokenIds(
+    { conversationId: request.conversationId, model: request.model, promptText: () => request.promptText, promptLength: promptLengthOf(request) },
+    promptTokenIds,
+    count,
+  );
 }
 
 function withTokenIds(
-  lazy: { conversationId: string | undefined; promptText: () => string; promptLength: number },
+  lazy: { conversationId: string | undefined; model: string | undefined; promptText: () => string; promptLength: number },
   promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
   count?: number,
 ): RoutingRequest {
@@ -52,6 +59,7 @@ function withTokenIds(
   let readIds = typeof promptTokenIds === "function" ? promptTokenIds : undefined;
   return {
     conversationId: lazy.conversationId,
+    model: lazy.model,
     get promptText(): string {
       if (text === undefined) {
         text = build?.() ?? "";

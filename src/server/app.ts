@@ -19,8 +19,9 @@ import type { RouteDeps } from "../routes/deps.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
+import { modelListOf, modelReadyOf } from "./model-list.ts";
 import { Admission } from "./admission.ts";
-import { metricsHooks, workerGauges } from "./metrics-hooks.ts";
+import { metricsHooks, modelGauges, workerGauges } from "./metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
@@ -64,7 +65,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   const placement = new Placement(config, { fetch: workerFetch, onWarning: (message, fields) => logger.warn(message, fields) });
   const ids = new DisaggIdAllocator(config.nodeId, { processId: config.processId });
   const active = new Set<RequestContext>();
-  const metrics = createMetrics({ workers: () => workerGauges(placement) });
+  const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement) });
+  // GET /v1/models's `created`, as a worker gives its start time (seconds).
+  const startedAt = Math.floor(Date.now() / 1000);
   const admission = new Admission(config.maxInflight, config.admissionWaitMs);
   let draining = false;
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
@@ -132,6 +135,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       return callOneWorker(this, ctx, call);
     },
     workersReady: () => placement.pool.isReady(),
+    modelReady: (model) => modelReadyOf(placement, model),
+    modelList: () => modelListOf(placement, config.modelAliases, startedAt),
     clusterInfo() {
       return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.());
     },

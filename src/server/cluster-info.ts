@@ -1,7 +1,7 @@
 import type { Role } from "../config/types.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { JsonObject } from "../json.ts";
-import type { Placement } from "../routing/placement.ts";
+import type { ModelRoleStatus, ModelStatus, Placement } from "../routing/placement.ts";
 
 /**
  * GET /cluster_info: upstream's shape first (openai_disagg_server.py G3; disagg_auto_scaling.py
@@ -17,6 +17,8 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
       in_flight: table.load(role, w.origin),
       // The TensorRT-LLM version it reported and the optional fields it is sent (workers/protocol.ts).
       version: w.protocol.version ?? null,
+      // What it serves, from its GET /v1/models (null: not known).
+      models: w.models === undefined ? null : [...w.models],
       protocol: { source: w.protocol.source, accepts: [...w.protocol.accepts].toSorted() },
     }));
   return {
@@ -25,8 +27,18 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
     ...(registered === undefined ? {} : { current_workers: currentWorkers(registered) }),
     minimal_instances: { context_servers: pool.minimal.context, generation_servers: pool.minimal.generation },
     workers: { context: describe("context"), generation: describe("generation") },
+    // Readiness and load per served model: a fleet of several models places each request on its model's workers.
+    models: Object.fromEntries(placement.modelStatus().map((status) => [status.model, { is_ready: modelReady(status), context: roleOf(status.context), generation: roleOf(status.generation) }])),
     ...(discovery === undefined ? {} : { discovery: { ...discovery } }),
   };
+}
+
+function roleOf(status: ModelRoleStatus): JsonObject {
+  return { workers: status.workers, ready: status.ready, in_flight: status.inFlight };
+}
+
+function modelReady(status: ModelStatus): boolean {
+  return status.generation.ready > 0 && (status.context.ready > 0 || status.context.workers === 0);
 }
 
 /** Registered workers by role, each `{worker_id, host, port, role}` as the worker wrote it (0 context, 1 generation). */

@@ -60,3 +60,10 @@ export function workerGauges(placement: Placement): ReturnType<WorkerGaugeSource
     })),
   );
 }
+
+/** Each served model's ready workers and in-flight requests by role, for the per-model gauges. */
+export function modelGauges(placement: Placement): ReturnType<NonNullable<WorkerGaugeSource["models"]>> {
+  return placement.modelStatus().flatMap((status) =>
+    (["context", "generation"] as const).map((role) => ({ model: status.model, role, ready: status[role].ready, inFlight: status[role].inFlight })),
+  );
+}

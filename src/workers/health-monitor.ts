@@ -5,6 +5,7 @@ import { steadySeconds } from "../observability/steady-clock.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { workerProtocol } from "./protocol.ts";
 import { syncWorkerClock } from "./clock-sync.ts";
+import { fetchServedModels } from "./served-models.ts";
 import type { WorkerFetch } from "./transport.ts";
 
 type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses"> &
@@ -21,8 +22,9 @@ interface Streak {
 /**
  * Worker health after start-up: each origin's /health is checked; a worker failing
  * `healthCheckFailures` checks in a row leaves rotation, one passing `healthCheckSuccesses`
- * in a row (re)joins it, with its /server_info and /version fetched on the way in (the version
- * decides which optional fields it is sent, workers/protocol.ts; and, when per-request
+ * in a row (re)joins it, with its /server_info, /version and /v1/models fetched on the way in
+ * (the version decides which optional fields it is sent, workers/protocol.ts; its models which
+ * requests it may take, routing/model-choice.ts; and, when per-request
  * perf metrics are on, its steady clock aligned with ours, as trtllm-serve prepares a server).
  */
 export class HealthMonitor {
@@ -63,6 +65,9 @@ export class HealthMonitor {
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
       const info = await getJson(this.#fetch, `${origin}/server_info`, this.#settings.healthCheckTimeoutMs, signal);
       const reported = versionOf(await getJson(this.#fetch, `${origin}/version`, this.#settings.healthCheckTimeoutMs, signal));
+      // Learnt afresh on every (re)join too: a worker may come back serving another model.
+      const models = await fetchServedModels(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
+      if (models !== undefined) this.#pool.learnModels(origin, models);
       if (perfMetricsOn(this.#settings)) {
         await syncWorkerClock(origin, { fetch: this.#fetch, clock: steadySeconds, logger: this.#logger, timeoutMs: this.#settings.healthCheckTimeoutMs, signal });
       }
@@ -80,6 +85,7 @@ export class HealthMonitor {
         roles: entries.map((entry) => entry.role),
         version: protocol.version ?? "unknown",
         accepts: [...protocol.accepts].join(",") || "no optional fields",
+        models: joined[0]?.models?.join(",") ?? "unknown",
       });
     }
     this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready));

@@ -17,10 +17,18 @@ export interface WorkerEntry {
   protocol: WorkerProtocol;
   /** The version its etcd metadata registration announced, used when GET /version says nothing. */
   advertisedVersion?: string | undefined;
+  /**
+   * The model ids it serves, learnt from its GET /v1/models each time it joins (or announced by
+   * its registration); undefined while unknown. Set through WorkerPool.learnModels only.
+   */
+  models?: readonly string[] | undefined;
 }
 
+/** Model ids read from one worker, at most: a worker cannot make every placement scan a huge list. */
+export const MAX_MODELS_PER_WORKER = 64;
+
 function entry(origin: string, role: Role): WorkerEntry {
-  return { origin, role, ready: false, serverInfo: undefined, protocol: workerProtocol(undefined, undefined) };
+  return { origin, role, ready: false, serverInfo: undefined, protocol: workerProtocol(undefined, undefined), models: undefined };
 }
 
 function entries(origins: readonly string[], role: Role): WorkerEntry[] {
@@ -31,6 +39,8 @@ function entries(origins: readonly string[], role: Role): WorkerEntry[] {
 export class WorkerPool {
   readonly #byRole: Record<Role, WorkerEntry[]>;
   readonly #minimal: Readonly<Record<Role, number>>;
+  /** The served model ids of every listed worker, sorted; rebuilt when a list or a worker's models change. */
+  #served: readonly string[] | undefined;
 
   /** `minimal`: ready workers each role needs before the pool is ready (disagg_cluster minimal_instances). */
   constructor(contextOrigins: readonly string[], generationOrigins: readonly string[], minimal: Readonly<Record<Role, number>> = { context: 1, generation: 1 }) {
@@ -62,6 +72,7 @@ export class WorkerPool {
     const added = origins.filter((origin) => !kept.has(origin));
     const removed = current.filter((worker) => !origins.includes(worker.origin)).map((worker) => worker.origin);
     this.#byRole[role] = next;
+    this.#served = undefined;
     return { added, removed };
   }
 
@@ -69,13 +80,16 @@ export class WorkerPool {
    * Adds a discovered worker (not ready until its first healthy check); false when already
    * listed. `version`: what its registration announced (etcd metadata), if anything.
    */
-  add(role: Role, origin: string, version?: string): boolean {
+  add(role: Role, origin: string, version?: string, models?: readonly string[]): boolean {
     const listed = this.#byRole[role].find((worker) => worker.origin === origin);
     if (listed !== undefined) {
       if (version !== undefined) listed.advertisedVersion = version;
+      if (models !== undefined && listed.models === undefined) this.learnModels(origin, models);
       return false;
     }
     this.#byRole[role] = [...this.#byRole[role], { ...entry(origin, role), advertisedVersion: version }];
+    this.#served = undefined;
+    if (models !== undefined) this.learnModels(origin, models);
     return true;
   }
 
@@ -83,7 +97,21 @@ export class WorkerPool {
   remove(role: Role, origin: string): boolean {
     const before = this.#byRole[role].length;
     this.#byRole[role] = this.#byRole[role].filter((worker) => worker.origin !== origin);
+    this.#served = undefined;
     return this.#byRole[role].length < before;
+  }
+
+  /** What an origin serves (its entries of both roles), learnt on (re)join; duplicates and empties dropped, bounded. */
+  learnModels(origin: string, ids: readonly string[]): void {
+    const models = Object.freeze([...new Set(ids.filter((id) => id !== ""))].slice(0, MAX_MODELS_PER_WORKER));
+    for (const worker of this.entriesOf(origin)) worker.models = models;
+    this.#served = undefined;
+  }
+
+  /** Every model id a listed worker serves (ready or not), sorted. */
+  servedModels(): readonly string[] {
+    this.#served ??= Object.freeze([...new Set([...this.#byRole.context, ...this.#byRole.generation].flatMap((worker) => worker.models ?? []))].toSorted());
+    return this.#served;
   }
 
   /** Every distinct origin of either role (a URL in both lists once). */

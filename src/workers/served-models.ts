@@ -1,0 +1,31 @@
+/** A worker's served model ids, read from its GET /v1/models when it joins. */
+
+import { isJsonObject, parseJson } from "../json.ts";
+import { readBounded } from "./answers.ts";
+import { MAX_MODELS_PER_WORKER } from "./worker-pool.ts";
+import type { WorkerFetch } from "./transport.ts";
+
+/** A model list is a few hundred bytes; more than this is not one. */
+export const MAX_MODEL_LIST_BYTES = 256 * 1024;
+
+/**
+ * The ids of `{"object": "list", "data": [{"id": …}, …]}` (tensorrt_llm/serve/openai_server.py
+ * get_model: one entry, the served model's name); undefined when the worker does not answer
+ * one (an older build, a failure): its model stays what it was, or unknown.
+ */
+export async function fetchServedModels(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<string[] | undefined> {
+  try {
+    const response = await fetch(`${origin}/v1/models`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
+    if (!response.ok) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    const answer = parseJson(new TextDecoder().decode(await readBounded(response, MAX_MODEL_LIST_BYTES)));
+    const data = isJsonObject(answer) ? answer["data"] : undefined;
+    if (!Array.isArray(data)) return undefined;
+    const ids = data.flatMap((item) => (isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" ? [item["id"]] : []));
+    return ids.length === 0 ? undefined : ids.slice(0, MAX_MODELS_PER_WORKER);
+  } catch {
+    return undefined;
+  }
+}
