@@ -98,29 +98,64 @@ describe.each(["context_first", "generation_first"] as const)("%s: internal HMAC
   });
 });
 
-describe("sub-agent affinity", () => {
-  const withAffinity = { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3, conversation_params: { conversation_id: "conv-1", subagent_affinity_id: " agent-b " } };
+describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
+  const PARENT_HEADER = "X-Dynamo-Parent-Session-ID";
+  const chat = { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3 };
+  const subagent = { "content-type": "application/json", "x-session-id": "child-a", [PARENT_HEADER]: " parent-1 " };
+  const affinityConfig = { internalAuthKey: "shared-secret", subagentAffinityHeader: PARENT_HEADER };
 
-  test("both legs carry the signed affinity headers, and the id never travels in the body", async () => {
-    await using cluster = await startCluster({ contexts: [{ faults: { rejectStatus: 503 } }, {}], config: { internalAuthKey: "shared-secret" } });
-    expect((await cluster.post("/v1/chat/completions", withAffinity)).status).toBe(200);
+  test("the parent header reaches the context leg as a signed key, the body keeps the child's own conversation, and a retry is signed anew", async () => {
+    await using cluster = await startCluster({ contexts: [{ faults: { rejectStatus: 503 } }, {}], config: affinityConfig });
+    expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
     const attempts = [...cluster.contexts[0]!.requests, ...cluster.contexts[1]!.requests].filter((r) => r.phase === "context");
-    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
     expect(attempts).toHaveLength(2);
-    for (const leg of [...attempts, gen]) {
-      expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBe("agent-b");
+    for (const leg of attempts) {
+      expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBe("parent-1");
       expect(leg.headers["x-trtllm-subagent-affinity-auth"]).toMatch(/^sha256=[0-9a-f]{64}$/);
-      expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "conv-1" });
+      expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "child-a" });
     }
     // The signature covers each attempt's own disagg_request_id: a context retry is signed anew.
     expect(attempts[0]!.headers["x-trtllm-subagent-affinity-auth"]).not.toBe(attempts[1]!.headers["x-trtllm-subagent-affinity-auth"]);
+    // Scope "context" (the default): the generation fleet places the child by its own conversation.
+    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
+    expect(gen.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
+    expect(isJsonObject(gen.body) && gen.body["conversation_params"]).toEqual({ conversation_id: "child-a" });
   });
 
-  test("without an internal key a request with a sub-agent affinity id is refused before any worker", async () => {
-    await using cluster = await startCluster();
-    const response = await cluster.post("/v1/chat/completions", withAffinity);
-    expect(response.status).toBe(400);
-    expect(((await response.json()) as { message: string }).message).toContain("internal_request_auth_key");
-    expect(cluster.contexts[0]!.requests.filter((r) => r.method === "POST")).toHaveLength(0);
+  test("with scope both the generation leg carries the signed parent key too", async () => {
+    await using cluster = await startCluster({ config: { ...affinityConfig, subagentAffinityScope: "both" } });
+    expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
+    const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
+    expect(gen.headers["x-trtllm-subagent-affinity-id"]).toBe("parent-1");
+    expect(gen.headers["x-trtllm-subagent-affinity-auth"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+  });
+
+  test("a sub-agent naming no conversation of its own gets a fresh subagent: id, distinct from its parent's", async () => {
+    await using cluster = await startCluster({ config: affinityConfig });
+    expect((await cluster.post("/v1/chat/completions", chat, { headers: { "content-type": "application/json", [PARENT_HEADER]: "parent-1" } })).status).toBe(200);
+    const context = cluster.contexts[0]!.requests.find((r) => r.phase === "context")!;
+    const own = isJsonObject(context.body) && isJsonObject(context.body["conversation_params"]) ? context.body["conversation_params"]["conversation_id"] : undefined;
+    expect(own).toStartWith("subagent:");
+    expect(context.headers["x-trtllm-subagent-affinity-id"]).toBe("parent-1");
+  });
+
+  test("a client's subagent_affinity_id in the body is dropped and signs nothing, with the header configured or not", async () => {
+    for (const config of [affinityConfig, { internalAuthKey: "shared-secret" }]) {
+      await using cluster = await startCluster({ config });
+      const forged = { ...chat, conversation_params: { conversation_id: "own-id", subagent_affinity_id: "attacker-id" } };
+      expect((await cluster.post("/v1/chat/completions", forged)).status).toBe(200);
+      for (const leg of [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.method === "POST")) {
+        expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
+        expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "own-id" });
+      }
+    }
+  });
+
+  test("the parent header is inert when conversation_affinity_header_for_subagents is not set", async () => {
+    await using cluster = await startCluster({ config: { internalAuthKey: "shared-secret" } });
+    expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
+    const context = cluster.contexts[0]!.requests.find((r) => r.phase === "context")!;
+    expect(context.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
+    expect(isJsonObject(context.body) && context.body["conversation_params"]).toEqual({ conversation_id: "child-a" });
   });
 });

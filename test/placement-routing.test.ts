@@ -7,6 +7,35 @@ const history = (turns: number): object[] =>
 
 const chat = (messages: object[], extra: object = {}): object => ({ model: "m", messages, max_tokens: 3, ...extra });
 
+/**
+ * Codex's Responses request, as codex-rs/core/src/client.rs builds it (openai/codex, read_file
+ * id 20246148296): the whole history in `input`, `store: false`, `stream: true`, and
+ * `prompt_cache_key` set to its conversation (thread) id; its `session_id` / `conversation_id`
+ * headers are not among trtllm-serve's session headers.
+ */
+const codexTurn = (thread: string, turns: number): object => ({
+  model: "emulated-model",
+  instructions: "You are Codex, a coding agent.",
+  input: Array.from({ length: turns }, (_, i) => ({
+    type: "message",
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: [{ type: i % 2 === 0 ? "input_text" : "output_text", text: `turn ${i} ${"refactor the parser module ".repeat(40)}` }],
+  })),
+  tools: [],
+  tool_choice: "auto",
+  parallel_tool_calls: false,
+  store: false,
+  stream: true,
+  include: [],
+  prompt_cache_key: thread,
+});
+
+/** Indexes of the workers that served a leg of the given phase for a conversation (one per request). */
+const workerOf = (workers: readonly { requests: readonly { phase?: string; body: unknown }[] }[], phase: string, session: string): number[] =>
+  workers.flatMap((w, index) =>
+    w.requests.filter((r) => r.phase === phase && isJsonObject(r.body) && JSON.stringify(r.body["conversation_params"]) === `{"conversation_id":"${session}"}`).map(() => index),
+  );
+
 describe("conversation-aware placement through the proxy", () => {
   test("turns of one conversation stick to the same context worker", async () => {
     await using cluster = await startCluster({ contexts: [{}, {}, {}], config: { contextRouter: "conversation" } });
@@ -16,6 +45,75 @@ describe("conversation-aware placement through the proxy", () => {
     }
     const served = cluster.contexts.map((w) => w.requests.filter((r) => r.phase === "context").length);
     expect(served.toSorted((a, b) => a - b)).toEqual([0, 0, 4]);
+  });
+
+  test("a multi-turn Codex session over /v1/responses stays on one context worker by its prompt_cache_key", async () => {
+    await using cluster = await startCluster({ contexts: [{}, {}, {}], config: { contextRouter: "conversation" } });
+    const codexHeaders = { "content-type": "application/json", session_id: "thread-42", conversation_id: "thread-42" };
+    for (let turn = 1; turn <= 4; turn++) {
+      // Another session between turns: without the key the least-loaded rotation would move the thread.
+      expect((await cluster.post("/v1/responses", codexTurn(`other-${turn}`, 1))).status).toBe(200);
+      const response = await cluster.post("/v1/responses", codexTurn("thread-42", turn * 2 - 1), { headers: codexHeaders });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain("response.completed");
+    }
+    const byWorker = cluster.contexts.map((w) =>
+      w.requests.filter((r) => r.phase === "context" && isJsonObject(r.body) && r.body["prompt_cache_key"] === "thread-42"),
+    );
+    expect(byWorker.map((requests) => requests.length).toSorted((a, b) => a - b)).toEqual([0, 0, 4]);
+    const turns = byWorker.flat();
+    // The conversation is named in the body both legs get, as trtllm-serve's edge names it.
+    expect(turns.every((r) => isJsonObject(r.body) && JSON.stringify(r.body["conversation_params"]) === `{"conversation_id":"thread-42"}`)).toBe(true);
+  });
+
+  describe("sub-agents (conversation_affinity_header_for_subagents)", () => {
+    const PARENT = "X-Dynamo-Parent-Session-ID";
+    const post = (cluster: Awaited<ReturnType<typeof startCluster>>, session: string, parent?: string): Promise<Response> =>
+      cluster.post("/v1/chat/completions", chat(history(1)), {
+        headers: { "content-type": "application/json", "x-session-id": session, ...(parent === undefined ? {} : { [PARENT]: parent }) },
+      });
+
+    for (const scope of ["context", "both"] as const) {
+      test(`scope ${scope}: sub-agents land on their parent's context worker${scope === "both" ? " and generation worker" : ""}, other sessions spread`, async () => {
+        await using cluster = await startCluster({
+          contexts: [{}, {}, {}],
+          generations: [{}, {}, {}],
+          config: { contextRouter: "conversation", generationRouter: "conversation", internalAuthKey: "k", subagentAffinityHeader: PARENT, subagentAffinityScope: scope },
+        });
+        expect((await post(cluster, "parent-1")).status).toBe(200);
+        for (const child of ["child-a", "child-b", "child-c"]) {
+          expect((await post(cluster, `unrelated-${child}`)).status).toBe(200);
+          expect((await post(cluster, child, "parent-1")).status).toBe(200);
+        }
+        const parentContext = workerOf(cluster.contexts, "context", "parent-1");
+        const parentGeneration = workerOf(cluster.generations, "generation", "parent-1");
+        for (const child of ["child-a", "child-b", "child-c"]) {
+          expect(workerOf(cluster.contexts, "context", child)).toEqual(parentContext);
+          if (scope === "both") expect(workerOf(cluster.generations, "generation", child)).toEqual(parentGeneration);
+        }
+        // Sessions without the header spread by load, away from the parent's worker.
+        const unrelated = ["child-a", "child-b", "child-c"].flatMap((child) => workerOf(cluster.contexts, "context", `unrelated-${child}`));
+        expect(unrelated.some((index) => index !== parentContext[0])).toBe(true);
+        if (scope === "context") {
+          // The generation fleet places children by their own conversations: they do not all follow the parent.
+          const children = ["child-a", "child-b", "child-c"].flatMap((child) => workerOf(cluster.generations, "generation", child));
+          expect(new Set(children).size).toBeGreaterThan(1);
+        }
+      });
+    }
+
+    test("a sub-agent whose parent's worker is gone falls back to the least loaded worker, and its later turns follow", async () => {
+      await using cluster = await startCluster({
+        contexts: [{}, {}],
+        config: { contextRouter: "conversation", internalAuthKey: "k", subagentAffinityHeader: PARENT },
+      });
+      expect((await post(cluster, "parent-1")).status).toBe(200);
+      const [parentWorker] = workerOf(cluster.contexts, "context", "parent-1");
+      // Out of rotation, as a failed health check leaves it.
+      cluster.proxy.app.placement.pool.all("context").find((w) => w.origin === cluster.contexts[parentWorker!]!.url)!.ready = false;
+      for (let turn = 0; turn < 2; turn++) expect((await post(cluster, "child-a", "parent-1")).status).toBe(200);
+      expect(workerOf(cluster.contexts, "context", "child-a")).toEqual([1 - parentWorker!, 1 - parentWorker!]);
+    });
   });
 
   test("conditional disaggregation skips the context phase when the generation worker holds the prompt", async () => {

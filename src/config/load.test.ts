@@ -35,6 +35,14 @@ describe("loadConfig", () => {
     expect(warnings).toEqual([]);
   });
 
+  test("sub-agent affinity without internal_request_auth_key is refused at start-up with upstream's words", () => {
+    const files = { "a.yaml": "conversation_affinity_header_for_subagents: X-Parent\n", "b.yaml": "conversation_affinity_header_for_subagents: X-Parent\ninternal_request_auth_key: k\n" };
+    expect(() => loadConfig({ ...WORKERS, configFile: "a.yaml" }, deps(files))).toThrow(new ConfigError("Invalid config: Subagent affinity requires internal_request_auth_key"));
+    const { config, warnings } = loadConfig({ ...WORKERS, configFile: "b.yaml" }, deps(files));
+    expect(config).toMatchObject({ subagentAffinityHeader: "X-Parent", subagentAffinityScope: "context" });
+    expect(warnings).toEqual([]);
+  });
+
   test("--worker-protocol takes auto or a TensorRT-LLM release number, and --responses-fallback its two modes", () => {
     expect(loadConfig({ ...WORKERS }, deps()).config).toMatchObject({ workerProtocol: "auto", responsesFallback: "error" });
     for (const version of ["1.3.0rc18", "1.3.0rc15.post1", "1.3.0", "v1.4"]) {

@@ -80,6 +80,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
   }
   requireWorkers(config, file);
   checkConditionalDisagg(config);
+  checkSubagentAffinity(config);
   checkWorkerProtocol(config);
   return { config: freeze(config), warnings: warningsOf(file, config, noRetry), notes: notesOf(file) };
 }
@@ -130,6 +131,18 @@ function internalAuthKey(keyFile: string | undefined, fromYaml: string | undefin
   const key = readNamedFile(keyFile, deps).trim();
   if (key === "") throw new ConfigError(`Invalid config: ${keyFile} holds no internal auth key`);
   return key;
+}
+
+/**
+ * Forwarding a parent's routing key needs the key that signs it, so upstream refuses the
+ * affinity configuration at start-up without one (docs/source/features/subagent-routing.md
+ * @ 83dd989e). Its start-up check could not be read; the wording is its disagg_auth.py's for
+ * the same condition (build_subagent_affinity_headers, read_file id 68525723387).
+ */
+function checkSubagentAffinity(config: ProxyConfig): void {
+  if (config.subagentAffinityHeader !== undefined && config.internalAuthKey === undefined) {
+    throw new ConfigError("Invalid config: Subagent affinity requires internal_request_auth_key");
+  }
 }
 
 function checkConditionalDisagg(config: ProxyConfig): void {

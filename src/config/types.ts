@@ -10,6 +10,7 @@ export type Role = "context" | "generation";
 
 export type ScheduleStyle = "context_first" | "generation_first";
 export type RouterType = "round_robin" | "load_balancing" | "conversation" | "kv_cache_aware";
+export type SubagentAffinityScope = "context" | "both";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 /** Arguments of a role's router, from the YAML `router:` block; a missing one takes the router's default. */
@@ -136,6 +137,13 @@ export interface ProxyConfig {
    * registration); a version (e.g. 1.3.0rc18) is taken as every worker's (workers/protocol.ts).
    */
   readonly workerProtocol: string;
+  /**
+   * conversation_affinity_header_for_subagents: the gateway header naming a sub-agent's parent
+   * session; its value becomes the request's routing key (docs/source/features/subagent-routing.md).
+   */
+  readonly subagentAffinityHeader: string | undefined;
+  /** subagent_affinity_scope: the fleets placed by the parent's key, "context" or "both". */
+  readonly subagentAffinityScope: SubagentAffinityScope;
   /** --responses-fallback: a Responses request no worker can disaggregate gets a 501 ("error") or runs on one worker ("aggregated"). */
   readonly responsesFallback: "error" | "aggregated";
   /** --model-alias / model_aliases: client model names (exact, or `prefix*`) mapped to served model ids; flags first. */
@@ -200,4 +208,6 @@ export const DEFAULTS = {
   workerProtocol: "auto",
   responsesFallback: "error",
   modelAliases: Object.freeze([]),
+  subagentAffinityHeader: undefined,
+  subagentAffinityScope: "context",
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

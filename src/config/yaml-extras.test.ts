@@ -21,6 +21,14 @@ describe("upstream keys beyond the worker lists", () => {
     });
   });
 
+  test("the sub-agent affinity keys are read: the header name trimmed, the scope context or both", () => {
+    const yaml = "conversation_affinity_header_for_subagents: ' X-Dynamo-Parent-Session-ID '\nsubagent_affinity_scope: both\ninternal_request_auth_key: k";
+    const parsed = parseTrtllmYaml(yaml, "f");
+    expect(parsed.settings).toMatchObject({ subagentAffinityHeader: "X-Dynamo-Parent-Session-ID", subagentAffinityScope: "both" });
+    expect(parsed.unknown).toEqual([]);
+    expect(() => parseTrtllmYaml("subagent_affinity_scope: generation", "f")).toThrow("subagent_affinity_scope must be one of context, both");
+  });
+
   test("allow_request_chat_template must be a real boolean, as upstream requires", () => {
     expect(() => parseTrtllmYaml('allow_request_chat_template: "true"', "f")).toThrow("allow_request_chat_template");
     expect(() => parseTrtllmYaml("allow_request_chat_template: 1", "f")).toThrow("allow_request_chat_template");

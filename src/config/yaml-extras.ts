@@ -1,6 +1,6 @@
 /**
  * The YAML keys beyond the worker lists and routers: upstream's internal_request_auth_key,
- * disagg_cluster and conditional_disagg_config, and our own settings under the names of
+ * disagg_cluster, conditional_disagg_config and the sub-agent affinity keys, and our own settings under the names of
  * their flags.
  */
 
@@ -9,7 +9,7 @@ import { invalidConfig } from "./errors.ts";
 import type { ProxyConfig } from "./types.ts";
 import { ConfigError } from "./errors.ts";
 import { modelAliasesOf } from "./model-aliases.ts";
-import { isMapping, optBoolean, optInt, optString, type Mapping } from "./yaml-values.ts";
+import { isMapping, optBoolean, optChoice, optInt, optString, type Mapping } from "./yaml-values.ts";
 
 export type ExtraSettings = Partial<
   Pick<
@@ -32,6 +32,8 @@ export type ExtraSettings = Partial<
     | "otlpTracesEndpoint"
     | "clusterAllowFrom"
     | "modelAliases"
+    | "subagentAffinityHeader"
+    | "subagentAffinityScope"
   >
 >;
 
@@ -55,6 +57,8 @@ export const EXTRA_KEYS: readonly string[] = [
   "otlp_config",
   "cluster_allow_from",
   "model_aliases",
+  "conversation_affinity_header_for_subagents",
+  "subagent_affinity_scope",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -74,6 +78,8 @@ export function readExtras(doc: Mapping): ExtraSettings {
     otlpTracesEndpoint: otlpEndpoint(doc["otlp_config"]),
     clusterAllowFrom: networkList(doc["cluster_allow_from"]),
     modelAliases: modelAliasesOf(doc["model_aliases"]),
+    subagentAffinityHeader: optString(doc, "conversation_affinity_header_for_subagents", "conversation_affinity_header_for_subagents")?.trim(),
+    subagentAffinityScope: optChoice(doc, "subagent_affinity_scope", "subagent_affinity_scope", ["context", "both"] as const),
   };
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);

@@ -84,7 +84,9 @@ export async function runGenerationLeg(
     codec,
     body: () => options.body,
     source: options.source ?? input.source,
-    affinity: input.affinity,
+    // subagent_affinity_scope "context": the generation fleet places a sub-agent by its own
+    // conversation, so its worker gets no parent key ("both": it does).
+    affinity: deps.config.subagentAffinityScope === "both" ? input.affinity : undefined,
     // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
     requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
   };

@@ -30,7 +30,7 @@ export interface PipelineInput {
   readonly stream: boolean;
   /** What the routers may know of the request (prompt text, token ids, conversation). */
   readonly routing: RoutingRequest;
-  /** Sub-agent affinity, sent as signed headers to both legs. */
+  /** Sub-agent affinity, sent as signed headers to the context leg (and the generation leg with scope "both"). */
   readonly affinity?: Affinity | undefined;
 }
 

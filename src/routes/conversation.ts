@@ -1,6 +1,9 @@
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
 
-/** Session headers that name a conversation, in trtllm-serve's order (reference §2.2 step 4). */
+/**
+ * Session headers that name a conversation, in trtllm-serve's order (reference §2.2 step 4;
+ * tensorrt_llm/serve/conversation_id.py CONVERSATION_ID_HEADERS, read_file id 66490360002).
+ */
 const SESSION_HEADERS = [
   "x-claude-code-session-id",
   "x-claude-session-id",
@@ -10,21 +13,53 @@ const SESSION_HEADERS = [
   "x-multi-turn-session-id",
 ] as const;
 
-/** The conversation a request belongs to: the body's own id wins over the headers. */
+/**
+ * Body fields of clients that speak no session header, consulted after the headers, in
+ * trtllm-serve's order (conversation_id.py CONVERSATION_ID_BODY_FIELDS, read_file id
+ * 66490360002). Codex sets `prompt_cache_key` to its thread id over the Responses API, and
+ * `client_metadata.thread_id` over chat; `client_metadata.session_id` is one Codex run, which
+ * may hold several threads, so it comes last.
+ */
+const BODY_FIELDS: readonly (readonly string[])[] = [["prompt_cache_key"], ["client_metadata", "thread_id"], ["client_metadata", "session_id"]];
+
+/**
+ * The conversation a request belongs to, as trtllm-serve's resolve_request_conversation_id:
+ * a body that has `conversation_params` names it there (or names none); otherwise the first
+ * non-empty session header; otherwise the first non-empty client-native body field.
+ */
 export function conversationIdOf(body: JsonObject, headers: Headers): string | undefined {
   const params = body["conversation_params"];
-  const own = isJsonObject(params) ? params["conversation_id"] : undefined;
-  if (typeof own === "string" && own.trim() !== "") return own;
+  if (isJsonObject(params)) {
+    const own = params["conversation_id"];
+    return typeof own === "string" && own.trim() !== "" ? own : undefined;
+  }
   for (const name of SESSION_HEADERS) {
     const value = headers.get(name)?.trim();
     if (value) return value;
   }
+  for (const path of BODY_FIELDS) {
+    const value = path.reduce<JsonValue | undefined>((at, name) => (isJsonObject(at) ? at[name] : undefined), body);
+    if (typeof value === "string" && value.trim() !== "") return value.trim();
+  }
   return undefined;
 }
 
-/** The body as both legs get it: a conversation named only by a header is named in the body too. */
+/** The body as both legs get it: a conversation named only by a header or a client field is named in the body too. */
 export function withConversationId(body: JsonObject, headers: Headers): JsonObject {
-  if (body["conversation_params"] !== undefined) return body;
+  if (isJsonObject(body["conversation_params"])) return body;
   const id = conversationIdOf(body, headers);
   return id === undefined ? body : { ...body, conversation_params: { conversation_id: id } };
+}
+
+/**
+ * A sub-agent's body names a conversation of its own: one with none gets a fresh
+ * `subagent:<uuid>`, so its history stays apart from its parent's while it is placed by the
+ * parent's session (test_openai_disagg_server.py test_subagent_affinity_parent_only_synthesizes_own_id,
+ * read_file id 66084373096).
+ */
+export function withSubagentConversationId(body: JsonObject): JsonObject {
+  const params = body["conversation_params"];
+  const own = isJsonObject(params) ? params["conversation_id"] : undefined;
+  if (typeof own === "string" && own.trim() !== "") return body;
+  return { ...body, conversation_params: { ...(isJsonObject(params) ? params : {}), conversation_id: `subagent:${crypto.randomUUID()}` } };
 }

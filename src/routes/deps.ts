@@ -10,7 +10,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { ClusterAccess } from "../security/cluster-access.ts";
 
 /** The settings the routes read. */
-export type RouteSettings = Pick<ProxyConfig, "internalAuthKey" | "maxSseEventBytes" | "allowRequestChatTemplate">;
+export type RouteSettings = Pick<ProxyConfig, "maxSseEventBytes" | "allowRequestChatTemplate" | "subagentAffinityHeader">;
 
 /**
  * What the routes need, declared by them and implemented by the server (server/app.ts): the

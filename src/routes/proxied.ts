@@ -1,7 +1,7 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { JsonSource } from "../json-source.ts";
-import { takeAffinity } from "../pipeline/affinity.ts";
+import { affinityOf, parentSessionOf, withoutClientAffinity } from "../pipeline/affinity.ts";
 import { ENGINE_REQUEST_ID_HEADER, type ApiKind, type PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
 import { routingRequestOf } from "../routing/routing-request.ts";
@@ -10,7 +10,7 @@ import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
-import { conversationIdOf, withConversationId } from "./conversation.ts";
+import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { checkNumericBounds } from "./numeric-bounds.ts";
 
@@ -54,7 +54,10 @@ export interface ProxiedCall {
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
   checkNumericBounds(call.body);
-  const { body, affinity } = takeAffinity(withConversationId(withoutProxyFields(call.body), request.headers), deps.settings.internalAuthKey);
+  const parent = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
+  const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers);
+  const body = parent === undefined ? named : withSubagentConversationId(named);
+  const affinity = parent === undefined ? undefined : affinityOf(parent, body);
   // Gone while its body was read (e.g. the runtime closed a pipelining connection): no work starts.
   if (request.signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
   const restoreIdle = call.keepOpen();
@@ -68,7 +71,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   };
   return withinRequest(ctx, request, renderError, async () => {
     call.prepare?.(ctx, body);
-    const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers));
+    const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers), parent);
     const outcome = deps.runPipeline(ctx, { api: call.api, body, source: call.source, stream, routing, affinity });
     if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
     const answer = await jsonAnswer(dialect, ctx, outcome);

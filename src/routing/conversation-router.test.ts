@@ -47,6 +47,18 @@ describe("ConversationRouter", () => {
     for (let turn = 0; turn < 5; turn++) expect(originOf(r.pick(WORKERS, request(`hello ${turn}`, "conv-1")))).toBe(first);
   });
 
+  test("a sub-agent's parent session is its routing key: it goes where the parent went, and a new parent starts on the least loaded worker", () => {
+    const { router: r, table } = router();
+    const parent = originOf(r.pick(WORKERS, request("parent prompt", "parent-1")));
+    load(table, parent!);
+    const child: RoutingRequest = { ...request("a different prompt", "child-a"), subagentAffinityId: "parent-1" };
+    expect(originOf(r.pick(WORKERS, child))).toBe(parent);
+    const orphan: RoutingRequest = { ...request("another prompt", "child-b"), subagentAffinityId: "parent-unknown" };
+    const placed = originOf(r.pick(WORKERS, orphan));
+    expect(placed).not.toBe(parent);
+    expect(originOf(r.pick(WORKERS, { ...request("third prompt", "child-c"), subagentAffinityId: "parent-unknown" }))).toBe(placed);
+  });
+
   test("a new conversation goes to the worker holding the least content weight", () => {
     const { router: r, table } = router();
     load(table, "http://a:1", 100);

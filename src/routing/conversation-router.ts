@@ -3,7 +3,8 @@
  * conversation on one worker, where its earlier turns' KV cache is.
  *
  * 1. Sticky: a request with a conversation id goes where that conversation went, if that worker
- *    is a candidate. A new id skips step 2.
+ *    is a candidate. A new id skips step 2. A sub-agent's id here is its parent's session (its
+ *    routing key), so it lands where the parent's conversation went.
  * 2. Implicit: a request without an id continues the conversation whose last prompt shares the
  *    longest prefix of block hashes with it, when matched blocks / prompt blocks ≥
  *    match_threshold. Text is hashed in blocks of tokens_per_block × 4 characters (token ids,
@@ -19,7 +20,7 @@
 import { leastLoadedOf, plainPick, roundRobinCursor } from "./simple-routers.ts";
 import { PrefixIndex } from "./prefix-index.ts";
 import type { Router, RouterContext, RouterPick } from "./router-contract.ts";
-import { matchedTokensOf, promptBlocks, type BlockOptions, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
+import { matchedTokensOf, promptBlocks, routingKeyOf, type BlockOptions, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** Trie nodes kept at most (about 50 MB at the bound). */
@@ -79,7 +80,9 @@ export class ConversationRouter implements Router {
     if (request === undefined) return plainPick(this.#leastLoaded(candidates), request);
     const blocks = promptBlocks(request, this.#blocks);
     const byOrigin = new Map(candidates.map((worker) => [worker.origin, worker]));
-    const id = request.conversationId === "" ? undefined : request.conversationId;
+    // A sub-agent goes where its parent's conversation went (docs/source/features/subagent-routing.md @ 83dd989e).
+    const key = routingKeyOf(request);
+    const id = key === "" ? undefined : key;
     const continued = id === undefined ? this.#implicit(blocks, byOrigin) : this.#sticky(id, blocks, byOrigin);
     if (continued !== undefined) {
       this.#remember(continued.conversation, continued.worker.origin, blocks.hashes);

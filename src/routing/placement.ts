@@ -4,7 +4,7 @@ import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-event
 import { ReservationTable, type Reservation } from "./reservations.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
-import { contentWeight, NO_ROUTING, type RoutingRequest } from "./routing-request.ts";
+import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
 import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
 
@@ -35,7 +35,7 @@ export interface RoutedPlacement extends Placed {
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases">>;
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases" | "subagentAffinityScope">>;
 
 /** One served model's workers of a role: how many are listed, how many ready, the requests they hold. */
 export interface ModelRoleStatus {
@@ -67,9 +67,12 @@ export class Placement {
   readonly #learns: Record<Role, boolean>;
   readonly #perWorkerLimit: number;
   readonly #aliases: NonNullable<PlacementConfig["modelAliases"]>;
+  /** subagent_affinity_scope "both": generation is placed by the parent's session too, not only context. */
+  readonly #generationByParent: boolean;
 
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
+    this.#generationByParent = config.subagentAffinityScope === "both";
     const cluster = config.discovery?.kind === "cluster" ? config.discovery : undefined;
     // Generation-only benchmark mode never calls (or health-checks) a context worker.
     const benchmark = config.benchmarkGenerationOnly === true;
@@ -117,7 +120,7 @@ export class Placement {
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
     }
     const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
-    const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, request.routing);
+    const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(request.role, request.routing));
     if (!pick) {
       const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
       throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker${serving} is available`);
@@ -178,6 +181,11 @@ export class Placement {
       this.#routers.set(key, routers);
     }
     return routers;
+  }
+
+  /** What the role's router sees: outside the affinity scope, a sub-agent is placed by its own conversation. */
+  #routingFor(role: Role, routing: RoutingRequest | undefined): RoutingRequest | undefined {
+    return routing === undefined || role === "context" || this.#generationByParent ? routing : withoutSubagentAffinity(routing);
   }
 
   #full(role: Role, origin: string): boolean {

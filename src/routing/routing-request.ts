@@ -12,6 +12,12 @@ import { promptLengthOf as lengthOfPrompt, promptTextOf, promptTokenIdsOf, type 
 export interface RoutingRequest {
   /** conversation_params.conversation_id or a session header (the pipeline extracts it). */
   readonly conversationId: string | undefined;
+  /**
+   * A sub-agent's parent session, from the configured gateway header: routers that keep
+   * conversations together place the request by it instead of its own conversation id
+   * (upstream's get_request_routing_id, tensorrt_llm/serve/conversation_id.py id 65855423865).
+   */
+  readonly subagentAffinityId?: string | undefined;
   /** The prompt as text the router can hash without a tokenizer (see promptTextOf). */
   readonly promptText: string;
   /** promptText's length, when known without building it (routingRequestOf builds the text only when it is read). */
@@ -25,10 +31,10 @@ export interface RoutingRequest {
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
-export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined): RoutingRequest {
+export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined, subagentAffinityId?: string): RoutingRequest {
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   return withTokenIds(
-    { conversationId, model, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
+    { conversationId, subagentAffinityId, model, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
     promptTokenIdsOf(api, body),
   );
 }
@@ -41,14 +47,14 @@ export function routingRequestOf(api: PromptApi, body: JsonObject, conversationI
  */
 export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[] | (() => readonly number[]), count?: number): RoutingRequest {
   return withTokenIds(
-    { conversationId: request.conversationId, model: request.model, promptText: () => request.promptText, promptLength: promptLengthOf(request) },
+    { conversationId: request.conversationId, subagentAffinityId: request.subagentAffinityId, model: request.model, promptText: () => request.promptText, promptLength: promptLengthOf(request) },
     promptTokenIds,
     count,
   );
 }
 
 function withTokenIds(
-  lazy: { conversationId: string | undefined; model: string | undefined; promptText: () => string; promptLength: number },
+  lazy: { conversationId: string | undefined; subagentAffinityId?: string | undefined; model: string | undefined; promptText: () => string; promptLength: number },
   promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
   count?: number,
 ): RoutingRequest {
@@ -60,6 +66,7 @@ function withTokenIds(
   return {
     conversationId: lazy.conversationId,
     model: lazy.model,
+    subagentAffinityId: lazy.subagentAffinityId,
     get promptText(): string {
       if (text === undefined) {
         text = build?.() ?? "";
@@ -148,4 +155,30 @@ export function promptBlocks(request: RoutingRequest, options: BlockOptions): Pr
 /** Tokens of a prefix `depth` blocks deep, never more than the prompt has. */
 export function matchedTokensOf(blocks: PromptBlocks, depth: number): number {
   return Math.min(depth * blocks.blockTokens, blocks.totalTokens);
+}
+
+/**
+ * The key a conversation-keeping router places a request by: a sub-agent's parent session when
+ * the edge set one, else its own conversation (upstream's get_request_routing_id).
+ */
+export function routingKeyOf(request: RoutingRequest): string | undefined {
+  return request.subagentAffinityId ?? request.conversationId;
+}
+
+/** The same request without its parent session: a fleet outside the affinity scope places it by its own conversation. */
+export function withoutSubagentAffinity(request: RoutingRequest): RoutingRequest {
+  if (request.subagentAffinityId === undefined) return request;
+  // Getters, not a spread: the prompt text and ids stay unbuilt until a router reads them.
+  return {
+    conversationId: request.conversationId,
+    model: request.model,
+    get promptText(): string {
+      return request.promptText;
+    },
+    ...(request.promptLength === undefined ? {} : { promptLength: request.promptLength }),
+    get promptTokenIds(): readonly number[] | undefined {
+      return request.promptTokenIds;
+    },
+    promptTokenCount: request.promptTokenCount,
+  };
 }
