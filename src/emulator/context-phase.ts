@@ -29,6 +29,10 @@ export async function serveContextPhase(job: Job): Promise<Response> {
         firstGenTokens: [handover.firstTokenId],
         promptTokenIds: handover.promptTokenIds,
       });
+    } else if (handoffKey === undefined && plan.finishReason === "length") {
+      // Generation continues elsewhere: the KV stays here until a generation request pulls it.
+      const blocks = Math.ceil(prepared.promptTokenIds.length / (job.worker.options.tokensPerBlock ?? 32));
+      job.worker.heldKv.hold(handover.engineRequestId.toString(), blocks);
     }
     return jsonReply(prepared, answer, output.cut);
   }

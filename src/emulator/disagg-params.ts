@@ -54,7 +54,7 @@ function contextParams(request: ModelRequest, handover: ContextHandover): JsonOb
 }
 
 export type GenerationSource =
-  | { readonly style: "context_first"; readonly state: OpaqueState; readonly firstGenTokens: readonly number[] }
+  | { readonly style: "context_first"; readonly state: OpaqueState; readonly firstGenTokens: readonly number[]; readonly ctxRequestId: bigint }
   | { readonly style: "generation_first"; readonly endpoint: string; readonly disaggRequestId: bigint }
   /** trtllm-serve's generation-only benchmark: fixed first token, no KV, the prompt as sent. */
   | { readonly style: "benchmark" };
@@ -73,7 +73,8 @@ function checkContextFirst(request: ModelRequest, params: JsonObject): Generatio
   if (firstGenTokens === undefined || firstGenTokens.length === 0) {
     throw invalid("first_gen_tokens must be a non-empty list of integers");
   }
-  if (readInteger(params["ctx_request_id"]) === undefined) throw invalid("ctx_request_id is missing");
+  const ctxRequestId = readInteger(params["ctx_request_id"]);
+  if (ctxRequestId === undefined) throw invalid("ctx_request_id is missing");
   const encoded = params["encoded_opaque_state"];
   if (encoded === null && request.disaggRequestId === undefined) return { style: "benchmark" };
   if (typeof encoded !== "string") throw invalid("encoded_opaque_state is missing");
@@ -85,7 +86,7 @@ function checkContextFirst(request: ModelRequest, params: JsonObject): Generatio
     );
   }
   checkPromptTokens(request, state);
-  return { style: "context_first", state, firstGenTokens };
+  return { style: "context_first", state, firstGenTokens, ctxRequestId };
 }
 
 function checkPromptTokens(request: ModelRequest, state: OpaqueState): void {

@@ -88,9 +88,13 @@ describe("generation_only validation", () => {
     ["the state belongs to another request", { ...goodParams, disagg_request_id: 5 }, `belongs to disagg_request_id ${D}, not 5`],
   ];
 
-  test("a well-formed request is accepted", async () => {
+  test("a well-formed request passes validation, then fails its KV transfer when the context worker it names holds none", async () => {
+    await using context = startEmulatedWorker({ role: "context" });
     await using generation = startEmulatedWorker({ role: "generation" });
-    expect((await post(generation.url, "/v1/chat/completions", goodBody)).status).toBe(200);
+    const state = encodeOpaqueState({ worker: context.url, disaggRequestId: D, promptTokens: 3, directives: "" });
+    const response = await post(generation.url, "/v1/chat/completions", { ...goodBody, disaggregated_params: { ...goodParams, encoded_opaque_state: state } });
+    expect(response.status).toBe(500);
+    expect(stringAt(await json(response), "message")).toContain(`KV cache transfer failed for ctx_request_id ${D}: the context worker holds no KV for it (404)`);
   });
 
   for (const [name, params, message] of cases) {

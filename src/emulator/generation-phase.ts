@@ -5,6 +5,7 @@
  */
 
 import { checkGenerationRequest, contextUsage } from "./disagg-params.ts";
+import { claimHeldKv } from "./kv-claim.ts";
 import { fetchKvHandoff } from "./kv-fetch.ts";
 import { prepareJob, type PreparedJob } from "./prepare-job.ts";
 import { collectOutput, engineRun, jsonReply, streamReply } from "./reply.ts";
@@ -30,6 +31,8 @@ export async function serveGenerationPhase(job: Job): Promise<Response> {
   if (source.style === "generation_first") {
     const timeoutMs = job.worker.options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS;
     await fetchKvHandoff(source.endpoint, source.disaggRequestId, timeoutMs, job.signal);
+  } else if (source.style === "context_first") {
+    await claimHeldKv(source.state.worker, source.ctxRequestId, job.signal);
   }
   job.perf.kvTransferEnded();
   return answer(prepared);

@@ -30,6 +30,16 @@
  *
  * Generation first: the generation worker long-polls `GET <ctx_info_endpoint>/emulator/kv/<id>`
  * on the context worker until that id's context phase finished (404 when it failed).
+ *
+ * Context first (held-kv.ts): a context worker holds each finished hand-off's KV until a
+ * generation_only request pulls it (`POST <context worker>/emulator/kv-claim/<ctx_request_id>`,
+ * before its first token; a miss fails it with a KV-transfer 500) or `kvTransferTimeoutMs`
+ * passes (none: held for good, as upstream). `GET /metrics` answers trtllm-serve's list of
+ * iteration stats with `heldKvHandoffs` and the blocks they hold.
+ *
+ * Connection faults (connection-faults.ts), worker-wide: `keepAliveTimeoutMs` closes idle
+ * kept-alive connections as uvicorn's timeout_keep_alive does; `resetKeptAlive` resets the next
+ * request of every kept-alive connection unread.
  */
 
 export { emulatorOptions, type EmulatorFlags } from "./cli.ts";

@@ -60,3 +60,29 @@ export async function kvHandoff(worker: WorkerContext, req: Request, path: strin
     { headers: { "content-type": "application/json" } },
   );
 }
+
+/** POST /emulator/kv-claim/<ctx_request_id>: a generation worker pulls a held hand-off's KV (kv-claim.ts). */
+export function kvClaim(worker: WorkerContext, id: string): Response {
+  if (!/^\d+$/.test(id) || !worker.heldKv.claim(id)) return detailResponse(404, `No KV cache held for ctx_request_id ${id}`);
+  return new Response(null, { status: 200 });
+}
+
+/**
+ * GET /metrics as trtllm-serve answers it: a JSON list of iteration statistics
+ * (docs/source/commands/trtllm-serve.rst, "Metrics Endpoint", read_file id 2469758945), here
+ * one entry for now. `kvCacheStats.usedNumBlocks` counts the blocks held for hand-offs no
+ * generation request pulled; `heldKvHandoffs` (this emulator's own field) counts those
+ * hand-offs, and `timedOutKvHandoffs` the ones kv_transfer_timeout_ms released.
+ */
+export function iterationStats(worker: WorkerContext): Response {
+  const held = worker.heldKv;
+  return Response.json([
+    {
+      iter: worker.perf.iteration(),
+      numActiveRequests: worker.log.running(),
+      kvCacheStats: { usedNumBlocks: held.blocks, tokensPerBlock: worker.options.tokensPerBlock ?? 32 },
+      heldKvHandoffs: held.size,
+      timedOutKvHandoffs: held.timedOut,
+    },
+  ]);
+}

@@ -44,6 +44,11 @@ export class WorkerPerfState {
     return this.localNow() + this.offset;
   }
 
+  /** The iteration counter, unchanged (GET /metrics reports it). */
+  iteration(): number {
+    return this.#iteration;
+  }
+
   nextIteration(): number {
     return this.#iteration++;
   }

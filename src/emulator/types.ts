@@ -19,6 +19,13 @@ export interface EmulatorFaults {
   silenceAfterTokens?: number;
   /** Emit an in-band error event after N tokens, then end the stream. */
   errorEventAfterTokens?: number;
+  /**
+   * Close a kept-alive connection this long after its last response completed unless another
+   * request began, as uvicorn's timeout_keep_alive does (trtllm-serve: 5 s). Default: Bun's own.
+   */
+  keepAliveTimeoutMs?: number;
+  /** Reset the next request of every kept-alive connection before reading it (default false). */
+  resetKeptAlive?: boolean;
 }
 
 export interface EmulatorOptions {
@@ -52,6 +59,11 @@ export interface EmulatorOptions {
   responsesKeepaliveMs?: number;
   /** How long a generation-first request waits for its KV hand-off (default 60000). */
   kvWaitTimeoutMs?: number;
+  /**
+   * cache_transceiver_config.kv_transfer_timeout_ms: how long a context-first hand-off's KV is
+   * held for a generation request to pull it (default: none, held until pulled, as upstream).
+   */
+  kvTransferTimeoutMs?: number;
   faults?: EmulatorFaults;
   /**
    * The trtllm-serve release played (GET /version, accepted request fields): 1.3.0rc14 (before
@@ -110,6 +122,10 @@ export interface EmulatedWorker {
   waitFor(predicate: (r: RecordedRequest) => boolean, timeoutMs?: number): Promise<RecordedRequest>;
   /** Number of model requests still running (for leak checks). */
   running(): number;
+  /** Context-first hand-offs whose KV no generation request has pulled yet (GET /metrics reports it too). */
+  heldKvHandoffs(): number;
+  /** What the connection faults did: idle connections closed, kept-alive requests reset. */
+  connectionFaults(): { readonly idleClosed: number; readonly resets: number };
   /** Closes the listener and open connections. */
   /** Leaves the etcd cluster but keeps serving, as a worker draining before shutdown does. */
   deregister(): Promise<void>;

@@ -1,6 +1,7 @@
 /** What every request handler of one emulated worker shares, and one model request's handle. */
 
 import type { KvBlockCache } from "./kv-cache.ts";
+import type { HeldKv } from "./held-kv.ts";
 import type { KvHandoffTable } from "./kv-handoff.ts";
 import type { ModelRequest } from "./model-request.ts";
 import type { WorkerPerfState } from "./perf-state.ts";
@@ -17,6 +18,8 @@ export interface WorkerContext {
   readonly model: string;
   readonly log: RequestLog;
   readonly handoffs: KvHandoffTable;
+  /** Context-first hand-offs whose KV no generation request has pulled yet. */
+  readonly heldKv: HeldKv;
   /** Prompt prefixes in the KV cache, and their events for /kv_cache_events. */
   readonly kvCache: KvBlockCache;
   /** Prefilled and cached prompt tokens so far, for GET /emulator/prefill. */

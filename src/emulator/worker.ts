@@ -2,7 +2,10 @@
 
 import type { Server } from "bun";
 import type { JsonValue } from "../json.ts";
-import { health, countTokens, kvCacheEvents, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
+import { health, countTokens, iterationStats, kvCacheEvents, kvClaim, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
+import { ConnectionFront } from "./connection-faults.ts";
+import { HeldKv } from "./held-kv.ts";
+import { KV_CLAIM_PATH } from "./kv-claim.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
 import { generationOf, type WorkerGeneration } from "./protocol-generation.ts";
@@ -25,7 +28,7 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
 
 /** Model requests running now, for soaks checking that nothing outlives its client. */
 const RUNNING_PATH = "/emulator/running";
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", PREFILL_TALLY_PATH, RUNNING_PATH]);
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", "/metrics", PREFILL_TALLY_PATH, RUNNING_PATH]);
 const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
@@ -44,11 +47,14 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly model: string;
   readonly log: RequestLog;
   readonly handoffs: KvHandoffTable;
+  readonly heldKv: HeldKv;
   readonly kvCache: KvBlockCache;
   readonly perf: WorkerPerfState;
   readonly prefill = new PrefillTally();
   readonly generation: WorkerGeneration;
   readonly #server: Server<undefined>;
+  /** The TCP front playing connection faults, when any is set. */
+  readonly #front: ConnectionFront | undefined;
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
   readonly #registrations: readonly ReturnType<Registrar>[];
@@ -61,6 +67,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.model = options.model ?? "emulated-model";
     this.generation = generationOf(options.protocolVersion);
     this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
+    this.heldKv = new HeldKv(options.kvTransferTimeoutMs);
     this.perf = new WorkerPerfState(options);
     this.kvCache = new KvBlockCache({
       tokensPerBlock: options.tokensPerBlock ?? 32,
@@ -68,15 +75,18 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
       maxEvents: options.kvEventBuffer ?? 4096,
     });
     const hostname = options.host ?? "127.0.0.1";
+    const faults = options.faults ?? {};
+    const fronted = faults.keepAliveTimeoutMs !== undefined || faults.resetKeptAlive === true;
     this.#server = Bun.serve({
-      hostname,
-      port: options.port ?? 0,
+      hostname: fronted ? "127.0.0.1" : hostname,
+      port: fronted ? 0 : (options.port ?? 0),
       development: false,
       idleTimeout: IDLE_TIMEOUT_S,
       fetch: (req, server) => this.#route(req, server),
       error: (error) => Response.json(errorEnvelope(500, `Internal error: ${error.message}`), { status: 500 }),
     });
-    this.port = this.#server.port ?? 0;
+    this.#front = fronted ? new ConnectionFront(hostname, options.port ?? 0, this.#server.port ?? 0, faults) : undefined;
+    this.port = this.#front?.port ?? this.#server.port ?? 0;
     this.url = `http://${reachableHost(hostname)}:${this.port}`;
     // As trtllm-serve does, the worker registers the host it was told to listen on, a wildcard
     // included (tensorrt_llm/serve/disagg_auto_scaling.py @ 00184339, WorkerInfo.host).
@@ -104,6 +114,14 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     return this.log.running();
   }
 
+  heldKvHandoffs(): number {
+    return this.heldKv.size;
+  }
+
+  connectionFaults(): { readonly idleClosed: number; readonly resets: number } {
+    return this.#front?.counts ?? { idleClosed: 0, resets: 0 };
+  }
+
   deregister(): Promise<void> {
     return Promise.all(this.#registrations.map((registration) => registration.stop())).then(() => undefined);
   }
@@ -115,7 +133,9 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
       await Promise.all(this.#registrations.map((registration) => registration.stop()));
       this.#stopping.abort();
       this.handoffs.close();
+      this.heldKv.close();
       this.log.close();
+      this.#front?.stop();
       await this.#server.stop(true);
     })();
     return this.#stopped;
@@ -164,6 +184,9 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
       server.timeout(req, 0);
       return req.method === "GET" ? kvHandoff(this, req, path) : detailResponse(405, "Method Not Allowed");
     }
+    if (path.startsWith(KV_CLAIM_PATH)) {
+      return req.method === "POST" ? kvClaim(this, path.slice(KV_CLAIM_PATH.length)) : detailResponse(405, "Method Not Allowed");
+    }
     if (path === KV_EVENTS_PATH) {
       return req.method === "POST" ? kvCacheEvents(this) : detailResponse(405, "Method Not Allowed");
     }
@@ -180,6 +203,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/server_info") return serverInfo(this);
     if (path === "/v1/models") return models(this, this.#startedAt);
     if (path === "/perf_metrics") return perfMetrics(this);
+    if (path === "/metrics") return iterationStats(this);
     if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
     if (path === RUNNING_PATH) return Response.json({ running: this.log.running() });
     return version(this.generation);
