@@ -113,4 +113,15 @@ describe("KvEventPoller", () => {
     await poller.poll("http://w:1");
     expect(warnings).toEqual(["HTTP 404"]);
   });
+
+  test("an answer nested too deep, or declaring a length over the bound, is a failed poll before anything parses it", async () => {
+    const deep = `${"[".repeat(300)}${"]".repeat(300)}`;
+    const answers = [new Response(deep), new Response(new Uint8Array(8), { headers: { "content-length": String(64 * 1024 * 1024) } })];
+    const workers = fakeWorkers(() => Promise.resolve(answers.shift()!));
+    const warnings: unknown[] = [];
+    const poller = new KvEventPoller({ fetch: workers.fetch, onWarning: (_message, fields) => warnings.push(fields["error"]) });
+    await poller.poll("http://w:1");
+    await poller.poll("http://w:2");
+    expect(warnings).toEqual(["Worker answer nests deeper than 256 levels", `Worker answer is larger than ${16 * 1024 * 1024} bytes`]);
+  });
 });

@@ -6,8 +6,15 @@
  * worker (further requests are coalesced into one follow-up poll) and `maxConcurrent` at once.
  */
 
-import { isJsonObject, parseJson, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonValue } from "../json.ts";
+import { readJsonAnswer } from "../workers/answers.ts";
 import { readBlockHash } from "./block-hash.ts";
+
+/**
+ * One poll's answer is read as a model answer is (size, then shape, then parse); a worker
+ * drains its buffer (4,096 events by default, ~100 bytes each) on every poll, so 16 MiB is far above it.
+ */
+const KV_EVENTS_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** The only hash algorithm the router computes; events in another are ignored. */
 export const HASH_ALGO = "v1_block_key";
@@ -140,8 +147,10 @@ export class KvEventPoller {
 
   async #fetchEvents(origin: string): Promise<KvEvent[]> {
     const response = await this.#fetch(`${origin}/kv_cache_events`, { method: "POST", signal: AbortSignal.timeout(this.#timeoutMs) });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    return readKvEvents(parseJson(text));
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`HTTP ${response.status}`);
+    }
+    return readKvEvents(await readJsonAnswer(response, KV_EVENTS_ANSWER_BYTES));
   }
 }

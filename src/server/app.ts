@@ -83,7 +83,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     logger,
     version,
     workerOrigins: () => placement.pool.origins(),
-    fetchWorkerPerfMetrics: (origin) => fetchWorkerPerfMetrics(workerFetch, origin, config.healthCheckTimeoutMs),
+    fetchWorkerPerfMetrics: (origin) => fetchWorkerPerfMetrics(workerFetch, origin, config.healthCheckTimeoutMs, config.maxAnswerBytes),
   });
   return {
     config,

@@ -1,7 +1,15 @@
 import { ProxyError, type WorkerAnswer } from "../errors.ts";
-import { isJsonObject, parseJson } from "../json.ts";
+import { isJsonObject, parseJson, type JsonValue } from "../json.ts";
+import { ANSWER_SHAPE_LIMITS } from "../json-bytes.ts";
+import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "../json-shape.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { contextOverflowOf } from "./context-overflow.ts";
+
+/**
+ * A worker's /server_info, /version or clock probe answer is a few hundred bytes; one larger
+ * than this is refused unread (a 32 MiB /server_info once took the proxy to 2.3–5 GB RSS).
+ */
+export const INFO_ANSWER_BYTES = 1024 * 1024;
 
 /** Streamed requests carry at most this much of a worker's error body. */
 export const STREAM_ERROR_PREFIX_BYTES = 2048;
@@ -112,4 +120,46 @@ function declaredLength(headers: Headers): number | undefined {
 
 function tooLarge(limit: number): ProxyError {
   return new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
+}
+
+/**
+ * An answer read by `read`, its shape checked against ANSWER_SHAPE_LIMITS as its bytes arrive
+ * and before anything parses them: refused (the failed leg is logged with this cause where it
+ * ends) or returned with its layout.
+ */
+export async function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
+  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
+  const bytes = await read((piece) => refuseShape(guard.feed(piece)));
+  refuseShape(guard.finish(bytes.length));
+  return { bytes, layout: guard.layout() };
+}
+
+function refuseShape(problem: JsonShapeProblem | undefined): void {
+  if (problem === undefined) return;
+  const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
+  throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`);
+}
+
+/** Fatal: an answer that is not UTF-8 is broken, not text to repair. */
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A worker's JSON answer to a call the proxy makes for itself (/server_info, /version,
+ * /kv_cache_events, /perf_metrics, the clock probe), bounded as a model answer is: at most
+ * `limit` bytes (a declared larger length is refused before a byte is read), its shape
+ * checked as it arrives, parsed only then. Throws a WORKER_BAD_ANSWER ProxyError otherwise.
+ */
+export async function readJsonAnswer(response: Response, limit: number): Promise<JsonValue> {
+  const { bytes } = await readShaped(limit, (onPiece) => readBounded(response, limit, onPiece));
+  let text: string;
+  try {
+    text = strictDecoder.decode(bytes);
+  } catch (cause) {
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid UTF-8", { cause });
+  }
+  try {
+    return parseJson(text);
+  } catch (cause) {
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid JSON", { cause });
+  }
 }

@@ -1,10 +1,10 @@
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import { ANSWER_SHAPE_LIMITS, parseKeepingList, type KeptList } from "../json-bytes.ts";
-import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "../json-shape.ts";
+import { parseKeepingList, type KeptList } from "../json-bytes.ts";
+import type { JsonLayout } from "../json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
-import { readBounded, readPrefix, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
+import { readBounded, readPrefix, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 import type { Role } from "../config/types.ts";
 
 
@@ -199,24 +199,6 @@ async function errorAnswer(
 
 function isEventStream(response: Response): boolean {
   return (response.headers.get("content-type") ?? "").includes("text/event-stream");
-}
-
-/**
- * An answer read by `read`, its shape checked against ANSWER_SHAPE_LIMITS as its bytes arrive
- * and before anything parses them: refused (the failed leg is logged with this cause where it
- * ends) or returned with its layout.
- */
-async function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
-  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
-  const bytes = await read((piece) => refuseShape(guard.feed(piece)));
-  refuseShape(guard.finish(bytes.length));
-  return { bytes, layout: guard.layout() };
-}
-
-function refuseShape(problem: JsonShapeProblem | undefined): void {
-  if (problem === undefined) return;
-  const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
-  throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`);
 }
 
 function parseKeepingTokenIds(bytes: Uint8Array, layout: JsonLayout): { body: JsonObject; keptTokenIds: KeptList | undefined } {

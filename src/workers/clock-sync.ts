@@ -8,7 +8,8 @@
  * Failures are only logged: metrics then stay in the worker's own clock.
  */
 
-import { isJsonObject, parseJson } from "../json.ts";
+import { isJsonObject } from "../json.ts";
+import { INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { SteadyClock } from "../observability/steady-clock.ts";
 import type { WorkerFetch } from "./transport.ts";
@@ -72,7 +73,7 @@ async function probe(url: string, deps: ClockSyncDeps): Promise<ClockSample | un
     await response.body?.cancel();
     return undefined;
   }
-  const body = parseJson(await response.text());
+  const body = await readJsonAnswer(response, INFO_ANSWER_BYTES);
   const receive = isJsonObject(body) ? body["receive_ts"] : undefined;
   const transmit = isJsonObject(body) ? body["transmit_ts"] : undefined;
   if (typeof receive !== "number" || typeof transmit !== "number") return undefined;

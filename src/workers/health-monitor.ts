@@ -1,5 +1,8 @@
 import type { ProxyConfig } from "../config/types.ts";
-import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { ProxyError } from "../errors.ts";
+import { isJsonObject, type JsonObject } from "../json.ts";
+import { INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
+import { acceptedVersion } from "./version-text.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
 import type { WorkerPool } from "./worker-pool.ts";
@@ -63,8 +66,8 @@ export class HealthMonitor {
       for (const entry of entries) entry.ready = false;
       this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
-      const info = await getJson(this.#fetch, `${origin}/server_info`, this.#settings.healthCheckTimeoutMs, signal);
-      const reported = versionOf(await getJson(this.#fetch, `${origin}/version`, this.#settings.healthCheckTimeoutMs, signal));
+      const info = await this.#getJson(origin, "/server_info", signal);
+      const reported = this.#versionOf(origin, await this.#getJson(origin, "/version", signal));
       // Learnt afresh on every (re)join too: a worker may come back serving another model.
       const models = await fetchServedModels(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
       if (models !== undefined) this.#pool.learnModels(origin, models);
@@ -74,7 +77,8 @@ export class HealthMonitor {
       const joined = this.#pool.entriesOf(origin);
       const override = this.#settings.workerProtocol === undefined || this.#settings.workerProtocol === "auto" ? undefined : this.#settings.workerProtocol;
       // Learnt afresh on every (re)join: a worker may come back upgraded or downgraded.
-      const protocol = workerProtocol(reported ?? joined.find((entry) => entry.advertisedVersion !== undefined)?.advertisedVersion, override);
+      const advertised = joined.find((entry) => entry.advertisedVersion !== undefined)?.advertisedVersion;
+      const protocol = workerProtocol(reported ?? (advertised === undefined ? undefined : this.#versionOf(origin, { version: advertised })), override);
       for (const entry of joined) {
         entry.serverInfo = info ?? entry.serverInfo;
         entry.protocol = protocol;
@@ -90,6 +94,35 @@ export class HealthMonitor {
     }
     this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready));
   }
+
+  /**
+   * GET /version answers {"version": "1.3.0rc26"} (tensorrt_llm/serve/openai_server.py);
+   * anything else is unknown. A version that is not a short PEP 440 string never reaches the
+   * metrics, the log or the dashboard: it is logged by its length and reads "unknown".
+   */
+  #versionOf(origin: string, answer: JsonObject | undefined): string | undefined {
+    const version = answer?.["version"];
+    if (version === undefined || version === null) return undefined;
+    const accepted = acceptedVersion(version);
+    if (accepted === undefined && !(typeof version === "string" && version.trim() === "")) this.#logger.warn("worker version ignored: not a PEP 440 version of at most 64 characters", { worker: origin, type: typeof version, length: typeof version === "string" ? version.length : undefined });
+    return accepted;
+  }
+
+  /** A worker's answer to one of the proxy's own reads, bounded as a model answer is; undefined (and a warning when refused) otherwise. */
+  async #getJson(origin: string, path: string, signal: AbortSignal): Promise<JsonObject | undefined> {
+    try {
+      const response = await this.#fetch(`${origin}${path}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.#settings.healthCheckTimeoutMs)]) });
+      if (!response.ok) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      const answer = await readJsonAnswer(response, INFO_ANSWER_BYTES);
+      return isJsonObject(answer) ? answer : undefined;
+    } catch (error) {
+      if (error instanceof ProxyError) this.#logger.warn(`worker ${path} refused`, { worker: origin, error: error.message });
+      return undefined;
+    }
+  }
 }
 
 function perfMetricsOn(settings: HealthSettings): boolean {
@@ -103,22 +136,5 @@ async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, sign
     return response.status === 200;
   } catch {
     return false;
-  }
-}
-
-/** GET /version answers {"version": "1.3.0rc26"} (tensorrt_llm/serve/openai_server.py); anything else: unknown. */
-function versionOf(answer: JsonObject | undefined): string | undefined {
-  const version = answer?.["version"];
-  return typeof version === "string" && version.trim() !== "" ? version.trim() : undefined;
-}
-
-async function getJson(fetch: WorkerFetch, url: string, timeoutMs: number, signal: AbortSignal): Promise<JsonObject | undefined> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
-    if (!response.ok) return undefined;
-    const info = parseJson(await response.text());
-    return isJsonObject(info) ? info : undefined;
-  } catch {
-    return undefined;
   }
 }

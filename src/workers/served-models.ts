@@ -1,7 +1,7 @@
 /** A worker's served model ids, read from its GET /v1/models when it joins. */
 
-import { isJsonObject, parseJson } from "../json.ts";
-import { readBounded } from "./answers.ts";
+import { isJsonObject } from "../json.ts";
+import { readJsonAnswer } from "./answers.ts";
 import { MAX_MODELS_PER_WORKER } from "./worker-pool.ts";
 import type { WorkerFetch } from "./transport.ts";
 
@@ -20,7 +20,8 @@ export async function fetchServedModels(fetch: WorkerFetch, origin: string, time
       await response.body?.cancel();
       return undefined;
     }
-    const answer = parseJson(new TextDecoder().decode(await readBounded(response, MAX_MODEL_LIST_BYTES)));
+    // Size, then shape (depth, values) as the bytes arrive, then parse: as every worker answer.
+    const answer = await readJsonAnswer(response, MAX_MODEL_LIST_BYTES);
     const data = isJsonObject(answer) ? answer["data"] : undefined;
     if (!Array.isArray(data)) return undefined;
     const ids = data.flatMap((item) => (isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" ? [item["id"]] : []));
