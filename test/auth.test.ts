@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isJsonObject } from "../src/json.ts";
-import { disaggAuthHeader, DISAGG_AUTH_HEADER } from "../src/security/disagg-auth.ts";
+import { isJsonObject, readInteger } from "../src/json.ts";
+import { disaggAuthHeader, DISAGG_AUTH_HEADER, subagentAffinityHeaders } from "../src/security/disagg-auth.ts";
 import { startCluster } from "./support/cluster.ts";
 
 function keyFile(keys: string): string {
@@ -120,6 +120,26 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
     const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
     expect(gen.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
     expect(isJsonObject(gen.body) && gen.body["conversation_params"]).toEqual({ conversation_id: "child-a" });
+  });
+
+  test("each worker can verify the parent key from what it received: its role, the model, the child's conversation, the request type and disagg_request_id", async () => {
+    // A worker recomputes the signature from its own request (disagg_auth.py validate_subagent_affinity,
+    // read_file id 68525723387; test_disagg_internal_auth.py test_worker_affinity_survives_wire_roundtrip).
+    await using cluster = await startCluster({ config: { ...affinityConfig, subagentAffinityScope: "both" } });
+    expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
+    const legs = [cluster.contexts[0]!.requests.find((r) => r.phase === "context")!, cluster.generations[0]!.requests.find((r) => r.phase === "generation")!];
+    for (const leg of legs) {
+      const body = leg.body as { model: string; conversation_params: { conversation_id: string }; disaggregated_params: { request_type: string; disagg_request_id: unknown } };
+      const expected = subagentAffinityHeaders("shared-secret", {
+        role: body.disaggregated_params.request_type === "context_only" ? "CONTEXT" : "GENERATION",
+        model: body.model,
+        conversationId: body.conversation_params.conversation_id,
+        subagentAffinityId: leg.headers["x-trtllm-subagent-affinity-id"]!,
+        requestType: body.disaggregated_params.request_type,
+        disaggRequestId: readInteger(body.disaggregated_params.disagg_request_id)!,
+      });
+      expect(leg.headers["x-trtllm-subagent-affinity-auth"]).toBe(expected["x-trtllm-subagent-affinity-auth"]);
+    }
   });
 
   test("with scope both the generation leg carries the signed parent key too", async () => {
