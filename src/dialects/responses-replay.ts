@@ -1,6 +1,7 @@
 /**
  * A Responses request the context phase finished, for a streaming client: the event sequence
- * a worker would have streamed for the finished response (the dialect then renumbers it).
+ * a worker would have streamed for the finished response (the dialect then renumbers it),
+ * ending in its terminal event, never `[DONE]` (the Responses protocol has none).
  */
 
 import { isJsonObject, type JsonObject } from "../json.ts";
@@ -33,6 +34,9 @@ export function replayResponseEvents(response: JsonObject): Uint8Array[] {
     }
     emit("response.output_item.done", { output_index: outputIndex, item });
   }
-  emit("response.completed", { response });
+  // The terminal event is the one the status names, as on every worker stream: a response cut
+  // at max_output_tokens ends in response.incomplete (responses_done_generator,
+  // test_disagg_responses_api.py test_ctx_only_truncated_replay_terminates_as_incomplete @ 1593a0d7).
+  emit(response["status"] === "incomplete" ? "response.incomplete" : "response.completed", { response });
   return events;
 }
