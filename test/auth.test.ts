@@ -164,7 +164,7 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
       await using cluster = await startCluster({ config });
       const forged = { ...chat, conversation_params: { conversation_id: "own-id", subagent_affinity_id: "attacker-id" } };
       expect((await cluster.post("/v1/chat/completions", forged)).status).toBe(200);
-      for (const leg of [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.method === "POST")) {
+      for (const leg of [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.phase === "context" || r.phase === "generation")) {
         expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
         expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "own-id" });
       }
