@@ -50,7 +50,8 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
   warnOnLowCapacity(capacity, logger);
-  logger.info("listening", { url: proxy.url.origin, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
+  // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
+  logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
   let stopping = false;
   let started = false;
   const drain = (): void => {
@@ -88,8 +89,9 @@ async function listenOrExit(config: ProxyConfig, logger: Logger): Promise<Runnin
   } catch (error) {
     if (!(error instanceof ListenError)) throw error;
     // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.
-    const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(config.host).then(() => true, () => false) : false;
-    return exit(2, resolves ? `cannot listen on ${config.host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
+    const host = config.bindHost ?? config.host;
+    const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(host).then(() => true, () => false) : false;
+    return exit(2, resolves ? `cannot listen on ${host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
   }
 }
 

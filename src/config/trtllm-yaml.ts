@@ -16,6 +16,7 @@ import { normaliseUrl } from "./urls.ts";
 
 type YamlKey =
   | "host"
+  | "bindHost"
   | "port"
   | "maxRetries"
   | "schedule"
@@ -42,6 +43,8 @@ export interface TrtllmYaml {
 
 const TOP_LEVEL = new Set([
   "hostname",
+  // Newer upstream binds it and advertises `hostname` (tests/unittest/disaggregated/test_disagg_listener_wiring.py @ 06837554).
+  "bind_host",
   "port",
   "max_retries",
   "schedule_style",
@@ -94,6 +97,7 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   const sections = inheritTopLevel(doc);
   const settings: YamlSettings = {};
   setIfDefined(settings, "host", optString(doc, "hostname", "hostname"));
+  setIfDefined(settings, "bindHost", optString(doc, "bind_host", "bind_host"));
   setIfDefined(settings, "port", optInt(doc, "port", "port", 0, 65_535));
   setIfDefined(settings, "maxRetries", optInt(doc, "max_retries", "max_retries", 0));
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));

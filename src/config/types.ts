@@ -32,7 +32,13 @@ export interface RouterOptions {
 }
 
 export interface ProxyConfig {
+  /**
+   * The address this proxy is known by (YAML `hostname`, --host): what --report-addr writes and
+   * /cluster_info and the logs show. It is also the bound address unless `bindHost` is set.
+   */
   readonly host: string;
+  /** YAML `bind_host`, --bind-host: the address the socket binds when it differs from the advertised `host`. */
+  readonly bindHost: string | undefined;
   readonly port: number;
   /** Normalised worker origins, `http(s)://host:port`, no trailing slash. */
   readonly contextServers: readonly string[];
@@ -108,8 +114,8 @@ export interface ProxyConfig {
   readonly genTokidsCtxbytes: boolean;
   /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: every request goes to a generation worker with fixed hand-off parameters. */
   readonly benchmarkGenerationOnly: boolean;
-  /** server_keep_alive_timeout: seconds an idle client connection is kept (30 when unset). */
-  readonly serverKeepAliveTimeoutS: number | undefined;
+  /** server_keep_alive_timeout: seconds (a fraction allowed) an idle client keep-alive connection is kept at least. */
+  readonly serverKeepAliveTimeoutS: number;
   /** No node id was given and a cluster is configured: claim one in etcd at start-up. */
   readonly claimNodeId: boolean;
   /** The -c file, kept so a reload can re-read it. */
@@ -152,6 +158,7 @@ export interface ProxyConfig {
 
 export const DEFAULTS = {
   host: "localhost",
+  bindHost: undefined,
   port: 8000,
   schedule: "context_first",
   contextRouter: "round_robin",
@@ -193,7 +200,8 @@ export const DEFAULTS = {
   genStripMessageHistory: false,
   genTokidsCtxbytes: false,
   benchmarkGenerationOnly: false,
-  serverKeepAliveTimeoutS: undefined,
+  // trtllm-serve's default (DisaggServerConfig.server_keep_alive_timeout, #16430).
+  serverKeepAliveTimeoutS: 10,
   claimNodeId: false,
   internalAuthKey: undefined,
   returnPerfMetrics: false,

@@ -29,6 +29,18 @@ describe("upstream keys beyond the worker lists", () => {
     expect(() => parseTrtllmYaml("subagent_affinity_scope: generation", "f")).toThrow("subagent_affinity_scope must be one of context, both");
   });
 
+  // upstream: test_server_keep_alive_timeout_is_passed_to_uvicorn (default 10, 3600 accepted), read_file id 70156702744.
+  test("server_keep_alive_timeout takes any positive number, 3600 and fractions too; nothing else", () => {
+    for (const value of [3600, 0.5, 10, 255.5]) expect(parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f").settings.serverKeepAliveTimeoutS).toBe(value);
+    for (const value of ["0", "-1", '"10"', "true", ".inf"]) expect(() => parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f")).toThrow("server_keep_alive_timeout must be a number above 0");
+  });
+
+  test("bind_host is read beside hostname, and is no unknown key", () => {
+    const { settings, unknown } = parseTrtllmYaml("hostname: svc.example\nbind_host: 0.0.0.0", "f");
+    expect(settings).toMatchObject({ host: "svc.example", bindHost: "0.0.0.0" });
+    expect(unknown).toEqual([]);
+  });
+
   test("allow_request_chat_template must be a real boolean, as upstream requires", () => {
     expect(() => parseTrtllmYaml('allow_request_chat_template: "true"', "f")).toThrow("allow_request_chat_template");
     expect(() => parseTrtllmYaml("allow_request_chat_template: 1", "f")).toThrow("allow_request_chat_template");

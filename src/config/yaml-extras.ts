@@ -9,7 +9,7 @@ import { invalidConfig } from "./errors.ts";
 import type { ProxyConfig } from "./types.ts";
 import { ConfigError } from "./errors.ts";
 import { modelAliasesOf } from "./model-aliases.ts";
-import { isMapping, optBoolean, optChoice, optInt, optString, type Mapping } from "./yaml-values.ts";
+import { isMapping, optBoolean, optChoice, optInt, optPositive, optString, type Mapping } from "./yaml-values.ts";
 
 export type ExtraSettings = Partial<
   Pick<
@@ -71,7 +71,7 @@ export function readExtras(doc: Mapping): ExtraSettings {
     allowRequestChatTemplate: optBoolean(doc, "allow_request_chat_template", "allow_request_chat_template"),
     genStripMessageHistory: optBoolean(doc, "gen_strip_message_history", "gen_strip_message_history"),
     genTokidsCtxbytes: optBoolean(doc, "gen_tokids_ctxbytes", "gen_tokids_ctxbytes"),
-    serverKeepAliveTimeoutS: optInt(doc, "server_keep_alive_timeout", "server_keep_alive_timeout", 1, 255),
+    serverKeepAliveTimeoutS: optPositive(doc, "server_keep_alive_timeout", "server_keep_alive_timeout"),
     returnPerfMetrics: optBoolean(doc, "return_perf_metrics", "return_perf_metrics"),
     perfMetricsOutputDir: optString(doc, "perf_metrics_output_dir", "perf_metrics_output_dir"),
     perfMetricsMaxRequests: optInt(doc, "perf_metrics_max_requests", "perf_metrics_max_requests", 0),

@@ -37,6 +37,14 @@ export function optInt(map: Mapping, key: string, path: string, min: number, max
   return value;
 }
 
+/** A number above 0, a fraction allowed (Python's float): e.g. a timeout in seconds. */
+export function optPositive(map: Mapping, key: string, path: string): number | undefined {
+  const value = map[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw invalidConfig(path, `a number above 0, not ${JSON.stringify(value)}`);
+  return value;
+}
+
 export function optString(map: Mapping, key: string, path: string): string | undefined {
   const value = map[key];
   if (value === undefined || value === null) return undefined;

@@ -46,6 +46,8 @@ export interface App extends RouteDeps, PipelineDeps {
   discoveryStatus: (() => DiscoveryStatus) | undefined;
   /** disagg_cluster's registered workers (upstream's current_workers), when a cluster is configured. */
   discoveredWorkers: (() => RegisteredWorker[]) | undefined;
+  /** The port the listener bound (a requested 0 is a chosen port), once listening: /cluster_info advertises it with `hostname`. */
+  boundPort: number | undefined;
   /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
   readonly clusterStorage: { readonly store: ClusterStore; readonly access: ClusterAccess } | undefined;
   /** Which Host names the routes that check it answer to. */
@@ -72,6 +74,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   let draining = false;
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
   let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
+  let boundPort: number | undefined;
   const dashboard = config.dashboard
     ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.() }))
     : undefined;
@@ -117,6 +120,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     },
     // The machine's own name is no attacker's: operators reach the proxy by it.
     hosts: new HostCheck([config.host, hostname(), ...config.allowedHosts]),
+    get boundPort() {
+      return boundPort;
+    },
+    set boundPort(port) {
+      boundPort = port;
+    },
     clusterStorage: config.discovery?.kind === "cluster" && config.discovery.storage === "http" ? { store: new ClusterStore(), access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }) } : undefined,
     get clientKeys() {
       return clientKeys;
@@ -138,7 +147,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     modelReady: (model) => modelReadyOf(placement, model),
     modelList: () => modelListOf(placement, config.modelAliases, startedAt),
     clusterInfo() {
-      return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.());
+      const server = { hostname: config.host, bind_host: config.bindHost ?? config.host, port: boundPort ?? config.port };
+      return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.(), server);
     },
     async metricsText() {
       return { contentType: metrics.contentType, text: await metrics.render() };

@@ -3,12 +3,20 @@ import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { JsonObject } from "../json.ts";
 import type { ModelRoleStatus, ModelStatus, Placement } from "../routing/placement.ts";
 
+/** This proxy's address: the advertised `hostname` (what --report-addr writes), the bound host, the port. */
+export interface ServerAddress {
+  readonly hostname: string;
+  readonly bind_host: string;
+  readonly port: number;
+}
+
 /**
  * GET /cluster_info: upstream's shape first (openai_disagg_server.py G3; disagg_auto_scaling.py
  * @ 00184339 cluster_info: is_ready, server_lists, current_workers with a cluster,
- * minimal_instances), then our extras: in-flight load per worker, discovery's state.
+ * minimal_instances), then our extras: this proxy's address, in-flight load per worker,
+ * discovery's state.
  */
-export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined, registered?: readonly RegisteredWorker[]): JsonObject {
+export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined, registered: readonly RegisteredWorker[] | undefined, server: ServerAddress): JsonObject {
   const { pool, table } = placement;
   const describe = (role: Role): JsonObject[] =>
     pool.all(role).map((w) => ({
@@ -26,6 +34,7 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
     server_lists: { context: pool.all("context").map((w) => w.origin), generation: pool.all("generation").map((w) => w.origin) },
     ...(registered === undefined ? {} : { current_workers: currentWorkers(registered) }),
     minimal_instances: { context_servers: pool.minimal.context, generation_servers: pool.minimal.generation },
+    server: { ...server },
     workers: { context: describe("context"), generation: describe("generation") },
     // Readiness and load per served model: a fleet of several models places each request on its model's workers.
     models: Object.fromEntries(placement.modelStatus().map((status) => [status.model, { is_ready: modelReady(status), context: roleOf(status.context), generation: roleOf(status.generation) }])),

@@ -2,15 +2,13 @@ import { readFileSync } from "node:fs";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Dispatch } from "./dispatch.ts";
-
-/** Idle bound for requests that do not stream or wait on a worker (slowloris guard). */
-const IDLE_TIMEOUT_S = 30;
+import { keepAliveBound, startQuietSweep, type KeepAliveBound } from "./keep-alive.ts";
 
 /** Far above any accepted body; the routes' own bound (--max-body-bytes) is what refuses. */
 const RUNTIME_BODY_CAP_BYTES = 1024 ** 3;
 
 export interface ListenerOptions {
-  /** Overrides the idle bound (tests shorten it to prove slow routes are exempt). */
+  /** Overrides the idle bound, in the runtime's own seconds (tests shorten it to prove slow routes are exempt). */
   readonly idleTimeoutS?: number;
 }
 
@@ -39,36 +37,50 @@ function reasonOf(code: string | undefined, cause: unknown): string {
   return (code === undefined ? undefined : REASONS[code]) ?? (cause instanceof Error ? cause.message : String(cause));
 }
 
-/** The Bun.serve listener: TLS when configured, Bun's error page never shown, idle bound per route. */
+/**
+ * The Bun.serve listener: TLS when configured, Bun's error page never shown. It binds `bindHost`
+ * (else `host`). Idle connections are bound by server_keep_alive_timeout (keep-alive.ts), which
+ * also bounds a new connection's first request head (slowloris); routes that stream or wait on
+ * a worker lift the bound while they run and put it back as their answer is written.
+ */
 export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
+  const host = config.bindHost ?? config.host;
   try {
-    return serve(config, port, dispatch, logger, options);
+    return serve(config, host, port, dispatch, logger, boundOf(config, options));
   } catch (error) {
     const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
-    throw new ListenError(config.host, port, code, error);
+    throw new ListenError(host, port, code, error);
   }
 }
 
-function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
-  const idleTimeoutS = options.idleTimeoutS ?? config.serverKeepAliveTimeoutS ?? IDLE_TIMEOUT_S;
-  return Bun.serve({
-    hostname: config.host,
+function boundOf(config: ProxyConfig, options: ListenerOptions): KeepAliveBound {
+  const given = options.idleTimeoutS;
+  return given === undefined ? keepAliveBound(config.serverKeepAliveTimeoutS) : { runtimeS: given, firstRequestS: given, quietCloseS: undefined };
+}
+
+function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispatch, logger: Logger, bound: KeepAliveBound): Bun.Server<undefined> {
+  let lastRequestAt = 0;
+  const listener = Bun.serve({
+    hostname: host,
     port,
     // With TLS a reload starts a second listener with the new certificate on the same port.
     reusePort: config.tlsCertFile !== undefined,
     ...tlsOptions(config),
     development: false,
-    idleTimeout: idleTimeoutS,
+    idleTimeout: bound.firstRequestS,
     // The runtime's own cap answers an empty 413 before any handler runs: keep it far above
     // --max-body-bytes so that the routes refuse (JSON in their dialect, logged, counted)
     // and close the connection instead of reading the rest.
     maxRequestBodySize: Math.max(config.maxBodyBytes * 4, RUNTIME_BODY_CAP_BYTES),
     fetch(request, server) {
+      if (bound.quietCloseS !== undefined) lastRequestAt = performance.now();
+      // The connection's bound once this answer is written; only a call made before then counts.
+      server.timeout(request, bound.runtimeS);
       return dispatch.handle(
         request,
         () => {
           server.timeout(request, 0);
-          return () => server.timeout(request, idleTimeoutS);
+          return () => server.timeout(request, bound.runtimeS);
         },
         () => server.requestIP(request)?.address,
       );
@@ -79,6 +91,8 @@ function serve(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Lo
       return Response.json(body, { status: 500 });
     },
   });
+  if (bound.quietCloseS !== undefined) startQuietSweep(listener, bound.quietCloseS, () => lastRequestAt);
+  return listener;
 }
 
 function tlsOptions(config: ProxyConfig): { tls?: { cert: string; key: string } } {

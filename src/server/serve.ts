@@ -38,6 +38,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const dispatch = createDispatch(app, routes);
   const servers = [listen(config, config.port, dispatch, logger, options)];
   const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
+  app.boundPort = current().port;
   const stopping = new AbortController();
   const dashboard = app.dashboard;
   const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready) => dashboard.healthChecked(origin, ok, ready)));

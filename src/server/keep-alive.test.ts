@@ -1,0 +1,60 @@
+import { describe, expect, test } from "bun:test";
+import { keepAliveBound, startQuietSweep, type SweptServer } from "./keep-alive.ts";
+
+describe("server_keep_alive_timeout on the runtime's 4-second timer", () => {
+  test.each([0.5, 1, 2, 4, 10, 30, 251.5, 252])("%p s is never cut short: the runtime bound leaves one whole tick more", (seconds) => {
+    const bound = keepAliveBound(seconds);
+    // A t-second runtime timeout fires after at least 4·(ceil(t/4) − 1) s of silence.
+    expect(4 * (Math.ceil(bound.runtimeS / 4) - 1)).toBeGreaterThanOrEqual(seconds);
+    // ... and at most two ticks after the setting.
+    expect(bound.runtimeS).toBeLessThanOrEqual(seconds + 8);
+    expect(bound.runtimeS).toBeLessThanOrEqual(255);
+    expect(bound.firstRequestS).toBe(bound.runtimeS);
+    expect(bound.quietCloseS).toBeUndefined();
+  });
+
+  test.each([252.5, 256, 3600])("%p s is beyond the runtime's 255 s: idle connections wait for a quiet server, first requests keep a finite bound", (seconds) => {
+    expect(keepAliveBound(seconds)).toEqual({ runtimeS: 0, firstRequestS: 255, quietCloseS: seconds });
+  });
+});
+
+class FakeServer implements SweptServer {
+  pendingRequests = 0;
+  port: number | undefined = 1;
+  closes = 0;
+  closeIdleConnections(): number {
+    this.closes++;
+    return 0;
+  }
+}
+
+describe("the quiet sweep", () => {
+  test("idle connections are closed only once nothing has been in flight for the bound, and the sweep ends with the server", async () => {
+    const busy = new FakeServer();
+    busy.pendingRequests = 1;
+    const quiet = new FakeServer();
+    startQuietSweep(busy, 0.2, () => 0);
+    startQuietSweep(quiet, 0.2, () => 0);
+    const deadline = performance.now() + 5000;
+    while (quiet.closes === 0 && performance.now() < deadline) await Bun.sleep(50);
+    expect(quiet.closes).toBeGreaterThan(0);
+    expect(busy.closes).toBe(0);
+    quiet.port = 0;
+    busy.port = 0;
+    await Bun.sleep(1300);
+    const after = quiet.closes;
+    await Bun.sleep(1300);
+    expect(quiet.closes).toBe(after);
+  }, 10_000);
+
+  test("a request started since the last sample holds the sweep back", async () => {
+    const server = new FakeServer();
+    let lastRequest = performance.now();
+    const keepTouching = setInterval(() => (lastRequest = performance.now()), 100);
+    startQuietSweep(server, 0.2, () => lastRequest);
+    await Bun.sleep(2500);
+    expect(server.closes).toBe(0);
+    clearInterval(keepTouching);
+    server.port = 0;
+  }, 10_000);
+});

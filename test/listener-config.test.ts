@@ -1,0 +1,130 @@
+/**
+ * The listener as upstream's newer configs set it: server_keep_alive_timeout bounds idle
+ * keep-alive connections from below (raw TCP: a client library would hide when the server
+ * closes), and bind_host is what the socket binds while `hostname` is what is advertised.
+ */
+
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
+import { startCluster } from "./support/cluster.ts";
+import { rawConnect, rawJsonPost, rawRequest, statuses, type RawConnection } from "./support/raw-http.ts";
+
+const MAIN = join(import.meta.dir, "..", "src", "main.ts");
+const chat = JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+const children: Bun.Subprocess[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+/** A connection that got one answer; `answeredAt` is when its last byte came. */
+async function answered(url: string, request: string, last: string): Promise<{ conn: RawConnection; answeredAt: number }> {
+  const conn = await rawConnect(url);
+  conn.write(request);
+  await conn.until((received) => received.includes(last));
+  return { conn, answeredAt: performance.now() };
+}
+
+describe("server_keep_alive_timeout", () => {
+  // upstream: test_server_keep_alive_timeout_is_passed_to_uvicorn (default 10, 3600 accepted), read_file id 70156702744; #16430.
+  test("an idle keep-alive connection is kept at least the timeout and then closed, while a longer setting keeps its own open", async () => {
+    const keepAliveS = 1.5;
+    await using short = await startCluster({ config: { serverKeepAliveTimeoutS: keepAliveS } });
+    await using control = await startCluster({ config: { serverKeepAliveTimeoutS: 60 } });
+    // After a proxied answer (the route lifted the bound and put it back) and after a quick one.
+    const idle = await Promise.all([
+      answered(short.url, rawJsonPost("/v1/chat/completions", chat), '"choices"'),
+      answered(short.url, rawRequest("GET", "/health", { host: "p" }), "\r\n\r\n"),
+    ]);
+    const probe = await answered(short.url, rawRequest("GET", "/version", { host: "p" }), '"version"');
+    const kept = await answered(control.url, rawJsonPost("/v1/chat/completions", chat), '"choices"');
+    try {
+      // Still there once the timeout has passed: a second request on it is served.
+      await Bun.sleep(keepAliveS * 1000 + 50);
+      probe.conn.write(rawRequest("GET", "/version", { host: "p" }));
+      expect(statuses(await probe.conn.until((received) => statuses(received).length === 2))).toEqual([200, 200]);
+      for (const { conn, answeredAt } of idle) {
+        await conn.closed;
+        expect(performance.now() - answeredAt).toBeGreaterThanOrEqual(keepAliveS * 1000);
+      }
+      expect(kept.conn.isClosed).toBe(false);
+    } finally {
+      for (const { conn } of [...idle, probe, kept]) conn.end();
+    }
+  }, 20_000);
+});
+
+async function reachable(host: string, port: string): Promise<boolean> {
+  try {
+    const response = await fetch(`http://${host}:${port}/health`);
+    await response.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("bind_host", () => {
+  test("hostname 0.0.0.0 with bind_host 127.0.0.1 listens on 127.0.0.1 only; bind_host 127.0.0.2 on that address only", async () => {
+    await using one = await startCluster({ config: { host: "0.0.0.0", bindHost: "127.0.0.1" } });
+    const onePort = new URL(one.url).port;
+    expect([await reachable("127.0.0.1", onePort), await reachable("127.0.0.2", onePort)]).toEqual([true, false]);
+    // The control: another loopback address is reachable when it is the one bound.
+    await using two = await startCluster({ config: { host: "0.0.0.0", bindHost: "127.0.0.2" } });
+    const twoPort = new URL(two.url).port;
+    expect([await reachable("127.0.0.1", twoPort), await reachable("127.0.0.2", twoPort)]).toEqual([false, true]);
+  });
+
+  // upstream: test_single_server_binds_bind_host_and_advertises_hostname,
+  // tests/unittest/disaggregated/test_disagg_listener_wiring.py @ 06837554939c64fce469e8bd83ba1959741567eb.
+  test("the socket binds bind_host while --report_addr, /cluster_info and the log advertise hostname, with no warning", async () => {
+    const context = startEmulatedWorker({ role: "context" });
+    const generation = startEmulatedWorker({ role: "generation" });
+    const dir = mkdtempSync(join(tmpdir(), "disagg-bind-"));
+    const yaml = join(dir, "disagg_config.yaml");
+    const report = join(dir, "bound-address.txt");
+    writeFileSync(
+      yaml,
+      [
+        "hostname: advertised.example",
+        "bind_host: 127.0.0.9",
+        "port: 0",
+        "server_keep_alive_timeout: 3600",
+        `context_servers: { num_instances: 1, urls: ["127.0.0.1:${context.port}"] }`,
+        `generation_servers: { num_instances: 1, urls: ["127.0.0.1:${generation.port}"] }`,
+        "",
+      ].join("\n"),
+    );
+    const child = Bun.spawn([process.execPath, MAIN, "disaggregated", "-c", yaml, "--report_addr", report], { stdout: "pipe", stderr: "pipe" });
+    children.push(child);
+    try {
+      const lines: string[] = [];
+      const reader = child.stdout.getReader();
+      let text = "";
+      while (!lines.some((line) => line.includes("all workers are ready"))) {
+        const { done, value } = await reader.read();
+        if (done) throw new Error(`exited: ${await new Response(child.stderr).text()}`);
+        text += new TextDecoder().decode(value);
+        lines.push(...text.split("\n").slice(0, -1));
+        text = text.slice(text.lastIndexOf("\n") + 1);
+      }
+      const url = new URL(lines[0]!.trim());
+      expect(url.hostname).toBe("127.0.0.9");
+      expect(readFileSync(report, "utf8")).toBe(`advertised.example:${url.port}`);
+      const info = (await (await fetch(`${url.origin}/cluster_info`)).json()) as { server: unknown };
+      expect(info.server).toEqual({ hostname: "advertised.example", bind_host: "127.0.0.9", port: Number(url.port) });
+      const listening = lines.map((line) => (line.startsWith("{") ? (JSON.parse(line) as Record<string, unknown>) : {})).find((line) => line["msg"] === "listening");
+      expect(listening?.["advertised"]).toBe(`advertised.example:${url.port}`);
+      expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
+      const answer = await fetch(`${url.origin}/v1/chat/completions`, { method: "POST", body: chat, headers: { "content-type": "application/json" } });
+      expect(answer.status).toBe(200);
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+      await Promise.all([context.stop(), generation.stop()]);
+    }
+  }, 20_000);
+});
