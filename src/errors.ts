@@ -24,6 +24,7 @@ export type ErrorCode =
   | "CLIENT_GONE"
   | "DRAINING"
   | "OVERLOADED"
+  | "WORKERS_BUSY"
   | "UNAUTHORIZED"
   | "MISDIRECTED"
   | "INTERNAL";
@@ -49,6 +50,7 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   NOT_READY: "rejected",
   DRAINING: "rejected",
   OVERLOADED: "rejected",
+  WORKERS_BUSY: "rejected",
   UNAUTHORIZED: "rejected",
   // A Host this proxy does not answer to (DNS rebinding), on the routes that check it.
   MISDIRECTED: "rejected",

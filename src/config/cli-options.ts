@@ -94,6 +94,8 @@ export const OPTIONS = [
   { section: "serve", name: "telemetry", key: "telemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
   { section: "serve", name: "no-telemetry", key: "noTelemetry", kind: "flag", description: "Accepted for trtllm-serve command lines; this proxy sends no usage telemetry" },
   { section: "serve", name: "model-alias", key: "modelAlias", kind: "list", arg: "FROM=TO", repeatable: true, description: "Send requests for model FROM (an exact name, or a prefix ending in *) to the workers serving TO; also model_aliases in the YAML" },
+  { section: "serve", name: "worker-load-interval-ms", key: "workerLoadIntervalMs", kind: "int", arg: "MS", min: 0, default: "0", description: "Read each worker's own load (running and waiting requests, GET /prometheus/metrics) this often, for load_balancing and kv_cache_aware (0 = never: the proxy's own counts only)" },
+  { section: "serve", name: "max-worker-queue", key: "maxWorkerQueue", kind: "int", arg: "N", min: 0, default: "0", description: "With --worker-load-interval-ms: when every worker of a role reports more than N waiting requests, refuse with 429 (Anthropic 529) and Retry-After (0 = never)" },
   { section: "serve", name: "max-body-bytes", key: "maxBodyBytes", kind: "int", arg: "N", min: 1, default: String(DEFAULTS.maxBodyBytes), description: "Largest request body accepted (413 above)" },
 
   { section: "worker", name: "role", key: "role", kind: "enum", arg: "ROLE", choices: ["context", "generation", "mixed"], required: true, description: "Which phase(s) the emulated worker serves; mixed serves both" },
@@ -115,6 +117,7 @@ export const OPTIONS = [
   { section: "worker", name: "silence-after-tokens", key: "silenceAfterTokens", kind: "int", arg: "N", description: "Fault: number of tokens before the silence starts" },
   { section: "worker", name: "error-event-after-tokens", key: "errorEventAfterTokens", kind: "int", arg: "N", description: "Fault: emit an in-band error event after N tokens, then end the stream" },
   { section: "worker", name: "protocol-version", key: "protocolVersion", kind: "string", arg: "VERSION", default: "1.3.0rc28", description: "TensorRT-LLM release the worker plays: 1.3.0rc14 (before ctx_usage), 1.3.0rc18 (ctx_usage) or 1.3.0rc28 (newest)" },
+  { section: "worker", name: "report-waiting", key: "reportedWaiting", kind: "int", arg: "N", min: 0, description: "Report N requests waiting in its queue on /prometheus/metrics (trtllm_num_requests_waiting), to play a saturated worker" },
   { section: "worker", name: "max-records", key: "maxRecords", kind: "int", arg: "N", min: 0, description: "Keep only the newest N request records (long runs); default: all" },
   { section: "worker", name: "register", spellings: ["disagg-cluster-uri", "disagg_cluster_uri"], key: "register", kind: "string", arg: "URI", description: "Register as a disagg_cluster worker does: in etcd (etcd://host:port, a comma list for several members) or in a proxy's HTTP cluster storage (http://proxy:port, as trtllm-serve --disagg_cluster_uri)" },
   { section: "worker", name: "cluster-key-file", key: "clusterKeyFile", kind: "string", arg: "FILE", description: "With --register http://…: send this file's key as a Bearer token" },

@@ -154,6 +154,10 @@ export interface ProxyConfig {
   readonly responsesFallback: "error" | "aggregated";
   /** --model-alias / model_aliases: client model names (exact, or `prefix*`) mapped to served model ids; flags first. */
   readonly modelAliases: readonly ModelAlias[];
+  /** --worker-load-interval-ms: how often each worker's own load report (GET /prometheus/metrics) is read; 0 = never. */
+  readonly workerLoadIntervalMs: number;
+  /** --max-worker-queue: with reports on, a role whose every worker reports more waiting requests is refused (429/529); 0 = never. */
+  readonly maxWorkerQueue: number;
 }
 
 export const DEFAULTS = {
@@ -218,4 +222,6 @@ export const DEFAULTS = {
   modelAliases: Object.freeze([]),
   subagentAffinityHeader: undefined,
   subagentAffinityScope: "context",
+  workerLoadIntervalMs: 0,
+  maxWorkerQueue: 0,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

@@ -34,6 +34,8 @@ export type ExtraSettings = Partial<
     | "modelAliases"
     | "subagentAffinityHeader"
     | "subagentAffinityScope"
+    | "workerLoadIntervalMs"
+    | "maxWorkerQueue"
   >
 >;
 
@@ -59,6 +61,8 @@ export const EXTRA_KEYS: readonly string[] = [
   "model_aliases",
   "conversation_affinity_header_for_subagents",
   "subagent_affinity_scope",
+  "worker_load_interval_ms",
+  "max_worker_queue",
 ];
 
 export function readExtras(doc: Mapping): ExtraSettings {
@@ -80,6 +84,8 @@ export function readExtras(doc: Mapping): ExtraSettings {
     modelAliases: modelAliasesOf(doc["model_aliases"]),
     subagentAffinityHeader: optString(doc, "conversation_affinity_header_for_subagents", "conversation_affinity_header_for_subagents")?.trim(),
     subagentAffinityScope: optChoice(doc, "subagent_affinity_scope", "subagent_affinity_scope", ["context", "both"] as const),
+    workerLoadIntervalMs: optInt(doc, "worker_load_interval_ms", "worker_load_interval_ms", 0),
+    maxWorkerQueue: optInt(doc, "max_worker_queue", "max_worker_queue", 0),
   };
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);

@@ -157,6 +157,8 @@ export function promptTooLong(overflow: ContextOverflow, workerMessage: string):
  * with: an overloaded or unavailable worker is a 529 overloaded_error, as from Anthropic.
  */
 export function anthropicErrorFor(error: ProxyError): { status: number; body: JsonObject } {
-  const status = error.status === 503 ? ANTHROPIC_OVERLOADED_STATUS : error.status;
-  return { status, body: anthropicErrorBody(error.status, anthropicErrorMessage(error)) };
+  // Saturated workers (--max-worker-queue) are Anthropic's "overloaded", as Dynamo answers them.
+  const overloaded = error.status === 503 || error.code === "WORKERS_BUSY";
+  const status = overloaded ? ANTHROPIC_OVERLOADED_STATUS : error.status;
+  return { status, body: anthropicErrorBody(overloaded ? 503 : error.status, anthropicErrorMessage(error)) };
 }

@@ -27,9 +27,10 @@ export interface EmulatorFlags {
   readonly errorEventAfterTokens?: number | undefined;
   readonly maxRecords?: number | undefined;
   readonly protocolVersion?: string | undefined;
+  readonly reportedWaiting?: number | undefined;
 }
 
-const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords"] as const;
+const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting"] as const;
 const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",

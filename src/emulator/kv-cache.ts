@@ -43,6 +43,11 @@ export class KvBlockCache {
     this.#emit({ type: "created", num_blocks_per_cache_level: [options.capacityBlocks, 0] });
   }
 
+  /** Blocks held now (the worker's reported KV cache utilization is this over the capacity). */
+  get usedBlocks(): number {
+    return this.#blocks.size;
+  }
+
   lookup(ids: readonly number[]): KvLookup {
     if (this.#options.capacityBlocks <= 0) return { ids, hashes: [], cachedTokens: 0 };
     const hashes = fullBlockHashes(ids, this.#options.tokensPerBlock);

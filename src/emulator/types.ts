@@ -36,6 +36,8 @@ export interface EmulatorOptions {
   port?: number;
   /** Default "emulated-model". */
   model?: string;
+  /** Requests /prometheus/metrics reports waiting in its queue, besides what it runs (default 0): a worker whose queue is deep. */
+  reportedWaiting?: number;
   /** Fixed prefill latency in ms (default 0). */
   prefillMs?: number;
   /** Extra prefill latency per prompt token not already in the KV cache, in ms (default 0). */

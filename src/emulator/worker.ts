@@ -6,6 +6,7 @@ import { health, countTokens, iterationStats, kvCacheEvents, kvClaim, kvHandoff,
 import { ConnectionFront } from "./connection-faults.ts";
 import { HeldKv } from "./held-kv.ts";
 import { KV_CLAIM_PATH } from "./kv-claim.ts";
+import { loadGauges, PROMETHEUS_PATH } from "./load-gauges.ts";
 import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
 import { KvBlockCache } from "./kv-cache.ts";
 import { generationOf, type WorkerGeneration } from "./protocol-generation.ts";
@@ -28,7 +29,7 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
 
 /** Model requests running now, for soaks checking that nothing outlives its client. */
 const RUNNING_PATH = "/emulator/running";
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", "/metrics", PREFILL_TALLY_PATH, RUNNING_PATH]);
+const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", "/metrics", PREFILL_TALLY_PATH, RUNNING_PATH, PROMETHEUS_PATH]);
 const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
@@ -206,6 +207,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/metrics") return iterationStats(this);
     if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
     if (path === RUNNING_PATH) return Response.json({ running: this.log.running() });
+    if (path === PROMETHEUS_PATH) return loadGauges(this);
     return version(this.generation);
   }
 }

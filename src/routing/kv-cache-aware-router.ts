@@ -5,7 +5,8 @@
  *   score = matched prefix tokens / max(prompt blocks × tokens_per_block, 1)
  *           − in-flight requests / max_batch_size
  *
- * (in-flight requests from the reservation table); the highest wins, ties round-robin.
+ * (in-flight requests from the reservation table, blended with the worker's own report when
+ * workers' load is polled: worker-loads.ts); the highest wins, ties round-robin.
  *
  * Exploration (not upstream's): a worker that joins with an empty cache while every other one
  * matches a shared system prompt would never win a score, so never warm up. One pick in
@@ -30,7 +31,7 @@
 import { matchedDepth } from "./block-hash.ts";
 import type { KvEvent } from "./kv-events.ts";
 import { LruSet } from "./lru-set.ts";
-import type { Router, RouterContext, RouterPick } from "./router-contract.ts";
+import { inFlightOf, type Router, type RouterContext, type RouterPick } from "./router-contract.ts";
 import { matchedTokensOf, promptBlocks, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
 import { plainPick, roundRobinCursor } from "./simple-routers.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
@@ -106,12 +107,11 @@ export class KvCacheAwareRouter implements Router {
   }
 
   #best(candidates: readonly WorkerEntry[], depthOn: (worker: WorkerEntry) => number, blocks?: PromptBlocks): WorkerEntry | undefined {
-    const { table, role } = this.#context;
     const padded = Math.max((blocks?.hashes.length ?? 0) * this.#tokensPerBlock, 1);
     let best = Number.NEGATIVE_INFINITY;
     let tied: WorkerEntry[] = [];
     for (const worker of candidates) {
-      const score = (depthOn(worker) * this.#tokensPerBlock) / padded - table.load(role, worker.origin) / this.#maxBatchSize;
+      const score = (depthOn(worker) * this.#tokensPerBlock) / padded - inFlightOf(this.#context, worker.origin) / this.#maxBatchSize;
       if (score > best) {
         best = score;
         tied = [worker];

@@ -2,6 +2,7 @@ import type { ProxyConfig, Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-events.ts";
 import { ReservationTable, type Reservation } from "./reservations.ts";
+import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
@@ -35,7 +36,7 @@ export interface RoutedPlacement extends Placed {
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases" | "subagentAffinityScope">>;
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases" | "subagentAffinityScope" | "workerLoadIntervalMs" | "maxWorkerQueue">>;
 
 /** One served model's workers of a role: how many are listed, how many ready, the requests they hold. */
 export interface ModelRoleStatus {
@@ -55,12 +56,19 @@ export interface PlacementDeps {
   readonly fetch?: EventsFetch;
   /** A router could not learn from a worker (its KV events failed); reported once per worker until it recovers. */
   readonly onWarning?: RoutingWarning;
+  /** A worker started or stopped reporting its load (told once per change). */
+  readonly onLoadReporting?: ReportingChange;
 }
+
+/** A report older than this many poll intervals is stale: the proxy's own counts stand. */
+const STALE_AFTER_INTERVALS = 3;
 
 /** Picks and reserves workers: the routers, the pool and the reservation table together. */
 export class Placement {
   readonly pool: WorkerPool;
   readonly table = new ReservationTable();
+  /** Workers' own load reports, when they are polled (--worker-load-interval-ms). */
+  readonly loads: WorkerLoads | undefined;
   /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
   readonly #routers = new Map<string, Record<Role, Router>>();
   readonly #newRouters: () => Record<Role, Router>;
@@ -69,6 +77,7 @@ export class Placement {
   readonly #aliases: NonNullable<PlacementConfig["modelAliases"]>;
   /** subagent_affinity_scope "both": generation is placed by the parent's session too, not only context. */
   readonly #generationByParent: boolean;
+  readonly #maxWorkerQueue: number;
 
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
@@ -79,8 +88,17 @@ export class Placement {
     const minimal = { context: benchmark ? 0 : (cluster?.minimalContext ?? 1), generation: cluster?.minimalGeneration ?? 1 };
     this.pool = new WorkerPool(benchmark ? [] : config.contextServers, config.generationServers, minimal);
     const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
+    const interval = config.workerLoadIntervalMs ?? 0;
+    const loads = interval > 0 ? new WorkerLoads(this.table, interval * STALE_AFTER_INTERVALS, { onChange: deps.onLoadReporting }) : undefined;
+    this.loads = loads;
+    this.#maxWorkerQueue = loads === undefined ? 0 : (config.maxWorkerQueue ?? 0);
     const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
-    const contextOf = (role: Role): RouterContext => ({ ...common, role, options: config.routerOptions?.[role] ?? {} });
+    const contextOf = (role: Role): RouterContext => ({
+      ...common,
+      role,
+      options: config.routerOptions?.[role] ?? {},
+      ...(loads === undefined ? {} : { load: (origin: string) => loads.load(role, origin) }),
+    });
     this.#newRouters = () => ({
       context: createRouter(config.contextRouter, contextOf("context")),
       generation: createRouter(config.generationRouter, contextOf("generation")),
@@ -119,6 +137,7 @@ export class Placement {
     if (ready.length === 0 && candidates.length > 0) {
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
     }
+    this.#refuseWhenSaturated(choice);
     const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
     const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(request.role, request.routing));
     if (!pick) {
@@ -186,6 +205,23 @@ export class Placement {
   /** What the role's router sees: outside the affinity scope, a sub-agent is placed by its own conversation. */
   #routingFor(role: Role, routing: RoutingRequest | undefined): RoutingRequest | undefined {
     return routing === undefined || role === "context" || this.#generationByParent ? routing : withoutSubagentAffinity(routing);
+  }
+
+  /**
+   * --max-worker-queue: when every ready worker of either role (serving the request's model)
+   * reports a queue deeper than the bound, the request is refused rather than piled on, before
+   * its first leg (a context leg would be wasted on a request no generation worker can take).
+   * A worker without a fresh report is not over the bound.
+   */
+  #refuseWhenSaturated(choice: ModelChoice): void {
+    const loads = this.loads;
+    if (this.#maxWorkerQueue <= 0 || loads === undefined) return;
+    for (const role of ["context", "generation"] as const) {
+      const ready = this.pool.ready(role).filter((worker) => servesChoice(worker, choice));
+      if (ready.length > 0 && ready.every((worker) => (loads.waiting(worker.origin) ?? 0) > this.#maxWorkerQueue)) {
+        throw new ProxyError("WORKERS_BUSY", 429, `Every ${role} worker has more than ${this.#maxWorkerQueue} requests waiting; retry shortly`);
+      }
+    }
   }
 
   #full(role: Role, origin: string): boolean {

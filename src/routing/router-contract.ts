@@ -33,4 +33,15 @@ export interface RouterContext {
   readonly nodeId: number;
   /** Fetches workers' KV cache events (kv_cache_aware). */
   readonly events: KvEventPoller;
+  /**
+   * A worker's in-flight requests as load_balancing and kv_cache_aware weigh them: its own
+   * report blended with the proxy's count when workers' load is polled (worker-loads.ts), else
+   * the reservation table's count. Absent: the table's count.
+   */
+  readonly load?: (origin: string) => number;
+}
+
+/** The in-flight requests a router weighs for a worker of its role. */
+export function inFlightOf(context: RouterContext, origin: string): number {
+  return context.load === undefined ? context.table.load(context.role, origin) : context.load(origin);
 }

@@ -1,7 +1,7 @@
 import type { RouterType } from "../config/types.ts";
 import { ConversationRouter } from "./conversation-router.ts";
 import { KvCacheAwareRouter } from "./kv-cache-aware-router.ts";
-import type { Router, RouterContext } from "./router-contract.ts";
+import { inFlightOf, type Router, type RouterContext } from "./router-contract.ts";
 import { leastLoaded, roundRobin } from "./simple-routers.ts";
 
 export type { Router, RouterContext, RouterPick } from "./router-contract.ts";
@@ -11,7 +11,7 @@ const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> 
   round_robin: () => roundRobin(),
   // use_tokens: the least prompt tokens in flight, as upstream's LoadBalancingRouter(use_tokens=True).
   load_balancing: (context) =>
-    leastLoaded((worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : context.table.load(context.role, worker.origin))),
+    leastLoaded((worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin))),
   conversation: (context) => new ConversationRouter(context),
   kv_cache_aware: (context) => new KvCacheAwareRouter(context),
 };

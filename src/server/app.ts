@@ -64,7 +64,15 @@ export interface App extends RouteDeps, PipelineDeps {
 
 export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
   const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
-  const placement = new Placement(config, { fetch: workerFetch, onWarning: (message, fields) => logger.warn(message, fields) });
+  const placement = new Placement(config, {
+    fetch: workerFetch,
+    onWarning: (message, fields) => logger.warn(message, fields),
+    // Once per change, not per poll: a worker built without iteration stats never reports.
+    onLoadReporting: (origin, reporting) =>
+      reporting
+        ? logger.info("worker reports its load", { worker: origin })
+        : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
+  });
   const ids = new DisaggIdAllocator(config.nodeId, { processId: config.processId });
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement) });

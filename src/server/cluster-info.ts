@@ -1,6 +1,7 @@
 import type { Role } from "../config/types.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { JsonObject } from "../json.ts";
+import type { LoadReport } from "../workers/load-report.ts";
 import type { ModelRoleStatus, ModelStatus, Placement } from "../routing/placement.ts";
 
 /** This proxy's address: the advertised `hostname` (what --report-addr writes), the bound host, the port. */
@@ -23,6 +24,9 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
       url: w.origin,
       ready: w.ready,
       in_flight: table.load(role, w.origin),
+      // The load the routers weigh: the worker's own report blended in when reports are read (--worker-load-interval-ms).
+      load: placement.loads?.load(role, w.origin) ?? table.load(role, w.origin),
+      reported: reportedOf(placement.loads?.report(w.origin)),
       // The TensorRT-LLM version it reported and the optional fields it is sent (workers/protocol.ts).
       version: w.protocol.version ?? null,
       // What it serves, from its GET /v1/models (null: not known).
@@ -40,6 +44,11 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
     models: Object.fromEntries(placement.modelStatus().map((status) => [status.model, { is_ready: modelReady(status), context: roleOf(status.context), generation: roleOf(status.generation) }])),
     ...(discovery === undefined ? {} : { discovery: { ...discovery } }),
   };
+}
+
+/** The worker's latest fresh load report (null: none, or stale). */
+function reportedOf(report: LoadReport | undefined): JsonObject | null {
+  return report === undefined ? null : { running: report.running, waiting: report.waiting, kv_cache_utilization: report.kvUtilization ?? null };
 }
 
 function roleOf(status: ModelRoleStatus): JsonObject {

@@ -4,6 +4,7 @@ import type { Logger } from "../observability/logger.ts";
 import { pause } from "../timers.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
+import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import { startDiscovery } from "./discovery.ts";
 import { createDispatch } from "./dispatch.ts";
@@ -65,6 +66,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const settings = { ...config, discovered: config.discovery !== undefined };
       const ready = await waitForWorkers(app.placement.pool, monitor, settings, logger, stopping.signal);
       void monitorWorkers(monitor, config.healthCheckIntervalMs, stopping.signal);
+      void pollWorkerLoads(app.placement, app.workerFetch, config.workerLoadIntervalMs, config.healthCheckTimeoutMs, stopping.signal);
       return ready;
     },
     reloadTls() {
