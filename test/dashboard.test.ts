@@ -2,7 +2,11 @@ import { describe, expect, test } from "bun:test";
 import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
 import { demoBanner, startDemo } from "../src/demo.ts";
 import { silentLogger } from "../src/observability/logger.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
 
 const chat = (content: string, stream = false): object => ({ model: "m", messages: [{ role: "user", content }], max_tokens: 3, stream });
 
@@ -143,6 +147,60 @@ describe("the dashboard", () => {
     expect((await fetch(`${guarded.url}/dashboard?key=dash-key`)).status).toBe(401);
     // Basic credentials open the dashboard only, not the API or the metrics.
     expect((await fetch(`${guarded.url}/metrics`, basic("dash-key"))).status).toBe(401);
+  });
+
+  test("open (client keys, no --protect-metrics), it shows no value a client sent or a worker wrote: status, outcome, worker and the proxy's words for the code", async () => {
+    // A worker that quotes the client's prompt in its refusal, as pydantic's errors quote input values.
+    await using quoting = fakeWorker(async (request) => {
+      if (request.method !== "POST") return new Response(null, { status: 404 });
+      const body = (await request.json()) as { messages: { content: string }[] };
+      return Response.json({ object: "error", message: `Invalid prompt: ${body.messages[0]!.content}`, type: "BadRequestError", param: null, code: 400 }, { status: 400 });
+    });
+    const keys = { apiKeysFromEnv: "client-key", contextServers: [`http://127.0.0.1:${quoting.port}`] };
+    const withKey = { headers: { "content-type": "application/json", authorization: "Bearer client-key" } };
+    await using open = await startCluster({ contexts: [], config: keys });
+    const refused = await open.post("/v1/chat/completions", chat("SECRET-FROM-BODY 4111 1111"), withKey);
+    expect([refused.status, ((await refused.json()) as { message: string }).message]).toEqual([400, "Invalid prompt: SECRET-FROM-BODY 4111 1111"]);
+    const shown = await snapshot(open);
+    expect(JSON.stringify(shown)).not.toContain("SECRET-FROM-BODY");
+    expect(shown.failures[0]).toMatchObject({ outcome: "worker_error", status: 400, worker: `http://127.0.0.1:${quoting.port}`, message: "WORKER_HTTP_ERROR: the worker answered with an error" });
+    // Behind the keys, the operator sees what the client was told.
+    await using guarded = await startCluster({ contexts: [], config: { ...keys, protectMetrics: true } });
+    await (await guarded.post("/v1/chat/completions", chat("SECRET-FROM-BODY"), withKey)).text();
+    expect((await snapshot(guarded, { headers: { authorization: "Bearer client-key" } })).failures[0]!.message).toBe("Invalid prompt: SECRET-FROM-BODY");
+  });
+
+  test("a key removed by SIGHUP ends the event streams it opened at the next tick; a stream on a kept key goes on", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "dash-keys-")), "keys");
+    writeFileSync(file, "removed-key\nkept-key\n");
+    await using cluster = await startCluster({ config: { apiKeyFile: file, protectMetrics: true } });
+    const stream = async (key: string): Promise<ReadableStreamDefaultReader<string>> => {
+      const response = await fetch(`${cluster.url}/dashboard/events`, { headers: { authorization: `Bearer ${key}` } });
+      expect(response.status).toBe(200);
+      return response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    };
+    const snapshotsUntilEnd = async (reader: ReadableStreamDefaultReader<string>, stopAfter: number): Promise<{ snapshots: number; ended: boolean }> => {
+      let snapshots = 0;
+      while (snapshots < stopAfter) {
+        const { value, done } = await reader.read();
+        if (done) return { snapshots, ended: true };
+        snapshots += value.split("event: snapshot").length - 1;
+      }
+      await reader.cancel();
+      return { snapshots, ended: false };
+    };
+    const removed = await stream("removed-key");
+    const kept = await stream("kept-key");
+    // Each has its first snapshot: both streams are open before the reload.
+    expect((await removed.read()).done).toBe(false);
+    expect((await kept.read()).done).toBe(false);
+    writeFileSync(file, "kept-key\n");
+    cluster.proxy.app.reloadClientKeys();
+    expect((await fetch(`${cluster.url}/dashboard/data`, { headers: { authorization: "Bearer removed-key" } })).status).toBe(401);
+    // The removed key's stream ends at the next tick without another snapshot; the kept one gets two more.
+    const [afterRemoved, afterKept] = await Promise.all([snapshotsUntilEnd(removed, 3), snapshotsUntilEnd(kept, 2)]);
+    expect(afterRemoved).toEqual({ snapshots: 0, ended: true });
+    expect(afterKept).toEqual({ snapshots: 2, ended: false });
   });
 
   test("`disagg-proxy demo` prints the dashboard's URL, and it answers", async () => {

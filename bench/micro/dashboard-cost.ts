@@ -25,13 +25,14 @@ const source: DashboardSource = {
   workers: () =>
     Array.from({ length: WORKERS }, (_, i) => ({ role: i % 2 === 0 ? ("context" as const) : ("generation" as const), url: `http://w${i}:8000`, id: undefined, ready: true, inFlight: 0, version: undefined })),
   discovery: () => ({ source: "static" }),
+  protectedByKeys: () => false,
 };
 const recorder = new DashboardRecorder(source, () => clock.now);
 // The pipeline passes the pool's own origin strings, not fresh ones.
 const ORIGINS = source.workers().map((worker) => worker.url);
 const metrics = createMetrics({ workers: () => [] });
-const ok: EndedRequest = { route: "/v1/chat/completions", outcome: "ok", status: 200, disaggRequestId: 1n, worker: "http://w1:8000", message: undefined, ttftMs: 120, durationMs: 900 };
-const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, message: "The generation worker answered 500" };
+const ok: EndedRequest = { route: "/v1/chat/completions", outcome: "ok", status: 200, disaggRequestId: 1n, worker: "http://w1:8000", message: undefined, code: undefined, ttftMs: 120, durationMs: 900 };
+const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, message: "The generation worker answered 500", code: "WORKER_HTTP_ERROR" };
 
 function oneRequest(i: number, withDashboard: boolean): void {
   clock.now += 1;

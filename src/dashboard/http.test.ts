@@ -10,6 +10,7 @@ const source: DashboardSource = {
   admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),
   workers: () => [],
   discovery: () => ({ source: "static" }),
+  protectedByKeys: () => false,
 };
 
 function hashOf(text: string): string {

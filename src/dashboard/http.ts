@@ -11,8 +11,12 @@ export interface DashboardHttp {
   page(): Response;
   /** GET /dashboard/data[?after=<ms>]: one snapshot (chart points after `after` only). */
   data(request: Request): Response;
-  /** GET /dashboard/events: a snapshot now, then one after every tick (SSE, event "snapshot"). */
-  events(request: Request, keepOpen: () => void): Response;
+  /**
+   * GET /dashboard/events: a snapshot now, then one after every tick (SSE, event "snapshot").
+   * `stillAllowed` is asked before each: a key removed on SIGHUP ends the streams it opened
+   * at the next tick (within a second), as it refuses new requests at once.
+   */
+  events(request: Request, keepOpen: () => void, stillAllowed?: () => boolean): Response;
 }
 
 /** The dashboard's three answers over one recorder. */
@@ -36,7 +40,7 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
       const body = JSON.stringify(recorder.snapshot(Number.isFinite(after) ? after : undefined));
       return new Response(body, { headers: { ...NO_STORE, "content-type": "application/json" } });
     },
-    events(request, keepOpen) {
+    events(request, keepOpen, stillAllowed = () => true) {
       if (streams >= MAX_EVENT_STREAMS) {
         return new Response(`At most ${MAX_EVENT_STREAMS} dashboards may watch at once\n`, { status: 429, headers: { ...NO_STORE, "retry-after": "5" } });
       }
@@ -48,6 +52,10 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
       const body = new ReadableStream<Uint8Array>({
         start(controller) {
           const send = (): void => {
+            if (!stillAllowed()) {
+              onAbort();
+              return;
+            }
             // A browser that stopped reading is skipped; it gets the points it missed next time.
             if ((controller.desiredSize ?? 0) <= 0) return;
             const snapshot = recorder.snapshot(lastAt);

@@ -5,7 +5,7 @@ import type { WorkerView } from "./snapshot.ts";
 
 function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: undefined, ready: true, inFlight: 0, version: undefined }]) {
   const clock = { now: 1_000_000 };
-  const listed = { workers };
+  const listed = { workers, protectedByKeys: false };
   const source: DashboardSource = {
     version: "1.2.3",
     inFlight: () => 4,
@@ -13,12 +13,13 @@ function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: 
     admission: () => ({ inFlight: 4, waiting: 1, limit: 8 }),
     workers: () => listed.workers,
     discovery: () => ({ source: "static" }),
+    protectedByKeys: () => listed.protectedByKeys,
   };
   return { clock, listed, recorder: new DashboardRecorder(source, () => clock.now) };
 }
 
 function ended(outcome: EndedRequest["outcome"], overrides: Partial<EndedRequest> = {}): EndedRequest {
-  return { route: "/v1/chat/completions", outcome, status: outcome === "ok" ? 200 : 502, disaggRequestId: 7n, worker: "http://c", message: outcome === "ok" ? undefined : "boom", ttftMs: 20, durationMs: 50, ...overrides };
+  return { route: "/v1/chat/completions", outcome, status: outcome === "ok" ? 200 : 502, disaggRequestId: 7n, worker: "http://c", message: outcome === "ok" ? undefined : "boom", code: outcome === "ok" ? undefined : "WORKER_HTTP_ERROR", ttftMs: 20, durationMs: 50, ...overrides };
 }
 
 describe("DashboardRecorder", () => {
@@ -89,13 +90,27 @@ describe("DashboardRecorder", () => {
     expect(recorder.snapshot(series.at[0]).series.at).toEqual([clock.now]);
   });
 
-  test("failures keep the last 50, newest first, with id, worker and message", () => {
+  test("failures keep the last 50, newest first, with id, worker, status and the proxy's words for their code", () => {
     const { recorder } = setup();
     for (let i = 0; i < 120; i++) recorder.requestEnded(ended("worker_error", { disaggRequestId: BigInt(i) }));
     const failures = recorder.snapshot().failures;
     expect(failures.length).toBe(FAILURES_KEPT);
-    expect(failures[0]).toMatchObject({ disaggRequestId: "119", worker: "http://c", outcome: "worker_error", status: 502, message: "boom" });
+    expect(failures[0]).toMatchObject({ disaggRequestId: "119", worker: "http://c", outcome: "worker_error", status: 502, message: "WORKER_HTTP_ERROR: the worker answered with an error" });
     expect(failures.at(-1)!.disaggRequestId).toBe("70");
+  });
+
+  test("what a client was told (its body's values, a worker's text) is shown only while the page is behind client keys", () => {
+    const { listed, recorder } = setup();
+    recorder.requestEnded(ended("rejected", { status: 400, code: "BAD_REQUEST", message: "temperature: 'secret-value-from-body' is not a number" }));
+    recorder.requestEnded(ended("worker_error", { message: `worker says: ${"w".repeat(400)}` }));
+    const open = JSON.stringify(recorder.snapshot());
+    expect(open).not.toContain("secret-value-from-body");
+    expect(open).not.toContain("worker says");
+    expect(recorder.snapshot().failures.map((row) => row.message)).toEqual(["WORKER_HTTP_ERROR: the worker answered with an error", "BAD_REQUEST: the request was refused as invalid"]);
+    listed.protectedByKeys = true;
+    const [worker, body] = recorder.snapshot().failures;
+    expect(body!.message).toContain("secret-value-from-body");
+    expect(worker!.message).toBe(`worker says: ${"w".repeat(287)}…`);
   });
 
   test("memory stays bounded: hours of ticks keep 15 minutes, and departed workers are forgotten", () => {

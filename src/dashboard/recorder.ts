@@ -30,6 +30,11 @@ export interface DashboardSource {
   admission(): AdmissionView;
   workers(): readonly WorkerView[];
   discovery(): DiscoveryView;
+  /**
+   * Whether the page is behind client keys (--protect-metrics with keys set), read at each
+   * snapshot: only then may it show what clients were told; else the proxy's own words.
+   */
+  protectedByKeys(): boolean;
 }
 
 interface Health {
@@ -177,7 +182,7 @@ export class DashboardRecorder implements TrafficObserver {
       },
       workers: source.workers().map((worker) => this.#workerRow(worker, now)),
       series: this.#series.columns(seriesAfter),
-      failures: this.#failures.newestFirst(),
+      failures: this.#failures.newestFirst(source.protectedByKeys()),
     };
   }
 

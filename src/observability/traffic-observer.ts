@@ -1,5 +1,5 @@
 import type { Role } from "../config/types.ts";
-import type { Outcome } from "../errors.ts";
+import type { ErrorCode, Outcome } from "../errors.ts";
 
 /** How one client request ended, as the request log and the metrics see it (no body, no key). */
 export interface EndedRequest {
@@ -10,8 +10,10 @@ export interface EndedRequest {
   readonly disaggRequestId: bigint | undefined;
   /** The worker that failed it, else the last one that served it. */
   readonly worker: string | undefined;
-  /** The error message the client got; undefined on success. */
+  /** The error message the client got (may quote its body, or a worker's text); undefined on success. */
   readonly message: string | undefined;
+  /** The error's code; undefined on success. */
+  readonly code: ErrorCode | undefined;
   readonly ttftMs: number | undefined;
   readonly durationMs: number | undefined;
 }

@@ -1,4 +1,4 @@
-import { ProxyError, type Outcome } from "../errors.ts";
+import { ProxyError, type ErrorCode, type Outcome } from "../errors.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
 import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
@@ -19,6 +19,8 @@ export interface RequestSummary {
   readonly status: number;
   readonly outcome: Outcome;
   readonly error: string | undefined;
+  /** The error's code (undefined on success): what the open dashboard shows instead of the message. */
+  readonly errorCode: ErrorCode | undefined;
   /** What an internal error was caused by (logged at error level); undefined otherwise. */
   readonly cause: unknown;
   readonly retries: number;
@@ -261,6 +263,7 @@ export class RequestContext {
       status,
       outcome: error?.outcome ?? "ok",
       error: error?.message,
+      errorCode: error?.code,
       cause: error?.outcome === "internal_error" ? error.cause : undefined,
       retries: this.#retries,
       ttfbMs: this.#ttfbMs,

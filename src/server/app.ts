@@ -84,7 +84,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
   let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
   let boundPort: number | undefined;
   const dashboard = config.dashboard
-    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.() }))
+    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.(), clientKeysSet: () => clientKeys !== undefined }))
     : undefined;
   const ends = requestEnds(metrics, logger, dashboard);
   const hooksByRoute = new Map<string, RequestHooks>();

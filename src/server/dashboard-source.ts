@@ -16,6 +16,8 @@ interface SourceParts {
   readonly discoveryStatus: () => DiscoveryStatus | undefined;
   /** Workers registered through cluster discovery, with the ids they registered under. */
   readonly registered: () => readonly RegisteredWorker[] | undefined;
+  /** Whether client keys are set now (they change on SIGHUP). */
+  readonly clientKeysSet: () => boolean;
 }
 
 /** The server's live state as the dashboard reads it once a second. */
@@ -25,6 +27,7 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
     version: parts.version,
     inFlight: () => parts.active.size,
     draining: parts.draining,
+    protectedByKeys: () => config.protectMetrics && parts.clientKeysSet(),
     admission: () => ({ inFlight: admission.inFlight, waiting: admission.waiting, limit: admission.limit }),
     workers: () => {
       const idOf = registeredIds(parts.registered() ?? []);

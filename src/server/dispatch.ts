@@ -55,10 +55,15 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
 }
 
 function authorised(app: App, entry: RouteEntry, request: Request): boolean {
+  return mayCall(app, entry.access, request);
+}
+
+/** Whether the request's credentials open a route of this access class under the current keys (read again on SIGHUP). */
+export function mayCall(app: App, access: RouteEntry["access"], request: Request): boolean {
   const keys = app.clientKeys;
-  if (keys === undefined || entry.access === "open") return true;
-  if ((entry.access === "metrics" || entry.access === "dashboard") && !app.config.protectMetrics) return true;
-  return keys.allows(request.headers) || (entry.access === "dashboard" && keys.allowsBasic(request.headers));
+  if (keys === undefined || access === "open") return true;
+  if ((access === "metrics" || access === "dashboard") && !app.config.protectMetrics) return true;
+  return keys.allows(request.headers) || (access === "dashboard" && keys.allowsBasic(request.headers));
 }
 
 function misdirected(app: App, request: Request): ProxyError {

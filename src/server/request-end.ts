@@ -29,6 +29,7 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
         disaggRequestId: summary.disaggRequestId,
         worker: (summary.outcome === "ok" ? undefined : summary.failedWorker) ?? summary.generationWorker ?? summary.contextWorker,
         message: summary.error,
+        code: summary.errorCode,
         ttftMs: summary.ttftMs,
         durationMs: summary.durationMs,
       });
@@ -36,7 +37,7 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
     rejected(label, path, error, thrown) {
       metrics.validationFailed(label);
       metrics.requestEnded(label, error.outcome, error.status);
-      traffic?.requestEnded({ route: label, outcome: error.outcome, status: error.status, disaggRequestId: undefined, worker: undefined, message: error.message, ttftMs: undefined, durationMs: undefined });
+      traffic?.requestEnded({ route: label, outcome: error.outcome, status: error.status, disaggRequestId: undefined, worker: undefined, message: error.message, code: error.code, ttftMs: undefined, durationMs: undefined });
       if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
       else logRejection(logger, path, error);
     },

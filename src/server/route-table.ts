@@ -30,20 +30,25 @@ export const ROUTES: RouteTable = {
 
 type DashboardHandler = (request: Request, keepOpen: () => void) => Response;
 
+const DASHBOARD_ACCESS = "dashboard";
+
 function dashboardEntry(handler: DashboardHandler): RouteEntry {
   return {
     methods: { GET: (_deps, request, keepOpen) => handler(request, keepOpen) },
-    access: "dashboard",
+    access: DASHBOARD_ACCESS,
     checkHost: true,
     renderError: (error) => dashboardErrorResponse(error.status, error.message),
   };
 }
 
-/** The live status page, protected as /metrics is (--protect-metrics also takes the key as a Basic password). */
-export function dashboardRoutes(http: DashboardHttp): RouteTable {
+/**
+ * The live status page, protected as /metrics is (--protect-metrics also takes the key as a
+ * Basic password). `allowed` re-checks an open event stream's request against the current keys.
+ */
+export function dashboardRoutes(http: DashboardHttp, allowed: (access: RouteEntry["access"], request: Request) => boolean): RouteTable {
   return {
     "/dashboard": dashboardEntry(() => http.page()),
     "/dashboard/data": dashboardEntry((request) => http.data(request)),
-    "/dashboard/events": dashboardEntry((request, keepOpen) => http.events(request, keepOpen)),
+    "/dashboard/events": dashboardEntry((request, keepOpen) => http.events(request, keepOpen, () => allowed(DASHBOARD_ACCESS, request))),
   };
 }

@@ -7,7 +7,7 @@ import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import { startDiscovery } from "./discovery.ts";
-import { createDispatch } from "./dispatch.ts";
+import { createDispatch, mayCall, type RouteEntry } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
 import { dashboardRoutes, ROUTES } from "./route-table.ts";
@@ -35,7 +35,8 @@ export interface RunningProxy {
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion);
-  const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard)) };
+  const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
+  const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard), allowed) };
   const dispatch = createDispatch(app, routes);
   const servers = [listen(config, config.port, dispatch, logger, options)];
   const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
