@@ -151,7 +151,7 @@ describe("the dashboard", () => {
 
   test("open (client keys, no --protect-metrics), it shows no value a client sent or a worker wrote: status, outcome, worker and the proxy's words for the code", async () => {
     // A worker that quotes the client's prompt in its refusal, as pydantic's errors quote input values.
-    await using quoting = fakeWorker(async (request) => {
+    using quoting = fakeWorker(async (request) => {
       if (request.method !== "POST") return new Response(null, { status: 404 });
       const body = (await request.json()) as { messages: { content: string }[] };
       return Response.json({ object: "error", message: `Invalid prompt: ${body.messages[0]!.content}`, type: "BadRequestError", param: null, code: 400 }, { status: 400 });
@@ -174,17 +174,21 @@ describe("the dashboard", () => {
     const file = join(mkdtempSync(join(tmpdir(), "dash-keys-")), "keys");
     writeFileSync(file, "removed-key\nkept-key\n");
     await using cluster = await startCluster({ config: { apiKeyFile: file, protectMetrics: true } });
-    const stream = async (key: string): Promise<ReadableStreamDefaultReader<string>> => {
+    interface Reader {
+      read(): Promise<{ value?: string | undefined; done: boolean }>;
+      cancel(): Promise<void>;
+    }
+    const stream = async (key: string): Promise<Reader> => {
       const response = await fetch(`${cluster.url}/dashboard/events`, { headers: { authorization: `Bearer ${key}` } });
       expect(response.status).toBe(200);
       return response.body!.pipeThrough(new TextDecoderStream()).getReader();
     };
-    const snapshotsUntilEnd = async (reader: ReadableStreamDefaultReader<string>, stopAfter: number): Promise<{ snapshots: number; ended: boolean }> => {
+    const snapshotsUntilEnd = async (reader: Reader, stopAfter: number): Promise<{ snapshots: number; ended: boolean }> => {
       let snapshots = 0;
       while (snapshots < stopAfter) {
         const { value, done } = await reader.read();
         if (done) return { snapshots, ended: true };
-        snapshots += value.split("event: snapshot").length - 1;
+        snapshots += (value ?? "").split("event: snapshot").length - 1;
       }
       await reader.cancel();
       return { snapshots, ended: false };
