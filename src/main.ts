@@ -1,6 +1,7 @@
 import { versionLine } from "./build-info.ts";
 import { parseCommandLine, VERSION, type Command } from "./cli.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
+import { unresolvedName } from "./config/named-hosts.ts";
 import type { ProxyConfig } from "./config/types.ts";
 import { claimNodeId, etcdRegistrar, httpRegistrar } from "./discovery/index.ts";
 import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
@@ -8,6 +9,9 @@ import { createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
 import { writeReportAddress } from "./server/report-address.ts";
+
+/** How long the start-up check of the configured host names may wait on one name. */
+const NAME_LOOKUP_TIMEOUT_MS = 10_000;
 
 /** argv → serve | worker | demo. The only place that exits the process. */
 async function main(argv: readonly string[]): Promise<void> {
@@ -42,6 +46,8 @@ async function main(argv: readonly string[]): Promise<void> {
 async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[], capacity: CapacityState): Promise<void> {
   const logger = createLogger(command.config.logLevel);
   keepServingOnStrayRejections(logger);
+  const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
+  if (unresolved !== undefined) exit(2, unresolved);
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
   const proxy = await listenOrExit(config, logger);

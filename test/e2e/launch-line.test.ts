@@ -102,10 +102,10 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
     expect(rest.some((line) => line.includes("Timeout waiting"))).toBe(false);
   }, 30_000);
 
-  test("a hostname that does not resolve exits 2 naming host, port and cause", () => {
+  test("a hostname that does not resolve exits 2 naming it and the setting that names it", () => {
     const run = Bun.spawnSync([BINARY, "disaggregated", "--host", "no-such-host.invalid", "--port", "8333", "--context", "c:1", "--generation", "g:1"]);
     expect(run.exitCode).toBe(2);
-    expect(run.stderr.toString()).toBe("disagg-proxy: cannot listen on no-such-host.invalid:8333: hostname does not resolve\n");
+    expect(run.stderr.toString()).toBe("disagg-proxy: cannot resolve no-such-host.invalid (named by hostname (--host)): the name does not resolve (ENOTFOUND)\n");
   });
 
   test("a port in use exits 2 naming it", () => {
