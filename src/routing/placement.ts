@@ -2,6 +2,7 @@ import type { ProxyConfig, Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-events.ts";
 import { ReservationTable, type Reservation } from "./reservations.ts";
+import type { SharedLoad } from "./shared-load.ts";
 import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
@@ -58,6 +59,8 @@ export interface PlacementDeps {
   readonly onWarning?: RoutingWarning;
   /** A worker started or stopped reporting its load (told once per change). */
   readonly onLoadReporting?: ReportingChange;
+  /** The load every event loop of the process shares (num_workers > 1); this loop's own table when absent. */
+  readonly shared?: SharedLoad | undefined;
 }
 
 /** A report older than this many poll intervals is stale: the proxy's own counts stand. */
@@ -66,7 +69,7 @@ const STALE_AFTER_INTERVALS = 3;
 /** Picks and reserves workers: the routers, the pool and the reservation table together. */
 export class Placement {
   readonly pool: WorkerPool;
-  readonly table = new ReservationTable();
+  readonly table: ReservationTable;
   /** Workers' own load reports, when they are polled (--worker-load-interval-ms). */
   readonly loads: WorkerLoads | undefined;
   /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
@@ -81,6 +84,7 @@ export class Placement {
 
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
+    this.table = new ReservationTable(deps.shared);
     this.#generationByParent = config.subagentAffinityScope === "both";
     const cluster = config.discovery?.kind === "cluster" ? config.discovery : undefined;
     // Generation-only benchmark mode never calls (or health-checks) a context worker.
@@ -133,20 +137,25 @@ export class Placement {
     const candidates = this.pool
       .ready(request.role)
       .filter((worker) => worker.origin !== request.exclude && (requires === undefined || worker.protocol.accepts.has(requires)) && servesChoice(worker, choice));
-    const ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
-    if (ready.length === 0 && candidates.length > 0) {
-      throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
-    }
+    let ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
+    if (ready.length === 0 && candidates.length > 0) throw overloaded(request.role);
     this.#refuseWhenSaturated(choice);
-    const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
-    const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(request.role, request.routing));
-    if (!pick) {
-      const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
-      throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker${serving} is available`);
-    }
     const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
-    const reservation = this.table.reserve(request.requestKey, request.role, pick.worker.origin, weight);
-    return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
+    // Another event loop may take a worker's last slot between the pick and the reservation
+    // (num_workers > 1): the reservation checks the limit again, atomically, and a worker lost
+    // that way is left out of the next pick.
+    for (;;) {
+      const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
+      const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(request.role, request.routing));
+      if (!pick) {
+        const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
+        throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker${serving} is available`);
+      }
+      const reservation = this.table.tryReserve(request.requestKey, request.role, pick.worker.origin, weight, this.#perWorkerLimit);
+      if (reservation !== undefined) return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
+      ready = ready.filter((worker) => worker !== pick.worker);
+      if (ready.length === 0) throw overloaded(request.role);
+    }
   }
 
   /**
@@ -154,11 +163,10 @@ export class Placement {
    * it), under the same per-worker limit as any placement.
    */
   reserveAgain(role: Role, requestKey: bigint, worker: WorkerEntry, routing: RoutingRequest | undefined): Placed {
-    if (this.#full(role, worker.origin)) {
-      throw new ProxyError("OVERLOADED", 429, `Every ${role} worker is at its in-flight limit; retry shortly`);
-    }
     const weight = routing === undefined ? 0 : contentWeight(routing);
-    return { worker, reservation: this.table.reserve(requestKey, role, worker.origin, weight) };
+    const reservation = this.table.tryReserve(requestKey, role, worker.origin, weight, this.#perWorkerLimit);
+    if (reservation === undefined) throw overloaded(role);
+    return { worker, reservation };
   }
 
   /** Whether the role's router learns from how legs ended (finished() needs their routing request). */
@@ -227,4 +235,8 @@ export class Placement {
   #full(role: Role, origin: string): boolean {
     return this.#perWorkerLimit > 0 && this.table.load(role, origin) >= this.#perWorkerLimit;
   }
+}
+
+function overloaded(role: Role): ProxyError {
+  return new ProxyError("OVERLOADED", 429, `Every ${role} worker is at its in-flight limit; retry shortly`);
 }

@@ -8,10 +8,14 @@ export type { Router, RouterContext, RouterPick } from "./router-contract.ts";
 export type { RoutingRequest } from "./routing-request.ts";
 
 const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> = {
-  round_robin: () => roundRobin(),
+  // Turns from the reservation table: with num_workers > 1 every event loop takes the next of one sequence.
+  round_robin: (context) => roundRobin(() => context.table.turn(context.role)),
   // use_tokens: the least prompt tokens in flight, as upstream's LoadBalancingRouter(use_tokens=True).
   load_balancing: (context) =>
-    leastLoaded((worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin))),
+    leastLoaded(
+      (worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin)),
+      () => context.table.turn(context.role),
+    ),
   conversation: (context) => new ConversationRouter(context),
   kv_cache_aware: (context) => new KvCacheAwareRouter(context),
 };

@@ -12,19 +12,29 @@ export function plainPick(worker: WorkerEntry | undefined, request: RoutingReque
 /** A round-robin cursor over any list; it advances on every call. */
 export type Cursor = <T>(items: readonly T[]) => T | undefined;
 
-export function roundRobinCursor(): Cursor {
-  let cursor = 0;
+/**
+ * A round-robin cursor: each call takes the next turn of `turn` (this cursor's own count by
+ * default; the reservation table's for a role, which every event loop of the process shares).
+ */
+export function roundRobinCursor(turn: () => number = ownTurns()): Cursor {
   return <T>(items: readonly T[]): T | undefined => {
     if (items.length === 0) return undefined;
-    const item = items[cursor % items.length];
+    return items[turn() % items.length];
+  };
+}
+
+function ownTurns(): () => number {
+  let cursor = 0;
+  return () => {
+    const turn = cursor;
     cursor = (cursor + 1) % 1_000_000_007;
-    return item;
+    return turn;
   };
 }
 
 /** Cycles through the candidates. */
-export function roundRobin(): Router {
-  const next = roundRobinCursor();
+export function roundRobin(turn?: () => number): Router {
+  const next = roundRobinCursor(turn);
   return { pick: (candidates, request) => plainPick(next(candidates), request) };
 }
 
@@ -43,7 +53,7 @@ export function leastLoadedOf(candidates: readonly WorkerEntry[], loadOf: (worke
 }
 
 /** Least load; ties are broken round-robin so equal workers share load. */
-export function leastLoaded(loadOf: (worker: WorkerEntry) => number): Router {
-  const next = roundRobinCursor();
+export function leastLoaded(loadOf: (worker: WorkerEntry) => number, turn?: () => number): Router {
+  const next = roundRobinCursor(turn);
   return { pick: (candidates, request) => plainPick(leastLoadedOf(candidates, loadOf, next), request) };
 }

@@ -1,0 +1,162 @@
+/**
+ * In-flight load shared by the event loops of one process (`num_workers` > 1: one Bun Worker
+ * per loop, all listening on the port). Every loop reserves and releases in the same
+ * SharedArrayBuffer with atomic operations, so the per-worker limits, the load the routers
+ * read, round-robin turns and admission are one view, not one per loop: a per-worker limit is
+ * checked and taken in one compare-and-swap, so no interleaving of loops over-places a worker.
+ *
+ * Measured against the other design, one owner loop the others ask by message
+ * (bench/micro/shared-load.ts): an atomic reserve and release costs well under a microsecond,
+ * a question to another thread and its answer tens of microseconds per placement.
+ *
+ * Workers are found by their `role origin` key in an insert-only directory of SLOTS entries
+ * (a slot whose worker left keeps its key, its counts back at zero); each loop caches the
+ * slots it has looked up. A key longer than KEY_BYTES or a full directory is a thrown Error:
+ * 4,096 distinct workers over a process's life is far beyond any fleet.
+ */
+
+import type { Role } from "../config/types.ts";
+
+export const SLOTS = 4096;
+export const KEY_BYTES = 320;
+
+/** Int32 words before the per-slot arrays. */
+const USED = 0;
+const LOCK = 1;
+const ACTIVE = 2;
+/** Admission: requests in flight, requests waiting, and a sequence bumped at each release (waiters wait on it). */
+export const ADMITTED = 3;
+export const WAITING = 4;
+export const RELEASES = 5;
+const TURN: Readonly<Record<Role, number>> = { context: 6, generation: 7 };
+const HEADER_WORDS = 16;
+
+const LOAD_AT = HEADER_WORDS;
+const KEY_LENGTH_AT = LOAD_AT + SLOTS;
+const INT_WORDS = KEY_LENGTH_AT + SLOTS;
+const WEIGHT_BYTE_OFFSET = INT_WORDS * 4;
+const KEY_BYTE_OFFSET = WEIGHT_BYTE_OFFSET + SLOTS * 8;
+const TOTAL_BYTES = KEY_BYTE_OFFSET + SLOTS * KEY_BYTES;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A view of the shared memory in one loop; every loop makes its own from the same buffer. */
+export class SharedLoad {
+  readonly buffer: SharedArrayBuffer;
+  readonly words: Int32Array;
+  readonly #weights: BigInt64Array;
+  readonly #keys: Uint8Array;
+  /** This loop's cache of the directory: key → slot, and back. */
+  readonly #slots = new Map<string, number>();
+  readonly #names: string[] = [];
+
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(TOTAL_BYTES)) {
+    if (buffer.byteLength !== TOTAL_BYTES) throw new Error(`shared load buffer of ${buffer.byteLength} bytes, expected ${TOTAL_BYTES}`);
+    this.buffer = buffer;
+    this.words = new Int32Array(buffer, 0, INT_WORDS);
+    this.#weights = new BigInt64Array(buffer, WEIGHT_BYTE_OFFSET, SLOTS);
+    this.#keys = new Uint8Array(buffer, KEY_BYTE_OFFSET, SLOTS * KEY_BYTES);
+  }
+
+  /** The slot of a worker in a role, added to the directory on first sight. */
+  slot(role: Role, origin: string): number {
+    const key = `${role} ${origin}`;
+    const known = this.#slots.get(key);
+    if (known !== undefined) return known;
+    const slot = this.#lookUp(key);
+    this.#slots.set(key, slot);
+    this.#names[slot] = key;
+    return slot;
+  }
+
+  /**
+   * Adds one request to the slot's load unless it is at `limit` (0: no limit): the check and
+   * the increment are one compare-and-swap, so concurrent loops never pass the limit together.
+   */
+  tryAdd(slot: number, limit: number): boolean {
+    const at = LOAD_AT + slot;
+    for (;;) {
+      const load = Atomics.load(this.words, at);
+      if (limit > 0 && load >= limit) return false;
+      if (Atomics.compareExchange(this.words, at, load, load + 1) === load) break;
+    }
+    Atomics.add(this.words, ACTIVE, 1);
+    return true;
+  }
+
+  remove(slot: number): void {
+    Atomics.sub(this.words, LOAD_AT + slot, 1);
+    Atomics.sub(this.words, ACTIVE, 1);
+  }
+
+  addWeight(slot: number, delta: number): void {
+    Atomics.add(this.#weights, slot, BigInt(delta));
+  }
+
+  load(slot: number): number {
+    return Atomics.load(this.words, LOAD_AT + slot);
+  }
+
+  weight(slot: number): number {
+    return Number(Atomics.load(this.#weights, slot));
+  }
+
+  active(): number {
+    return Atomics.load(this.words, ACTIVE);
+  }
+
+  /** The next round-robin turn of a role, counted across every loop. */
+  turn(role: Role): number {
+    return Atomics.add(this.words, TURN[role], 1) >>> 0;
+  }
+
+  /** Load by `role origin` key, workers at zero left out (as the single-loop table's snapshot). */
+  snapshot(): Record<string, number> {
+    const out: Record<string, number> = {};
+    const used = Atomics.load(this.words, USED);
+    for (let slot = 0; slot < used; slot++) {
+      const load = this.load(slot);
+      if (load > 0) out[this.#name(slot)] = load;
+    }
+    return out;
+  }
+
+  #name(slot: number): string {
+    let name = this.#names[slot];
+    if (name === undefined) {
+      const length = Atomics.load(this.words, KEY_LENGTH_AT + slot);
+      name = decoder.decode(this.#keys.slice(slot * KEY_BYTES, slot * KEY_BYTES + length));
+      this.#names[slot] = name;
+    }
+    return name;
+  }
+
+  /** Finds or adds the key under the directory lock (held for a scan of at most SLOTS keys, once per key per loop). */
+  #lookUp(key: string): number {
+    const bytes = encoder.encode(key);
+    if (bytes.length > KEY_BYTES) throw new Error(`worker key longer than ${KEY_BYTES} bytes: ${key.slice(0, 80)}…`);
+    while (Atomics.compareExchange(this.words, LOCK, 0, 1) !== 0) {
+      // Another loop is adding a key: a few hundred nanoseconds.
+    }
+    try {
+      const used = Atomics.load(this.words, USED);
+      for (let slot = 0; slot < used; slot++) {
+        if (Atomics.load(this.words, KEY_LENGTH_AT + slot) === bytes.length && this.#keyEquals(slot, bytes)) return slot;
+      }
+      if (used >= SLOTS) throw new Error(`the shared load table holds ${SLOTS} workers already`);
+      this.#keys.set(bytes, used * KEY_BYTES);
+      Atomics.store(this.words, KEY_LENGTH_AT + used, bytes.length);
+      Atomics.store(this.words, USED, used + 1);
+      return used;
+    } finally {
+      Atomics.store(this.words, LOCK, 0);
+    }
+  }
+
+  #keyEquals(slot: number, bytes: Uint8Array): boolean {
+    const start = slot * KEY_BYTES;
+    for (let i = 0; i < bytes.length; i++) if (this.#keys[start + i] !== bytes[i]) return false;
+    return true;
+  }
+}
