@@ -16,6 +16,7 @@ export type ErrorCode =
   | "NO_WORKER"
   | "WORKER_HTTP_ERROR"
   | "CONTEXT_OVERFLOW"
+  | "CONVERSION_ERROR"
   | "WORKER_UNREACHABLE"
   | "WORKER_TIMEOUT"
   | "WORKER_BAD_ANSWER"
@@ -60,6 +61,8 @@ const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   WORKER_HTTP_ERROR: "worker_error",
   // A worker refused the prompt as longer than its context: its verdict, as any worker 4xx.
   CONTEXT_OVERFLOW: "worker_error",
+  // A worker's answer the route could not convert for its client (an Anthropic message).
+  CONVERSION_ERROR: "worker_error",
   WORKER_UNREACHABLE: "worker_error",
   WORKER_TIMEOUT: "timeout",
   WORKER_BAD_ANSWER: "worker_error",

@@ -65,6 +65,8 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     workerMsgpack: flags.workerMsgpack ?? false,
     apiKeysFromEnv: deps.env["DISAGG_PROXY_API_KEYS"],
     benchmarkGenerationOnly: deps.env["TRTLLM_DISAGG_BENCHMARK_GEN_ONLY"] === "1",
+    // Read when the server is built, as upstream's request_trace_dir_from_env; empty is unset.
+    requestTraceDir: deps.env["TRTLLM_REQUEST_TRACE_DIR"] || undefined,
     processId: envInteger(deps.env, "TRTLLM_DISAGG_WORKER_PROCESS_ID", 0, 63) ?? 0,
     routerOptions: withEnvBlockSize(flags, file, deps),
     discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),

@@ -114,6 +114,8 @@ export interface ProxyConfig {
   readonly genTokidsCtxbytes: boolean;
   /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: every request goes to a generation worker with fixed hand-off parameters. */
   readonly benchmarkGenerationOnly: boolean;
+  /** TRTLLM_REQUEST_TRACE_DIR: each accepted request and its end as JSONL lines here (upstream's request trace). */
+  readonly requestTraceDir: string | undefined;
   /** server_keep_alive_timeout: seconds (a fraction allowed) an idle client keep-alive connection is kept at least. */
   readonly serverKeepAliveTimeoutS: number;
   /** No node id was given and a cluster is configured: claim one in etcd at start-up. */
@@ -204,6 +206,7 @@ export const DEFAULTS = {
   genStripMessageHistory: false,
   genTokidsCtxbytes: false,
   benchmarkGenerationOnly: false,
+  requestTraceDir: undefined,
   // trtllm-serve's default (DisaggServerConfig.server_keep_alive_timeout, #16430).
   serverKeepAliveTimeoutS: 10,
   claimNodeId: false,

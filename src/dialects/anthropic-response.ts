@@ -9,7 +9,7 @@ type ChatChoice = NonNullable<v.InferOutput<typeof ChatCompletion>["choices"]>[n
 
 // The client sees only "Internal server error"; the cause keeps the detail for the log.
 function badAnswer(detail: string): ProxyError {
-  return new ProxyError("WORKER_BAD_ANSWER", 500, "Internal server error", { cause: new Error(detail) });
+  return new ProxyError("CONVERSION_ERROR", 500, "Internal server error", { cause: new Error(detail) });
 }
 
 function toolInput(name: string, args: string | null | undefined): JsonObject {

@@ -2,6 +2,7 @@ import { ProxyError, type ErrorCode, type Outcome } from "../errors.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
 import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
+import type { TraceHandle } from "../observability/request-trace.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
 
@@ -72,6 +73,8 @@ export interface RequestContextOptions {
   readonly perf?: RequestPerf | undefined;
   /** The request's spans (default: leg span ids only, nothing exported). */
   readonly spans?: RequestSpans;
+  /** Its request trace (TRTLLM_REQUEST_TRACE_DIR), when one is written. */
+  readonly traced?: TraceHandle | undefined;
 }
 
 /**
@@ -92,6 +95,8 @@ export class RequestContext {
   readonly perf: RequestPerf | undefined;
   /** Its server span and one client span per leg attempt (otlp_config). */
   readonly spans: RequestSpans;
+  /** Its request trace: what the client received is kept here for the trace's terminal line. */
+  readonly traced: TraceHandle | undefined;
   #engineRequestId: bigint;
   #engineRequestName: string | undefined;
   #contextWorker: string | undefined;
@@ -119,6 +124,7 @@ export class RequestContext {
     this.hooks = options.hooks ?? NO_HOOKS;
     this.perf = options.perf;
     this.spans = options.spans ?? requestSpans(options.trace, options.route, undefined);
+    this.traced = options.traced;
     this.#schedule = options.schedule;
     this.#onEnd = options.onEnd;
     this.#now = options.now ?? PERFORMANCE_NOW;

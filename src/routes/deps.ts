@@ -24,9 +24,11 @@ export interface RouteDeps {
   readonly draining: boolean;
   /**
    * Admits a client request that passed validation and starts its one context: refused
-   * while draining (503) or over the in-flight limit (429). The caller owns its end.
+   * while draining (503) or over the in-flight limit (429). The caller owns its end. With
+   * `traced`, an accepted request is recorded in the request trace when one is written (it is
+   * called only then).
    */
-  startRequest(route: string, stream: boolean, client: Request): Promise<RequestContext>;
+  startRequest(route: string, stream: boolean, client: Request, traced?: () => TraceInput): Promise<RequestContext>;
   /** The disaggregated pipeline for a started request. */
   runPipeline(ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome>;
   /** One worker call for a started request, placed and reserved like a leg. */
@@ -47,6 +49,14 @@ export interface RouteDeps {
   readonly clusterStorage: ClusterStorageDeps | undefined;
   /** For the few lines a route writes itself (cluster storage refusals). */
   readonly logger: Logger;
+}
+
+/** What a request trace records of a request beside its route and headers. */
+export interface TraceInput {
+  /** The client's body as it arrived. */
+  readonly body: Uint8Array;
+  /** The conversation id routing keys on. */
+  readonly conversationId: string | undefined;
 }
 
 /** The store and who may use it. */

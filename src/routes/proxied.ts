@@ -11,7 +11,7 @@ import { respondWithStream } from "../streaming/early-stream.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
-import type { KeepOpen, RouteDeps } from "./deps.ts";
+import type { KeepOpen, RouteDeps, TraceInput } from "./deps.ts";
 import { checkNumericBounds } from "./numeric-bounds.ts";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */
@@ -62,12 +62,14 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   if (request.signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
   const restoreIdle = call.keepOpen();
   const stream = body["stream"] === true;
-  const ctx = await deps.startRequest(call.route, stream, request);
+  const ctx = await deps.startRequest(call.route, stream, request, () => traceInputOf(call, body));
   // The idle bound goes back while the answer is still being written (later has no effect):
   // before an error or JSON answer is returned, as a stream closes.
   const renderError = (error: ProxyError): Response => {
     restoreIdle();
-    return dialect.errorResponse(error, engineHeaders(ctx));
+    const response = dialect.errorResponse(error, engineHeaders(ctx));
+    ctx.traced?.capture.answered(response);
+    return response;
   };
   return withinRequest(ctx, request, renderError, async () => {
     call.prepare?.(ctx, body);
@@ -164,15 +166,29 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
   if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
   // A dialect that answers in the worker's own JSON relays the worker's bytes, as the floor does
   // (written again, they would only cost a serialisation and an encoding per request).
-  const bytes = dialect.renderJson
-    ? encoder.encode(JSON.stringify(dialect.renderJson(result.body)))
-    : (result.bytes ?? encoder.encode(JSON.stringify(result.body)));
+  const bytes = dialect.renderJson ? renderedJson(ctx, dialect.renderJson, result) : (result.bytes ?? encoder.encode(JSON.stringify(result.body)));
+  ctx.traced?.capture.answeredBytes(bytes);
   ctx.sent(bytes.byteLength);
   ctx.markAnswered();
   const headers = engineHeaders(ctx);
   headers.set("content-type", "application/json");
   if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
   return { response: new Response(bytes, { status: 200, headers }), ended: Promise.resolve({ status: 200, error: undefined }) };
+}
+
+/** What the request trace records of the request (asked only when a trace is written). */
+function traceInputOf(call: ProxiedCall, body: JsonObject): TraceInput {
+  return { body: call.source?.bytes ?? encoder.encode(JSON.stringify(call.body)), conversationId: conversationIdOf(body, call.request.headers) };
+}
+
+/** The answer in the route's own JSON; one that cannot be converted keeps the worker's for the request trace. */
+function renderedJson(ctx: RequestContext, render: (body: JsonObject) => JsonObject, result: { body: JsonObject; bytes?: Uint8Array | undefined }): Uint8Array {
+  try {
+    return encoder.encode(JSON.stringify(render(result.body)));
+  } catch (error) {
+    ctx.traced?.capture.unconverted(result.bytes ?? encoder.encode(JSON.stringify(result.body)));
+    throw error;
+  }
 }
 
 /**

@@ -25,6 +25,14 @@ import { metricsHooks, modelGauges, workerGauges } from "./metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
+import { RequestTraceWriter, type TraceEnd } from "../observability/request-trace.ts";
+import type { RequestSummary } from "../request/context.ts";
+import type { TraceInput } from "../routes/deps.ts";
+
+/** How a request ended, as its trace's terminal line records it. */
+function traceEndOf(summary: RequestSummary): TraceEnd {
+  return { httpStatus: summary.status, errorCode: summary.errorCode, outcome: summary.outcome, message: summary.error, disaggRequestId: summary.disaggRequestId };
+}
 
 function drainingError(): ProxyError {
   return new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
@@ -58,6 +66,8 @@ export interface App extends RouteDeps, PipelineDeps {
   startDraining(): void;
   /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
   readonly telemetry: Telemetry;
+  /** TRTLLM_REQUEST_TRACE_DIR's writer; undefined when the variable is unset. */
+  readonly requestTrace: RequestTraceWriter | undefined;
   /** The live status page's data; undefined with --no-dashboard. */
   readonly dashboard: DashboardRecorder | undefined;
 }
@@ -87,6 +97,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.(), clientKeysSet: () => clientKeys !== undefined }))
     : undefined;
   const ends = requestEnds(metrics, logger, dashboard);
+  const requestTrace = config.requestTraceDir === undefined ? undefined : new RequestTraceWriter({ dir: config.requestTraceDir, logger });
   const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
@@ -104,6 +115,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     workerFetch,
     bodyCodec: config.workerMsgpack ? msgpackCodec() : JSON_CODEC,
     telemetry,
+    requestTrace,
     version,
     settings: config,
     active,
@@ -170,7 +182,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     startDraining() {
       draining = true;
     },
-    async startRequest(route, stream, client) {
+    async startRequest(route, stream, client, traceInput) {
       if (draining) throw drainingError();
       const release = await admission.acquire(client.signal);
       if (draining) {
@@ -179,7 +191,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       }
       try {
         metrics.requestAccepted(route, stream);
-        const ctx = contextFor(route, stream, client, release);
+        const ctx = contextFor(route, stream, client, release, traceInput);
         active.add(ctx);
         return ctx;
       } catch (error) {
@@ -199,8 +211,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
     return hooks;
   }
 
-  function contextFor(route: string, stream: boolean, client: Request, release: () => void): RequestContext {
+  function contextFor(route: string, stream: boolean, client: Request, release: () => void, traceInput: (() => TraceInput) | undefined): RequestContext {
     const trace = telemetry.traceFor(client.headers);
+    const traced = traceInput === undefined || requestTrace === undefined ? undefined : requestTrace.accepted({ route, headers: client.headers, ...traceInput() });
     const ctx: RequestContext = new RequestContext({
       disaggRequestId: ids.next(),
       route,
@@ -210,9 +223,11 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       hooks: hooksOf(route),
       perf: telemetry.perfFor(client.headers),
       spans: telemetry.spansFor(trace, route),
+      traced,
       onEnd: (summary) => {
         active.delete(ctx);
         release();
+        if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));
         telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
         ctx.spans.end(summary);
         ends.finished(summary);

@@ -59,6 +59,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
     // Spans still queued and perf records still being written go out before exit.
     await app.telemetry.flush();
+    await app.requestTrace?.close();
   };
   return {
     url: current().url,

@@ -118,6 +118,7 @@ export class ClientRelay {
   #send(bytes: Uint8Array | undefined): void {
     if (this.#closed || bytes === undefined || bytes.byteLength === 0) return;
     this.#controller?.enqueue(bytes);
+    this.#ctx.traced?.capture.streamed(bytes);
     this.#ctx.markFirstByte();
     this.#ctx.sent(bytes.byteLength);
     this.#lastSentAt = this.#clock.now();

@@ -25,6 +25,7 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
 /** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
 function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: ProxyError): Answer {
   request.ctx.sent(bytes.byteLength);
+  request.ctx.traced?.capture.streamed(bytes);
   request.beforeClose?.();
   const response = new Response(bytes, { status: 200, headers: request.headers() });
   return { response, ended: Promise.resolve({ status: 200, error }) };

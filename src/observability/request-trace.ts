@@ -1,0 +1,276 @@
+/**
+ * TRTLLM_REQUEST_TRACE_DIR: upstream's replayable per-request trace
+ * (tensorrt_llm/serve/request_trace.py, read_file id 70217114160). Two JSONL files per UTC hour
+ * and process:
+ *
+ *     $TRTLLM_REQUEST_TRACE_DIR/2026-09-03T14/requests-<pid>.jsonl    one line per accepted request
+ *     $TRTLLM_REQUEST_TRACE_DIR/2026-09-03T14/responses-<pid>.jsonl   one line when it ends
+ *
+ * Never in a request's way: `accepted` and `finished` only queue (a bounded queue, 1024 lines as
+ * upstream's; a full queue drops the line and counts it), and a drain that starts on a later
+ * turn of the event loop builds the lines and appends them in batches of 32, one append per
+ * file. Unset, nothing is built at all.
+ */
+
+import { randomUUID } from "node:crypto";
+import { appendFile, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { ErrorCode, Outcome } from "../errors.ts";
+import { withDeadline } from "../timers.ts";
+import type { Logger } from "./logger.ts";
+import { concatBytes } from "../sse/bytes.ts";
+import { steadySeconds } from "./steady-clock.ts";
+import { TraceCapture } from "./trace-capture.ts";
+import { hourBucket, isoUtc, requestLine, responseLine, sessionKey } from "./trace-records.ts";
+
+export const REQUEST_TRACE_DIR_ENV = "TRTLLM_REQUEST_TRACE_DIR";
+
+const QUEUE_LIMIT = 1024;
+const BATCH_SIZE = 32;
+/** A streamed reply kept for its line beyond this is cut (and marked so). */
+const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+const CLOSE_TIMEOUT_MS = 5000;
+
+export interface TraceClock {
+  /** Wall clock, ms since the epoch: the lines' timestamps and hour buckets. */
+  wallMs(): number;
+  /** The steady clock in seconds (the arrival stamp perf metrics use too). */
+  steadySeconds(): number;
+}
+
+const SYSTEM_CLOCK: TraceClock = { wallMs: () => Date.now(), steadySeconds };
+
+export interface RequestTraceOptions {
+  readonly dir: string;
+  readonly logger: Logger;
+  readonly pid?: number;
+  readonly clock?: TraceClock;
+  readonly queueLimit?: number;
+  readonly maxResponseBytes?: number;
+  /** For tests: where a batch's lines go (default: appended to the file, its directory made). */
+  readonly append?: (path: string, data: string) => Promise<void>;
+}
+
+/** One accepted request's trace: the id its two lines join on, and what its client received. */
+export class TraceHandle {
+  readonly traceId: string;
+  readonly capture: TraceCapture;
+  /** The conversation id routing keys on (the lines' session). */
+  readonly session: string | undefined;
+  /** Its terminal line was submitted (only one ever is). */
+  ended = false;
+
+  constructor(session: string | undefined, maxResponseBytes: number) {
+    this.traceId = `tr_${randomUUID().replaceAll("-", "")}`;
+    this.session = session;
+    this.capture = new TraceCapture(maxResponseBytes);
+  }
+}
+
+/** What an accepted request's line records of it. */
+export interface TracedRequestInput {
+  readonly route: string;
+  readonly headers: Headers;
+  /** The client's body as it arrived. */
+  readonly body: Uint8Array;
+  /** The conversation id routing keys on (the line's session). */
+  readonly conversationId: string | undefined;
+}
+
+/** How the request ended, as its one end reports it. */
+export interface TraceEnd {
+  readonly httpStatus: number;
+  readonly errorCode: ErrorCode | undefined;
+  readonly outcome: Outcome;
+  readonly message: string | undefined;
+  readonly disaggRequestId: bigint;
+}
+
+export interface TraceCounts {
+  readonly submitted: number;
+  readonly persisted: number;
+  readonly dropped: { readonly queue_full: number; readonly write_error: number; readonly shutdown: number };
+  readonly pending: number;
+}
+
+type DropReason = keyof TraceCounts["dropped"];
+
+type Queued =
+  | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number }
+  | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd };
+
+export class RequestTraceWriter {
+  readonly #options: RequestTraceOptions;
+  readonly #clock: TraceClock;
+  readonly #pid: number;
+  readonly #append: (path: string, data: string) => Promise<void>;
+  readonly #queue: Queued[] = [];
+  readonly #dropped: Record<DropReason, number> = { queue_full: 0, write_error: 0, shutdown: 0 };
+  #submitted = 0;
+  #persisted = 0;
+  #draining: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: RequestTraceOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? SYSTEM_CLOCK;
+    this.#pid = options.pid ?? process.pid;
+    this.#append = options.append ?? appendMakingDirs();
+  }
+
+  /** Records an accepted request and returns the handle its end redeems. */
+  accepted(input: TracedRequestInput): TraceHandle {
+    const handle = new TraceHandle(input.conversationId, this.#options.maxResponseBytes ?? MAX_RESPONSE_BYTES);
+    this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds() });
+    return handle;
+  }
+
+  /** The request's one terminal line; a second call for the same handle writes nothing. */
+  finished(handle: TraceHandle, end: TraceEnd): void {
+    if (handle.ended) return;
+    handle.ended = true;
+    this.#submit({ kind: "responses", at: this.#clock.wallMs(), handle, end });
+  }
+
+  counts(): TraceCounts {
+    const dropped = this.#dropped.queue_full + this.#dropped.write_error + this.#dropped.shutdown;
+    return { submitted: this.#submitted, persisted: this.#persisted, dropped: { ...this.#dropped }, pending: this.#submitted - this.#persisted - dropped };
+  }
+
+  /** Resolves once every queued line was written or dropped. */
+  async flush(): Promise<void> {
+    while (this.#draining !== undefined) await this.#draining;
+  }
+
+  /** Writes what is queued (up to 5 s), then drops anything submitted later, counted as `shutdown`. */
+  async close(): Promise<void> {
+    await withDeadline(this.flush(), CLOSE_TIMEOUT_MS);
+    this.#closed = true;
+    this.#dropped.shutdown += this.#queue.splice(0).length;
+  }
+
+  #submit(item: Queued): void {
+    this.#submitted++;
+    if (this.#closed) {
+      this.#dropped.shutdown++;
+      return;
+    }
+    if (this.#queue.length >= (this.#options.queueLimit ?? QUEUE_LIMIT)) {
+      this.#drop("queue_full", 1, "request trace queue full: lines dropped");
+      return;
+    }
+    this.#queue.push(item);
+    // Started on a later turn, so the lines are built after the request's own work, and the
+    // lines of requests ending together go out in one append.
+    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#drain())
+      .finally(() => {
+        this.#draining = undefined;
+      });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, BATCH_SIZE);
+      // oxlint-disable-next-line no-await-in-loop -- batches go out in order, one at a time
+      const groups = await this.#lines(batch);
+      for (const [path, lines] of groups) {
+        try {
+          // oxlint-disable-next-line no-await-in-loop -- one append per file, in order
+          await this.#append(path, lines.join(""));
+          this.#persisted += lines.length;
+        } catch (error) {
+          this.#drop("write_error", lines.length, "request trace lines not written", error);
+        }
+      }
+    }
+  }
+
+  /** The batch's lines by file, each in its own hour's directory. */
+  async #lines(batch: readonly Queued[]): Promise<Map<string, string[]>> {
+    const groups = new Map<string, string[]>();
+    for (const item of batch) {
+      const at = isoUtc(item.at);
+      // oxlint-disable-next-line no-await-in-loop -- an answer's bytes are already read or being read
+      const line = item.kind === "requests" ? this.#requestLine(item, at) : await responseLineOf(item.handle, item.end, at);
+      const path = join(this.#options.dir, hourBucket(at), `${item.kind}-${this.#pid}.jsonl`);
+      const lines = groups.get(path);
+      if (lines === undefined) groups.set(path, [line]);
+      else lines.push(line);
+    }
+    return groups;
+  }
+
+  #requestLine(item: Extract<Queued, { kind: "requests" }>, at: string): string {
+    const { handle, input } = item;
+    return requestLine({ traceId: handle.traceId, session: sessionKey(handle.session), recordedAt: at, arrivalSeconds: item.arrival, route: input.route, headers: input.headers, body: input.body });
+  }
+
+  #drop(reason: DropReason, count: number, message: string, error?: unknown): void {
+    const before = this.#dropped[reason];
+    this.#dropped[reason] += count;
+    // Warned at the first drop and every 1000th, as upstream does.
+    if (before === 0 || Math.floor(before / 1000) !== Math.floor(this.#dropped[reason] / 1000)) {
+      this.#options.logger.warn(message, { reason, dropped_records: this.#dropped[reason], error });
+    }
+  }
+}
+
+const decoder = new TextDecoder();
+
+async function responseLineOf(handle: TraceHandle, end: TraceEnd, at: string): Promise<string> {
+  const { capture } = handle;
+  const status = traceStatusOf(end);
+  const answer = capture.answer === undefined ? undefined : await capture.answer.catch(() => undefined);
+  const text = capture.kind === "sse_text" ? decoder.decode(concatBytes(capture.pieces) ?? new Uint8Array()) : answer === undefined ? undefined : decoder.decode(answer);
+  const unconverted = status === "conversion_error" ? capture.upstream : undefined;
+  return responseLine({
+    traceId: handle.traceId,
+    session: sessionKey(handle.session),
+    finishedAt: at,
+    status,
+    disaggRequestId: end.disaggRequestId,
+    httpStatus: status.startsWith("rejected_") || (status === "error" && end.httpStatus !== 200) ? end.httpStatus : undefined,
+    termination: terminationOf(end, status),
+    kind: capture.kind,
+    text,
+    truncated: capture.truncated,
+    upstream: unconverted === undefined ? undefined : decoder.decode(unconverted),
+  });
+}
+
+/**
+ * Upstream's terminal vocabulary: `completed` (whatever the reply says of the generation: a
+ * Responses stream that states a context overflow in full is completed), `rejected_<status>`
+ * for an error answer below 500 and `error` from 500 (or a stream broken off), `cancelled` for
+ * a request the shutdown aborted, `client_disconnected`, `conversion_error` for a worker answer
+ * that could not be converted for an Anthropic client.
+ */
+export function traceStatusOf(end: Pick<TraceEnd, "httpStatus" | "errorCode">): string {
+  const { httpStatus, errorCode } = end;
+  if (errorCode === undefined) return "completed";
+  if (errorCode === "CLIENT_GONE") return "client_disconnected";
+  if (errorCode === "DRAINING") return "cancelled";
+  if (errorCode === "CONVERSION_ERROR") return "conversion_error";
+  if (httpStatus === 200) return errorCode === "CONTEXT_OVERFLOW" ? "completed" : "error";
+  return httpStatus < 500 ? `rejected_${httpStatus}` : "error";
+}
+
+/** Why a request failed where its answer does not say: a stream broken off, or a fault of the proxy's own. */
+function terminationOf(end: TraceEnd, status: string): { cause: string; detail: string } | undefined {
+  if (status !== "error" && status !== "cancelled") return undefined;
+  const cause = end.outcome === "internal_error" ? "internal_error" : status === "cancelled" ? "shutdown" : "upstream_error";
+  return { cause, detail: end.message ?? "" };
+}
+
+function appendMakingDirs(): (path: string, data: string) => Promise<void> {
+  const made = new Set<string>();
+  return async (path, data) => {
+    const dir = join(path, "..");
+    if (!made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      made.add(dir);
+    }
+    await appendFile(path, data, "utf8");
+  };
+}

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
+
+/**
+ * TRTLLM_REQUEST_TRACE_DIR (#25 item 6): every accepted request gets one `accepted` line and
+ * exactly one terminal line in upstream's vocabulary, credentials redacted, over real HTTP.
+ */
+
+type Line = Record<string, unknown>;
+
+/** Every line of one kind the proxy wrote so far, across hour directories. */
+function traceLines(dir: string, kind: "requests" | "responses"): Line[] {
+  const out: Line[] = [];
+  for (const hour of readdirSync(dir).toSorted()) {
+    for (const file of readdirSync(join(dir, hour)).filter((name) => name.startsWith(`${kind}-`))) {
+      for (const line of readFileSync(join(dir, hour, file), "utf8").split("\n")) if (line !== "") out.push(JSON.parse(line) as Line);
+    }
+  }
+  return out;
+}
+
+/** The terminal line of the request whose accepted line `match` picks (waits for it). */
+async function terminalOf(cluster: TestCluster, dir: string, match: (request: Line) => boolean): Promise<{ request: Line; terminals: Line[] }> {
+  let request: Line | undefined;
+  let terminals: Line[] = [];
+  await eventually(async () => {
+    await cluster.proxy.app.requestTrace?.flush();
+    request = traceLines(dir, "requests").find(match);
+    terminals = request === undefined ? [] : traceLines(dir, "responses").filter((line) => line["trace_id"] === request!["trace_id"]);
+    return terminals.length > 0;
+  }, 3000, "the request's terminal line");
+  return { request: request!, terminals };
+}
+
+const byId = (a: string, b: string): number => a.localeCompare(b);
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: "emulated-model", messages: [{ role: "user", content }], ...extra });
+const contentIs = (content: string) => (request: Line) => JSON.stringify(request["body"]).includes(content);
+
+describe("request trace over the emulated cluster", () => {
+  const dir = mkdtempSync(join(tmpdir(), "request-trace-"));
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster({ contexts: [{ maxSeqLen: 40 }], generations: [{ tokenMs: 20 }], config: { requestTraceDir: dir, maxRetries: 0 } });
+  });
+  afterAll(async () => {
+    await cluster[Symbol.asyncDispose]();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a JSON answer: accepted, then completed with the body the client got; credentials redacted, their names kept", async () => {
+    const response = await cluster.post("/v1/chat/completions", chat("first [[emu tokens=2]]", { max_tokens: 2 }), {
+      headers: { "content-type": "application/json", authorization: "Bearer sk-secret", "x-api-key": "k-secret", cookie: "s=secret", "x-session-id": "conv/1" },
+    });
+    const answer = await response.json();
+    const { request, terminals } = await terminalOf(cluster, dir, contentIs("first"));
+    expect(request).toMatchObject({ event: "request", route: "/v1/chat/completions", status: "accepted", session: "conv_1" });
+    const headers = new Map(request["headers"] as [string, string][]);
+    expect(headers.get("authorization")).toBe("[redacted]");
+    expect(headers.get("x-api-key")).toBe("[redacted]");
+    expect(headers.get("cookie")).toBe("[redacted]");
+    expect(headers.get("x-session-id")).toBe("conv/1");
+    expect(JSON.stringify(request)).not.toContain("secret");
+    expect(request["body"]).toEqual(chat("first [[emu tokens=2]]", { max_tokens: 2 }));
+    expect(terminals).toHaveLength(1);
+    expect(terminals[0]).toMatchObject({ event: "response", status: "completed", response: { kind: "json", body: answer } });
+    expect(typeof terminals[0]!["disagg_request_id"]).toBe("number");
+  });
+
+  test("a stream: completed, its text as the client read it", async () => {
+    const response = await cluster.post("/v1/chat/completions", chat("second [[emu tokens=3]]", { stream: true }));
+    const text = await response.text();
+    const { terminals } = await terminalOf(cluster, dir, contentIs("second"));
+    expect(terminals).toEqual([expect.objectContaining({ status: "completed", response: { kind: "sse_text", body: text } })]);
+  });
+
+  test("a worker's refusal: rejected_400 with the worker's envelope and the HTTP status", async () => {
+    const response = await cluster.post("/v1/chat/completions", chat(`third ${"word ".repeat(50)}`));
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    const { terminals } = await terminalOf(cluster, dir, contentIs("third"));
+    expect(terminals).toEqual([expect.objectContaining({ status: "rejected_400", http_status: 400, response: { kind: "json", body } })]);
+  });
+
+  test("a streamed Responses overflow: completed, with the reply's own status failed and its error code", async () => {
+    const response = await cluster.post("/v1/responses", { model: "emulated-model", input: `fourth ${"word ".repeat(50)}`, stream: true });
+    expect(response.status).toBe(200);
+    await response.text();
+    const { terminals } = await terminalOf(cluster, dir, contentIs("fourth"));
+    expect(terminals).toEqual([expect.objectContaining({ status: "completed", response_status: "failed", error_code: "context_length_exceeded" })]);
+  });
+
+  test("a client that leaves mid-stream: client_disconnected", async () => {
+    const controller = new AbortController();
+    const response = await cluster.post("/v1/chat/completions", chat("fifth [[emu tokens=200]]", { stream: true }), { signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.read().catch(() => {});
+    const { terminals } = await terminalOf(cluster, dir, contentIs("fifth"));
+    expect(terminals.map((line) => line["status"])).toEqual(["client_disconnected"]);
+  });
+
+  test("every accepted request has exactly one terminal line", async () => {
+    await Promise.all([
+      cluster.post("/v1/chat/completions", chat("ninth")).then((response) => response.text()),
+      cluster.post("/v1/chat/completions", chat("tenth", { stream: true })).then((response) => response.text()),
+      cluster.post("/v1/responses", { model: "emulated-model", input: "eleventh", stream: true }).then((response) => response.text()),
+    ]);
+    await terminalOf(cluster, dir, contentIs("eleventh"));
+    await terminalOf(cluster, dir, contentIs("tenth"));
+    await terminalOf(cluster, dir, contentIs("ninth"));
+    const accepted = traceLines(dir, "requests").map((line) => String(line["trace_id"]));
+    const terminals = traceLines(dir, "responses").map((line) => String(line["trace_id"]));
+    expect(terminals.toSorted(byId)).toEqual(accepted.toSorted(byId));
+    expect(accepted.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(accepted).size).toBe(accepted.length);
+  });
+});
+
+describe("request trace: failures the proxy itself answers", () => {
+  const dir = mkdtempSync(join(tmpdir(), "request-trace-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a worker's 503: error, with the HTTP status kept apart from a 500", async () => {
+    await using cluster = await startCluster({ contexts: [{ faults: { rejectStatus: 503 } }], config: { requestTraceDir: dir, maxRetries: 0 } });
+    const response = await cluster.post("/v1/chat/completions", chat("sixth"));
+    expect(response.status).toBe(503);
+    const { terminals } = await terminalOf(cluster, dir, contentIs("sixth"));
+    expect(terminals).toEqual([expect.objectContaining({ status: "error", http_status: 503 })]);
+  });
+
+  test("a request the shutdown aborts: cancelled", async () => {
+    await using cluster = await startCluster({ generations: [{ tokenMs: 50 }], config: { requestTraceDir: dir } });
+    const response = await cluster.post("/v1/chat/completions", chat("seventh [[emu tokens=400]]", { stream: true }));
+    const reader = response.body!.getReader();
+    await reader.read();
+    await cluster.proxy.drain(10);
+    const { terminals } = await terminalOf(cluster, dir, contentIs("seventh"));
+    expect(terminals).toEqual([expect.objectContaining({ status: "cancelled", termination: { cause: "shutdown", detail: expect.any(String) } })]);
+    await reader.cancel().catch(() => {});
+  });
+
+  test("a worker answer /v1/messages cannot convert: conversion_error, the worker's answer recorded", async () => {
+    const answer = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      model: "m",
+      choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "not json" } }] }, finish_reason: "tool_calls" }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    };
+    using generation = fakeWorker(() => Response.json(answer));
+    await using cluster = await startCluster({ contexts: [], generations: [], config: { generationServers: [`http://127.0.0.1:${generation.port}`], benchmarkGenerationOnly: true, requestTraceDir: dir } });
+    const response = await cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "eighth" }] });
+    expect(response.status).toBe(500);
+    const { terminals } = await terminalOf(cluster, dir, contentIs("eighth"));
+    expect(terminals).toHaveLength(1);
+    expect(terminals[0]!["status"]).toBe("conversion_error");
+    const body = (terminals[0]!["response"] as { body: { upstream_body: string } }).body;
+    expect(JSON.parse(body.upstream_body)).toEqual(answer);
+  });
+});
