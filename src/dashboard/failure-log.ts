@@ -22,6 +22,8 @@ const OWN_WORDS: Partial<Record<ErrorCode, string>> = {
   NOT_READY: "the workers were not ready",
   NO_WORKER: "no worker was available",
   WORKER_HTTP_ERROR: "the worker answered with an error",
+  CONTEXT_OVERFLOW: "the prompt was longer than the worker's context",
+  CONVERSION_ERROR: "the worker's answer could not be converted for the client",
   WORKER_UNREACHABLE: "the worker could not be reached",
   WORKER_TIMEOUT: "the worker did not answer in time",
   WORKER_BAD_ANSWER: "the worker's answer was refused",
