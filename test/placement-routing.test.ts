@@ -8,27 +8,38 @@ const history = (turns: number): object[] =>
 const chat = (messages: object[], extra: object = {}): object => ({ model: "m", messages, max_tokens: 3, ...extra });
 
 /**
- * Codex's Responses request, as codex-rs/core/src/client.rs builds it (openai/codex, read_file
- * id 20246148296): the whole history in `input`, `store: false`, `stream: true`, and
- * `prompt_cache_key` set to its conversation (thread) id; its `session_id` / `conversation_id`
- * headers are not among trtllm-serve's session headers.
+ * One turn of a Codex thread over /v1/responses, shaped as codex-cli 0.169.0 (`codex exec`) sent
+ * it to this proxy (captured on loopback, 2026-12-04; keys and headers as sent, texts shortened):
+ * every thread opens with the same long developer prompt, then the whole history; the thread id
+ * is `prompt_cache_key`, `client_metadata.thread_id` and the `session-id` / `thread-id` headers
+ * (neither among trtllm-serve's session headers). openai/codex codex-rs/core/src/client.rs
+ * (read_file id 20246148296) sets `prompt_cache_key` the same way.
  */
-const codexTurn = (thread: string, turns: number): object => ({
-  model: "emulated-model",
-  instructions: "You are Codex, a coding agent.",
-  input: Array.from({ length: turns }, (_, i) => ({
+const CODEX_DEVELOPER_PROMPT = "You are Codex, a coding agent based on GPT-5. ".repeat(400);
+
+function codexTurn(thread: string, turn: number): { body: object; headers: Record<string, string> } {
+  const turns = Array.from({ length: turn * 2 - 1 }, (_, i) => ({
     type: "message",
     role: i % 2 === 0 ? "user" : "assistant",
-    content: [{ type: i % 2 === 0 ? "input_text" : "output_text", text: `turn ${i} ${"refactor the parser module ".repeat(40)}` }],
-  })),
-  tools: [],
-  tool_choice: "auto",
-  parallel_tool_calls: false,
-  store: false,
-  stream: true,
-  include: [],
-  prompt_cache_key: thread,
-});
+    content: [{ type: i % 2 === 0 ? "input_text" : "output_text", text: `${thread} turn ${i}: refactor the parser module` }],
+  }));
+  return {
+    body: {
+      model: "emulated-model",
+      input: [{ type: "message", role: "developer", content: [{ type: "input_text", text: CODEX_DEVELOPER_PROMPT }] }, ...turns],
+      tools: [{ type: "function", name: "shell", description: "Runs a shell command", strict: false, parameters: { type: "object", properties: {} } }],
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      reasoning: { summary: "auto" },
+      store: false,
+      stream: true,
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: thread,
+      client_metadata: { thread_id: thread, session_id: thread, turn_id: `${thread}-turn-${turn}` },
+    },
+    headers: { "content-type": "application/json", originator: "codex_exec", "session-id": thread, "thread-id": thread },
+  };
+}
 
 /** Indexes of the workers that served a leg of the given phase for a conversation (one per request). */
 const workerOf = (workers: readonly { requests: readonly { phase?: string; body: unknown }[] }[], phase: string, session: string): number[] =>
@@ -47,23 +58,29 @@ describe("conversation-aware placement through the proxy", () => {
     expect(served.toSorted((a, b) => a - b)).toEqual([0, 0, 4]);
   });
 
-  test("a multi-turn Codex session over /v1/responses stays on one context worker by its prompt_cache_key", async () => {
-    await using cluster = await startCluster({ contexts: [{}, {}, {}], config: { contextRouter: "conversation" } });
-    const codexHeaders = { "content-type": "application/json", session_id: "thread-42", conversation_id: "thread-42" };
-    for (let turn = 1; turn <= 4; turn++) {
-      // Another session between turns: without the key the least-loaded rotation would move the thread.
-      expect((await cluster.post("/v1/responses", codexTurn(`other-${turn}`, 1))).status).toBe(200);
-      const response = await cluster.post("/v1/responses", codexTurn("thread-42", turn * 2 - 1), { headers: codexHeaders });
-      expect(response.status).toBe(200);
-      expect(await response.text()).toContain("response.completed");
+  test("multi-turn Codex threads over /v1/responses each stay on one context worker, apart although they share a long developer prompt", async () => {
+    await using cluster = await startCluster({ contexts: [{}, {}], config: { contextRouter: "conversation" } });
+    // Interleaved as two `codex exec` sessions and their `resume`s: without the thread id the
+    // shared prompt makes every thread look like a continuation of the first (one worker for all).
+    for (let turn = 1; turn <= 3; turn++) {
+      for (const thread of ["thread-a", "thread-b"]) {
+        const { body, headers } = codexTurn(thread, turn);
+        const response = await cluster.post("/v1/responses", body, { headers });
+        expect(response.status).toBe(200);
+        expect(await response.text()).toContain("response.completed");
+      }
     }
-    const byWorker = cluster.contexts.map((w) =>
-      w.requests.filter((r) => r.phase === "context" && isJsonObject(r.body) && r.body["prompt_cache_key"] === "thread-42"),
-    );
-    expect(byWorker.map((requests) => requests.length).toSorted((a, b) => a - b)).toEqual([0, 0, 4]);
-    const turns = byWorker.flat();
-    // The conversation is named in the body both legs get, as trtllm-serve's edge names it.
-    expect(turns.every((r) => isJsonObject(r.body) && JSON.stringify(r.body["conversation_params"]) === `{"conversation_id":"thread-42"}`)).toBe(true);
+    const served = (thread: string): number[] =>
+      cluster.contexts.flatMap((w, index) => w.requests.filter((r) => r.phase === "context" && isJsonObject(r.body) && r.body["prompt_cache_key"] === thread).map(() => index));
+    const threadA = served("thread-a");
+    const threadB = served("thread-b");
+    expect(threadA).toHaveLength(3);
+    expect(threadB).toHaveLength(3);
+    expect(new Set(threadA).size).toBe(1);
+    expect(new Set(threadB).size).toBe(1);
+    expect(threadA[0]).not.toBe(threadB[0]);
+    // Both legs are told the conversation, as trtllm-serve's edge tells them.
+    expect(workerOf(cluster.contexts, "context", "thread-a")).toEqual(threadA);
   });
 
   describe("sub-agents (conversation_affinity_header_for_subagents)", () => {
