@@ -271,3 +271,52 @@ describe("the HTTP cluster storage refuses what a web page can send (issue #24)"
     expect(((await model.json()) as { code?: string }).code).not.toBe("MISDIRECTED");
   });
 });
+
+describe("registrations are bounded (issue #24)", () => {
+  test("a registration naming a link-local or metadata address, or the proxy itself, never joins; a real worker does", async () => {
+    await using cluster = await httpCluster("addresses");
+    const port = Number(new URL(cluster.url).port);
+    const set = (id: string, host: string, workerPort: number, role: number): Promise<Response> =>
+      fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: `/trtllm-disagg/addresses/workers/${id}`, value: JSON.stringify({ worker_id: id, host, port: workerPort, role }), ttl: 30 }) });
+    for (const [id, host, workerPort] of [["metadata", "169.254.169.254", 80], ["metadata-name", "metadata.google.internal", 80], ["link-local-v6", "fe80::1", 8001], ["itself", "127.0.0.1", port], ["itself-by-name", "localhost", port]] as const) {
+      expect((await set(id, host, workerPort, 0)).status).toBe(200);
+    }
+    await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "addresses") });
+    await using generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "addresses") });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    expect(cluster.proxy.app.placement.pool.all("context").map((w) => w.origin)).toEqual([context.url]);
+    const refused = cluster.logs.filter((record) => record["msg"] === "discovered worker refused").map((record) => [record["worker"], record["reason"]]);
+    expect(refused).toEqual([
+      ["http://169.254.169.254:80", "a link-local or metadata address (--allow-link-local-workers allows it)"],
+      ["http://metadata.google.internal:80", "a cloud metadata name (--allow-link-local-workers allows it)"],
+      ["http://[fe80::1]:8001", "a link-local or metadata address (--allow-link-local-workers allows it)"],
+      [`http://127.0.0.1:${port}`, "the proxy's own address (requests would loop)"],
+      [`http://localhost:${port}`, "the proxy's own address (requests would loop)"],
+    ]);
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    expect(generation.url.length).toBeGreaterThan(0);
+  }, 20_000);
+
+  test("the store is bounded in bytes: full, it refuses with 507 saying so and logs it, and get_prefix answers at most its bytes", async () => {
+    await using cluster = await httpCluster("full");
+    const value = "v".repeat(64 * 1024 - 64);
+    let status = 200;
+    let sets = 0;
+    let refusal: unknown;
+    while (status === 200 && sets < 1000) {
+      const response = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: `/fill/${sets++}`, value }) });
+      status = response.status;
+      refusal = await response.json();
+    }
+    expect(status).toBe(507);
+    // 8 MiB of 64 KiB values: ~128 keys, not the 10,000 (655 MB) a key count alone allowed.
+    expect(sets).toBeLessThan(140);
+    expect(refusal).toEqual({ detail: expect.stringMatching(/^the cluster storage is full after dropping its expired keys: \d+ keys, \d+ bytes \(at most 10000 keys, 8388608 bytes\)$/) });
+    expect(cluster.logs.some((record) => record["msg"] === "cluster storage full: registration refused")).toBe(true);
+    const listed = await (await fetch(`${cluster.url}/get_prefix?key_prefix=/`)).arrayBuffer();
+    expect(listed.byteLength).toBeLessThan(8 * 1024 * 1024 + 64);
+    // A deleted key frees its room.
+    expect((await fetch(`${cluster.url}/delete?key=/fill/0`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/fill/again", value }) })).status).toBe(200);
+  }, 30_000);
+});

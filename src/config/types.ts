@@ -136,6 +136,8 @@ export interface ProxyConfig {
   readonly clusterAllowFrom: readonly string[];
   /** --allowed-host: names besides IP literals, localhost and `host` accepted in Host on /dashboard, /cluster_info and the cluster storage. */
   readonly allowedHosts: readonly string[];
+  /** --allow-link-local-workers: discovered workers may be at link-local or metadata addresses. */
+  readonly allowLinkLocalWorkers: boolean;
   /** --cluster-key-file (else internal_request_auth_key): Bearer key the HTTP cluster storage requires. */
   readonly clusterKey: string | undefined;
   /** --worker-msgpack: bodies to workers in msgpack (X-TRTLLM-Msgpack: 1), as trtllm-serve's newest proxy sends them. */
@@ -219,6 +221,7 @@ export const DEFAULTS = {
   reportAddrFile: undefined,
   clusterAllowFrom: Object.freeze([]),
   allowedHosts: Object.freeze([]),
+  allowLinkLocalWorkers: false,
   clusterKey: undefined,
   workerProtocol: "auto",
   responsesFallback: "error",

@@ -65,3 +65,40 @@ describe("ClusterStore, as upstream's HttpClusterStorageServer", () => {
     expect(store.getPrefix("worker/", true)).toEqual({ "worker/live": "", "worker/ttl-live": "" });
   });
 });
+
+const big = (key: string, ttl = -1) => ({ key, value: "v".repeat(900), ttl, expireTime: -1, overwriteIfExists: true });
+
+describe("ClusterStore bounds", () => {
+  test("is bounded in bytes: a full store drops its expired keys first, then refuses saying how full it is", () => {
+    const time = clock();
+    const store = new ClusterStore({ now: time.now, maxBytes: 3000 });
+    store.set(big("/a", 1));
+    store.set(big("/b"));
+    store.set(big("/c"));
+    expect(store.size).toEqual({ keys: 3, bytes: 3 * (900 + 2 + 4 + 2) });
+    time.advance(2000);
+    // /a expired: its bytes go to /d.
+    expect(store.set(big("/d"))).toBe(true);
+    expect(() => store.set(big("/e"))).toThrow("the cluster storage is full after dropping its expired keys: 3 keys, 2724 bytes (at most 10000 keys, 3000 bytes)");
+    // Overwriting a key costs only the difference; deleting frees its bytes.
+    expect(store.set(big("/d"))).toBe(true);
+    store.delete("/b");
+    expect(store.set(big("/e"))).toBe(true);
+    expect(store.size.bytes).toBeLessThanOrEqual(3000);
+    // A get_prefix answer is at most the store's bytes.
+    expect(JSON.stringify(store.getPrefix("/", false)).length).toBeLessThanOrEqual(3000);
+  });
+
+  test("a TTL (set, expire_time or a refresh) is capped at an hour", () => {
+    const time = clock();
+    const store = new ClusterStore({ now: time.now });
+    store.set({ key: "/ttl", value: "", ttl: 10 * 365 * 86_400, expireTime: -1, overwriteIfExists: false });
+    store.set({ key: "/at", value: "", ttl: -1, expireTime: 1e12, overwriteIfExists: false });
+    store.set({ key: "/refreshed", value: "", ttl: 10, expireTime: -1, overwriteIfExists: false });
+    expect(store.expire("/refreshed", 1e9)).toBe(true);
+    time.advance(3600 * 1000 - 1);
+    expect(Object.keys(store.getPrefix("/", true)).toSorted()).toEqual(["/at", "/refreshed", "/ttl"]);
+    time.advance(2);
+    expect(store.getPrefix("/", true)).toEqual({});
+  });
+});

@@ -5,8 +5,10 @@
  * SET and DELETE events for watchers of a key prefix. Workers register in it; the proxy's
  * discovery watches the workers prefix.
  *
- * Beyond upstream, it is bounded (keys, key and value sizes) and remembers the address each
- * item was set from, so a worker registering host 0.0.0.0 can be reached.
+ * Beyond upstream, it is bounded — keys, key and value sizes, the bytes of all items (so a
+ * get_prefix answer, at most every item, is bounded too), and expiries (a TTL is capped) —
+ * and remembers the address each item was set from, so a worker registering host 0.0.0.0 can
+ * be reached. Upstream's semantics otherwise: a key set without a TTL never expires.
  */
 
 export interface StorageItem {
@@ -38,9 +40,26 @@ export interface ClusterStoreOptions {
   /** How often expired items are swept (upstream: 1 s). */
   readonly sweepIntervalMs?: number;
   readonly maxKeys?: number;
+  /** Bytes of all items as a get_prefix answer spells them (JSON strings). */
+  readonly maxBytes?: number;
 }
 
-export const STORE_LIMITS = { maxKeyBytes: 1024, maxValueBytes: 64 * 1024, maxKeys: 10_000 } as const;
+/**
+ * A worker's registration is ~150 bytes and lives for its inactive_timeout_sec (upstream's
+ * default 10 s) between heartbeats: 10,000 keys and 8 MiB hold far more workers than a
+ * cluster has, and a full store then holds 8 MiB, not the 655 MB keys × values allowed.
+ */
+export const STORE_LIMITS = { maxKeyBytes: 1024, maxValueBytes: 64 * 1024, maxKeys: 10_000, maxBytes: 8 * 1024 * 1024, maxTtlSeconds: 3600 } as const;
+
+/** What an item costs in a get_prefix answer: its key and value as JSON strings. */
+function itemBytes(key: string, value: string): number {
+  return Buffer.byteLength(JSON.stringify(key)) + Buffer.byteLength(JSON.stringify(value)) + 2;
+}
+
+/** Seconds from now, capped: an expiry further out than the cap is the cap's. */
+function cappedMs(seconds: number): number {
+  return Math.min(seconds, STORE_LIMITS.maxTtlSeconds) * 1000;
+}
 
 export class StoreFullError extends Error {}
 
@@ -50,12 +69,20 @@ export class ClusterStore {
   readonly #now: () => number;
   readonly #sweepIntervalMs: number;
   readonly #maxKeys: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: ClusterStoreOptions = {}) {
     this.#now = options.now ?? (() => performance.now());
     this.#sweepIntervalMs = options.sweepIntervalMs ?? 1000;
     this.#maxKeys = options.maxKeys ?? STORE_LIMITS.maxKeys;
+    this.#maxBytes = options.maxBytes ?? STORE_LIMITS.maxBytes;
+  }
+
+  /** Keys held and their bytes, for the message of a full store. */
+  get size(): { readonly keys: number; readonly bytes: number } {
+    return { keys: this.#items.size, bytes: this.#bytes };
   }
 
   /** Starts the expiry sweep; idempotent. */
@@ -72,12 +99,21 @@ export class ClusterStore {
   set(request: SetRequest): boolean {
     const existing = this.#live(request.key);
     if (existing !== undefined && !request.overwriteIfExists) return false;
-    if (existing === undefined && this.#items.size >= this.#maxKeys) {
+    const bytes = itemBytes(request.key, request.value);
+    const fits = (): boolean => (existing !== undefined || this.#items.size < this.#maxKeys) && this.#bytes - (existing === undefined ? 0 : itemBytes(existing.key, existing.value)) + bytes <= this.#maxBytes;
+    if (!fits()) {
+      // Expired keys go first; only a store full of live keys refuses.
       this.sweep();
-      if (this.#items.size >= this.#maxKeys) throw new StoreFullError(`the cluster storage holds its maximum of ${this.#maxKeys} keys`);
+      if (!fits()) {
+        throw new StoreFullError(`the cluster storage is full after dropping its expired keys: ${this.#items.size} keys, ${this.#bytes} bytes (at most ${this.#maxKeys} keys, ${this.#maxBytes} bytes)`);
+      }
     }
-    const expiresAt = request.expireTime >= 0 ? request.expireTime * 1000 : request.ttl > 0 ? this.#now() + request.ttl * 1000 : undefined;
+    const now = this.#now();
+    // expire_time is in the store's own clock (upstream's key_time); either way at most maxTtlSeconds away.
+    const expiresAt = request.expireTime >= 0 ? Math.min(request.expireTime * 1000, now + STORE_LIMITS.maxTtlSeconds * 1000) : request.ttl > 0 ? now + cappedMs(request.ttl) : undefined;
     const item: StorageItem = { key: request.key, value: request.value, expiresAt, from: request.from };
+    if (existing !== undefined) this.#bytes -= itemBytes(existing.key, existing.value);
+    this.#bytes += bytes;
     this.#items.set(request.key, item);
     this.#notify({ kind: "set", item });
     return true;
@@ -88,18 +124,18 @@ export class ClusterStore {
     return this.#live(key)?.value;
   }
 
-  /** Moves the item's expiry to now + ttl; false when the key does not exist. */
+  /** Moves the item's expiry to now + ttl (capped); false when the key does not exist. */
   expire(key: string, ttlSeconds: number): boolean {
     const item = this.#live(key);
     if (item === undefined) return false;
-    this.#items.set(key, { ...item, expiresAt: this.#now() + ttlSeconds * 1000 });
+    this.#items.set(key, { ...item, expiresAt: this.#now() + cappedMs(ttlSeconds) });
     return true;
   }
 
   delete(key: string): boolean {
     const item = this.#items.get(key);
     if (item === undefined) return false;
-    this.#items.delete(key);
+    this.#drop(item);
     this.#notify({ kind: "delete", item });
     return true;
   }
@@ -131,9 +167,9 @@ export class ClusterStore {
   /** Drops every expired item, each with a delete event. */
   sweep(): void {
     const now = this.#now();
-    for (const [key, item] of this.#items) {
+    for (const item of this.#items.values()) {
       if (item.expiresAt !== undefined && item.expiresAt < now) {
-        this.#items.delete(key);
+        this.#drop(item);
         this.#notify({ kind: "delete", item });
       }
     }
@@ -143,9 +179,14 @@ export class ClusterStore {
     const item = this.#items.get(key);
     if (item === undefined) return undefined;
     if (item.expiresAt === undefined || item.expiresAt > this.#now()) return item;
-    this.#items.delete(key);
+    this.#drop(item);
     this.#notify({ kind: "delete", item });
     return undefined;
+  }
+
+  #drop(item: StorageItem): void {
+    this.#items.delete(item.key);
+    this.#bytes -= itemBytes(item.key, item.value);
   }
 
   #notify(event: StoreEvent): void {

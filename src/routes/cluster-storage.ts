@@ -90,7 +90,11 @@ async function set(store: ClusterStore, request: Request, deps: RouteDeps, from:
   try {
     return result(store.set({ ...item, from }));
   } catch (error) {
-    if (error instanceof StoreFullError) return Response.json({ detail: error.message }, { status: 507 });
+    if (error instanceof StoreFullError) {
+      const storage = deps.clusterStorage;
+      if (storage?.access.shouldLogRefusal(`full:${from ?? "unknown"}`)) deps.logger.warn("cluster storage full: registration refused", { key: item.key.slice(0, 200), from: from ?? "unknown", detail: error.message });
+      return Response.json({ detail: error.message }, { status: 507 });
+    }
     throw error;
   }
 }

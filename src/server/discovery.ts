@@ -1,13 +1,15 @@
 import type { DiscoveryConfig } from "../config/discovery-config.ts";
 import { etcdClusterDiscovery, etcdMetadataDiscovery, httpClusterDiscovery, type ClusterStore, type Discovery, type RegisteredWorker } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
+import { workerAddressRefusal, type WorkerAddressRules } from "../security/worker-address.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
 
 /**
  * Keeps the pool in step with etcd or the proxy's own cluster storage: a registered worker
  * joins after its first healthy check, a deregistered or expired one leaves rotation (its
  * in-flight streams run to their end). Listening never waits for discovery: the proxy answers
- * /health 503 until enough workers are ready.
+ * /health 503 until enough workers are ready. A registration naming a link-local or metadata
+ * address, or the proxy itself, never joins (security/worker-address.ts).
  */
 export function startDiscovery(
   config: DiscoveryConfig,
@@ -15,10 +17,16 @@ export function startDiscovery(
   pool: WorkerPool,
   changed: () => void,
   logger: Logger,
+  addressRules: WorkerAddressRules,
 ): Discovery & { registered?(): RegisteredWorker[] } {
   const discovery = discoveryOf(config, store, logger);
   discovery
     .start((event) => {
+      const refusal = event.kind === "add" ? workerAddressRefusal(event.origin, addressRules) : undefined;
+      if (refusal !== undefined) {
+        logger.warn("discovered worker refused", { role: event.role, worker: event.origin, reason: refusal });
+        return;
+      }
       const touched = event.kind === "add" ? pool.add(event.role, event.origin, event.version) : pool.remove(event.role, event.origin);
       if (!touched) return;
       logger.info(event.kind === "add" ? "worker discovered" : "worker left", { role: event.role, worker: event.origin });

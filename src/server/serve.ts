@@ -1,3 +1,4 @@
+import { hostname, networkInterfaces } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -48,7 +49,8 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);
   };
-  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger);
+  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: current().port ?? config.port, ownHosts: ownHosts(config.host) };
+  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
   dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
   app.discoveredWorkers = discovery?.registered === undefined ? undefined : () => discovery.registered?.() ?? [];
@@ -112,4 +114,10 @@ async function untilIdle(app: App, timeoutMs: number): Promise<void> {
   while (app.active.size > 0 && performance.now() < deadline) {
     await pause(Math.min(20, deadline - performance.now()), never);
   }
+}
+
+/** What reaches this machine besides loopback and wildcards: the listen host, its name, every interface's address. */
+function ownHosts(listenHost: string): string[] {
+  const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((info) => info.address));
+  return [listenHost, hostname(), ...addresses];
 }
