@@ -10,14 +10,15 @@ import { fakeWorker } from "./support/fake-worker.ts";
 
 /**
  * The proxy against each worker generation the emulator plays (1.3.0rc14 before ctx_usage,
- * 1.3.0rc18 with it, 1.3.0rc28 newest) and a mixed fleet: every route, streamed and not,
+ * 1.3.0rc18 with it, 1.3.0rc28 with Responses disaggregation, 1.4.0rc0 newest) and a mixed fleet: every route, streamed and not,
  * succeeds; no worker is ever sent a field its version rejects; and where the generation
  * worker takes ctx_usage the client's usage is what the context phase measured.
  */
 
 const OLD = "1.3.0rc14";
 const CTX_USAGE = "1.3.0rc18";
-const NEWEST = "1.3.0rc28";
+const RESPONSES = "1.3.0rc28";
+const NEWEST = "1.4.0rc0";
 
 type Route = "chat" | "completions" | "messages" | "responses";
 const ROUTES: readonly Route[] = ["chat", "completions", "messages", "responses"];
@@ -128,13 +129,18 @@ interface Fleet {
 const FLEETS: readonly Fleet[] = [
   { name: `all ${OLD}`, contexts: [OLD], generations: [OLD] },
   { name: `all ${CTX_USAGE}`, contexts: [CTX_USAGE], generations: [CTX_USAGE] },
+  { name: `all ${RESPONSES}`, contexts: [RESPONSES], generations: [RESPONSES] },
   { name: `all ${NEWEST}`, contexts: [NEWEST], generations: [NEWEST] },
   { name: "mixed", contexts: [NEWEST, OLD, CTX_USAGE], generations: [OLD, NEWEST, CTX_USAGE] },
 ];
 
-/** Responses is disaggregated only when a context and a generation worker both can (#18497). */
+/** Responses is disaggregated only when a context and a generation worker both can (#18497, 1.3.0rc28). */
 function fleetDisaggregatesResponses(fleet: Fleet): boolean {
-  return fleet.contexts.includes(NEWEST) && fleet.generations.includes(NEWEST);
+  return fleet.contexts.some(disaggregatesResponses) && fleet.generations.some(disaggregatesResponses);
+}
+
+function disaggregatesResponses(version: string): boolean {
+  return version === RESPONSES || version === NEWEST;
 }
 
 function spec(protocolVersion: string): { protocolVersion: string; tokensPerBlock: number; recordReplies: boolean } {
@@ -159,7 +165,7 @@ describe.each(FLEETS)("worker generations: $name", (fleet) => {
         const response = await post(cluster, route, stream);
         if (route === "responses" && !fleetDisaggregatesResponses(fleet)) {
           expect(response.status).toBe(501);
-          expect(await response.text()).toContain(`TensorRT-LLM ${NEWEST}`);
+          expect(await response.text()).toContain(`TensorRT-LLM ${RESPONSES}`);
           continue;
         }
         expect(response.status).toBe(200);
@@ -185,6 +191,26 @@ describe.each([CTX_USAGE, NEWEST])("usage on workers with ctx_usage (%s)", (vers
       expect(usage).toEqual(measured);
     },
   );
+});
+
+describe("injected_chat_template_kwargs (#19351, merged the day of the 1.3.0rc30 and 1.4.0rc0 bumps)", () => {
+  test("a thinking request on 1.3.0rc28 workers is served without the field and without a refusal; 1.4.0rc0 workers get it", async () => {
+    for (const version of [RESPONSES, NEWEST]) {
+      await using cluster = await fleetCluster({ name: version, contexts: [version], generations: [version] });
+      for (const stream of [false, true]) {
+        const response = await post(cluster, "messages", stream);
+        expect(response.status).toBe(200);
+        await response.arrayBuffer();
+      }
+      const sent = [...cluster.contexts, ...cluster.generations].flatMap((worker) => worker.requests.filter((r) => r.path === "/v1/chat/completions"));
+      expect(sent).toHaveLength(4);
+      const carried = sent.map((r) => isJsonObject(r.body) && r.body["injected_chat_template_kwargs"] !== undefined);
+      expect(carried).toEqual(Array.from({ length: 4 }, () => version === NEWEST));
+      expect(cluster.logs.filter((line) => String(line["msg"]).includes("rejected an optional field"))).toEqual([]);
+      expect(rejectedFields(cluster.contexts, [version])).toEqual([]);
+      expect(rejectedFields(cluster.generations, [version])).toEqual([]);
+    }
+  });
 });
 
 describe("usage on workers before ctx_usage", () => {

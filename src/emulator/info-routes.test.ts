@@ -30,7 +30,7 @@ describe("non-model routes", () => {
   test("GET /version answers the release the worker plays, the newest by default", async () => {
     await using newest = startEmulatedWorker({ role: "mixed" });
     await using older = startEmulatedWorker({ role: "mixed", protocolVersion: "1.3.0rc14" });
-    expect(await json(await fetch(`${newest.url}/version`))).toEqual({ version: "1.3.0rc28" });
+    expect(await json(await fetch(`${newest.url}/version`))).toEqual({ version: "1.4.0rc0" });
     expect(await json(await fetch(`${older.url}/version`))).toEqual({ version: "1.3.0rc14" });
   });
 

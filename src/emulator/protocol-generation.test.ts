@@ -24,7 +24,7 @@ describe("the worker generations the emulator plays", () => {
 
   test("newest: the old conversation_id is gone, the newest fields taken", () => {
     const newest = generationOf();
-    expect(newest.version).toBe("1.3.0rc28");
+    expect(newest.version).toBe("1.4.0rc0");
     expect(() => admitFields(newest, "chat", { messages: [], disaggregated_params: { ...handOff, conversation_id: "c" } })).toThrow("'conversation_id'");
     const body = {
       messages: [],
@@ -35,6 +35,18 @@ describe("the worker generations the emulator plays", () => {
     expect(admitFields(newest, "chat", body)).toBe(body);
     // injected_chat_template_kwargs exists on chat requests only.
     expect(() => admitFields(newest, "completions", { prompt: "x", injected_chat_template_kwargs: [] })).toThrow("extra_forbidden");
+  });
+
+  test("1.3.0rc28 and rc29: everything but injected_chat_template_kwargs, which came with rc30 and 1.4.0rc0 (#19351)", () => {
+    for (const version of ["1.3.0rc28", "1.3.0rc29"]) {
+      const generation = generationOf(version);
+      expect(() => admitFields(generation, "chat", { messages: [], injected_chat_template_kwargs: ["enable_thinking"] })).toThrow("'injected_chat_template_kwargs'");
+      const body = { messages: [], conversation_params: { conversation_id: "c" }, disaggregated_params: { ...handOff, resolved_thinking: true } };
+      expect(admitFields(generation, "chat", body)).toBe(body);
+      expect(generation.responsesDisaggregation).toBe(true);
+    }
+    const body = { messages: [], injected_chat_template_kwargs: ["enable_thinking"] };
+    expect(admitFields(generationOf("1.3.0rc30"), "chat", body)).toBe(body);
   });
 
   test("Responses (extra=allow): an older worker ignores disaggregated_params and serves it whole", () => {

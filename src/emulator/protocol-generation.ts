@@ -7,19 +7,20 @@
  *
  * Kept apart from the proxy's own table (src/workers/protocol.ts) on purpose: this one models
  * the workers, that one the proxy's belief about them, and the tests check one against the other.
- * Three generations are played, each named by a release:
+ * Four generations are played, each named by a release (any other version plays the one it falls in):
  *  - 1.3.0rc14: before ctx_usage (NVIDIA/TensorRT-LLM#14177); conversation_id inside disaggregated_params;
  *  - 1.3.0rc18: with ctx_usage (the generation worker reports the context phase's usage);
- *  - 1.3.0rc28 (the default): newest — conversation_params (#15452/#17618, the old conversation_id
- *    gone), return_prompt_token_ids_b64, resolved_thinking, injected_chat_template_kwargs (#19351),
- *    Responses disaggregation (#18497).
+ *  - 1.3.0rc28 (and rc29): conversation_params (#15452/#17618, the old conversation_id gone),
+ *    return_prompt_token_ids_b64, resolved_thinking, Responses disaggregation (#18497);
+ *  - 1.4.0rc0 (the default; and 1.3.0rc30): newest — injected_chat_template_kwargs (#19351,
+ *    merged 2026-09-29, the day of the rc30 and 1.4.0rc0 bumps).
  */
 
 import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
 import type { ApiKind } from "./model-request.ts";
 import { WorkerError } from "./worker-error.ts";
 
-export const NEWEST_PROTOCOL_VERSION = "1.3.0rc28";
+export const NEWEST_PROTOCOL_VERSION = "1.4.0rc0";
 
 export interface WorkerGeneration {
   /** What GET /version reports. */
@@ -71,10 +72,8 @@ export function generationOf(version: string = NEWEST_PROTOCOL_VERSION): WorkerG
     top.add("conversation_params");
     top.add("prompt_token_ids_b64");
   }
-  if (rc >= 28) {
-    disagg.add("resolved_thinking");
-    top.add("injected_chat_template_kwargs");
-  }
+  if (rc >= 28) disagg.add("resolved_thinking");
+  if (rc >= 30) top.add("injected_chat_template_kwargs");
   return { version, disaggFields: disagg, topLevel: top, responsesDisaggregation: rc >= 28 };
 }
 

@@ -69,7 +69,7 @@ export interface EmulatorOptions {
   faults?: EmulatorFaults;
   /**
    * The trtllm-serve release played (GET /version, accepted request fields): 1.3.0rc14 (before
-   * ctx_usage), 1.3.0rc18 (with it) or 1.3.0rc28 (newest, the default); see protocol-generation.ts.
+   * ctx_usage), 1.3.0rc18 (with it), 1.3.0rc28 (Responses disaggregation) or 1.4.0rc0 (newest, the default); see protocol-generation.ts.
    */
   protocolVersion?: string;
   /** Keep each reply body's bytes on its record (`sent`), for byte-exact relay tests (default false). */

@@ -20,7 +20,7 @@ const newest = {
 
 describe("bodies cut to a worker's protocol", () => {
   test("a newest worker gets the body itself, not a copy", () => {
-    expect(fitToWorker(newest, capabilitiesOf("1.3.0rc28"))).toBe(newest);
+    expect(fitToWorker(newest, capabilitiesOf("1.4.0rc0"))).toBe(newest);
   });
 
   test("a worker before ctx_usage gets none of the newer fields, the token ids unpacked, the conversation inside disaggregated_params", () => {

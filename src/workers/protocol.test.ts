@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { capabilitiesOf, compareVersions, parseVersion, PROTOCOL_TABLE, rejectedCapability, versionNeededFor, workerProtocol } from "./protocol.ts";
+import { capabilitiesOf, compareVersions, parseVersion, PROTOCOL_TABLE, RELEASES, rejectedCapability, versionNeededFor, workerProtocol, type Capability } from "./protocol.ts";
 
 const order = (a: string, b: string): number => Math.sign(compareVersions(parseVersion(a)!, parseVersion(b)!));
 
@@ -32,17 +32,25 @@ describe("the capability table", () => {
     expect([...capabilitiesOf("1.3.0rc14")]).toEqual([]);
     expect([...capabilitiesOf("1.3.0rc18")].toSorted()).toEqual(["ctx_usage", "disagg_conversation_id"]);
     expect([...capabilitiesOf("1.3.0rc26")].toSorted()).toEqual(["conversation_params", "ctx_usage", "prompt_token_ids_b64"]);
-    expect([...capabilitiesOf("1.3.0rc28")].toSorted()).toEqual([
-      "conversation_params",
-      "ctx_usage",
-      "injected_chat_template_kwargs",
-      "prompt_token_ids_b64",
-      "resolved_thinking",
-      "responses_disaggregation",
-    ]);
+    const rc28: Capability[] = ["conversation_params", "ctx_usage", "prompt_token_ids_b64", "resolved_thinking", "responses_disaggregation"];
+    expect([...capabilitiesOf("1.3.0rc28")].toSorted()).toEqual(rc28);
+    // #19351 merged the day of the rc30 and 1.4.0rc0 bumps, after rc29's.
+    expect([...capabilitiesOf("1.3.0rc29")].toSorted()).toEqual(rc28);
+    const rc30: Capability[] = [...rc28, "injected_chat_template_kwargs"];
+    for (const version of ["1.3.0rc30", "1.4.0rc0", "1.4.0rc1"]) expect([...capabilitiesOf(version)].toSorted()).toEqual(rc30.toSorted());
     expect(capabilitiesOf("1.4.0").has("responses_disaggregation")).toBe(true);
     expect([...capabilitiesOf("emulated")]).toEqual([]);
     expect([...capabilitiesOf(undefined)]).toEqual([]);
+  });
+
+  test("every row's first (and last) release is a release of the table, listed oldest first", () => {
+    const versions = RELEASES.map((release) => release.version);
+    for (const row of PROTOCOL_TABLE) {
+      expect(versions).toContain(row.since);
+      if (row.until !== undefined) expect(versions).toContain(row.until);
+    }
+    expect(versions.toSorted((a, b) => order(a, b))).toEqual(versions);
+    expect(versions).toEqual(expect.arrayContaining(["1.3.0rc29", "1.3.0rc30", "1.4.0rc0"]));
   });
 
   test("--worker-protocol wins over what a worker reports, which is still shown", () => {

@@ -6,10 +6,12 @@
  * worker's version (GET /version, or the etcd metadata registration) and sends each only what
  * its version takes. An unknown version gets the conservative set: none of these fields.
  *
- * Releases are inferred from each PR's merge date and the version-bump PRs
- * (#14690 1.3.0rc15.post1 2026-05-28, #16758 rc23 2026-07-22, #17070 rc24 2026-07-30,
- * #18402 rc26 2026-08-29), always rounding up to the first release that surely has the change:
- * a worker slightly newer than its row only loses an optional field, never gets a 400.
+ * Releases are inferred from each PR's merge date and the version-bump commits (RELEASES below),
+ * rounding up to the first release that surely has the change: a worker slightly newer than its
+ * row only loses an optional field. Where a change merged the day of a bump, so that the order
+ * is unknown, the row takes that bump's release when withholding the field could fail a request
+ * and sending it cannot (a worker without it answers 400 naming it, which the proxy absorbs:
+ * the field is dropped for that worker and the request retried once).
  * `--worker-protocol <version>` overrides the lot when a deployment knows better.
  */
 
@@ -89,10 +91,13 @@ export const PROTOCOL_TABLE: readonly Row[] = [
   },
   {
     capability: "injected_chat_template_kwargs",
-    since: "1.3.0rc28",
+    // #19351 merged 2026-09-29 (ae3531adf3), the day 1.3.0rc30 and 1.4.0rc0 were bumped, six days
+    // after 1.3.0rc29: rc28 and rc29 reject the field. Of the two same-day releases the earlier is
+    // taken: the guard #19351 adds may refuse the adapter's template keys when the list is withheld.
+    since: "1.3.0rc30",
     source:
       "ChatCompletionRequest.injected_chat_template_kwargs, set by the Anthropic adapter and exempted by the " +
-      "unused-kwargs guard (#19351, 2026-09-17; serve/chat_utils chat_template_kwargs_for_request)",
+      "unused-kwargs guard (#19351, merged 2026-09-29 as ae3531adf3; serve/chat_utils chat_template_kwargs_for_request)",
   },
   {
     capability: "responses_disaggregation",
@@ -101,6 +106,32 @@ export const PROTOCOL_TABLE: readonly Row[] = [
       "NVIDIA/TensorRT-LLM#18497 (2026-09-01, 'Responses API: support disaggregated serving'); before it " +
       "ResponsesRequest (extra=allow) ignores disaggregated_params and the worker answers aggregated",
   },
+];
+
+/** A release the table was checked against: its version-bump commit, and what changed for the proxy's requests. */
+export interface Release {
+  readonly version: string;
+  /** The version-bump commit or PR and its date (upstream's weekly change reports), where known. */
+  readonly bump: string | undefined;
+  readonly changes: string;
+}
+
+/**
+ * THE releases, oldest first: every row's `since`/`until` is one of them (a test keeps it so).
+ * The newest upstream code readable here is dated 2026-10-05; a release after 1.4.0rc0 gets
+ * 1.4.0rc0's fields until a row says otherwise.
+ */
+export const RELEASES: readonly Release[] = [
+  { version: "1.3.0rc14", bump: undefined, changes: "the oldest played: no optional field" },
+  { version: "1.3.0rc15.post1", bump: "#14690, 2026-05-28", changes: "none for the proxy" },
+  { version: "1.3.0rc18", bump: undefined, changes: "ctx_usage; disaggregated_params.conversation_id" },
+  { version: "1.3.0rc23", bump: "#16758, 2026-07-22", changes: "none for the proxy" },
+  { version: "1.3.0rc24", bump: "#17070, 2026-07-30", changes: "none for the proxy" },
+  { version: "1.3.0rc26", bump: "#18402, 2026-08-29", changes: "conversation_params replaces disaggregated_params.conversation_id; prompt_token_ids_b64" },
+  { version: "1.3.0rc28", bump: undefined, changes: "resolved_thinking; /v1/responses disaggregated (#18497, 2026-09-01)" },
+  { version: "1.3.0rc29", bump: "bc38304d3d, 2026-09-23", changes: "none for the proxy's requests" },
+  { version: "1.3.0rc30", bump: "#19616 (d949656a4f, bcdc2d5aaf), 2026-09-29", changes: "injected_chat_template_kwargs (#19351, the same day)" },
+  { version: "1.4.0rc0", bump: "#19616 (d949656a4f, bcdc2d5aaf), 2026-09-29", changes: "as 1.3.0rc30" },
 ];
 
 /** A worker's protocol as the proxy uses it: what it reported, and what it accepts now. */
