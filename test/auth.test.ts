@@ -171,6 +171,21 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
     }
   });
 
+  test("a client's own x-trtllm-subagent-affinity-id and -auth headers never reach a worker", async () => {
+    // The internal headers are the proxy's to set (subagent-routing.md @ 83dd989e, "Gateway trust boundary").
+    for (const config of [affinityConfig, { internalAuthKey: "shared-secret" }]) {
+      await using cluster = await startCluster({ config });
+      const forged = { "content-type": "application/json", "x-trtllm-subagent-affinity-id": "victim", "x-trtllm-subagent-affinity-auth": "sha256=00" };
+      expect((await cluster.post("/v1/chat/completions", chat, { headers: forged })).status).toBe(200);
+      const legs = [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.phase === "context" || r.phase === "generation");
+      expect(legs).toHaveLength(2);
+      for (const leg of legs) {
+        expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
+        expect(leg.headers["x-trtllm-subagent-affinity-auth"]).toBeUndefined();
+      }
+    }
+  });
+
   test("the parent header is inert when conversation_affinity_header_for_subagents is not set", async () => {
     await using cluster = await startCluster({ config: { internalAuthKey: "shared-secret" } });
     expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
