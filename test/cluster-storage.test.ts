@@ -320,3 +320,23 @@ describe("registrations are bounded (issue #24)", () => {
     expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/fill/again", value }) })).status).toBe(200);
   }, 30_000);
 });
+
+describe("workers register and heartbeat as before (issue #24)", () => {
+  test("a registered worker's heartbeats (GET /expire, no Origin, no body) keep it past many TTLs, and its DELETE removes it", async () => {
+    await using cluster = await httpCluster("heartbeat");
+    await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "heartbeat") });
+    await using generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "heartbeat") });
+    await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
+    const store = cluster.proxy.app.clusterStorage!.store;
+    const expiry = (): number => Math.min(...store.items("/trtllm-disagg/heartbeat/workers/").map((item) => item.expiresAt ?? 0));
+    const first = expiry();
+    // inactive_timeout_sec is 1 s: both keys refreshed past three of their TTLs, the workers never left.
+    await eventually(() => expiry() > first + 3000, 10_000);
+    expect(cluster.logs.filter((record) => record["msg"] === "worker left")).toEqual([]);
+    expect(cluster.logs.filter((record) => record["msg"] === "cluster storage request refused")).toEqual([]);
+    expect((await cluster.post("/v1/chat/completions", chat)).status).toBe(200);
+    await context.deregister();
+    await eventually(() => cluster.proxy.app.placement.pool.all("context").length === 0, 5000);
+    expect(generation.url.length).toBeGreaterThan(0);
+  }, 20_000);
+});

@@ -139,7 +139,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       discoveredWorkers = workers;
     },
     // The machine's own name is no attacker's: operators reach the proxy by it.
-    hosts: new HostCheck([config.host, hostname(), ...config.allowedHosts]),
+    hosts: new HostCheck([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost]), hostname(), ...config.allowedHosts]),
     get boundPort() {
       return boundPort;
     },

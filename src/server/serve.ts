@@ -49,7 +49,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);
   };
-  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: current().port ?? config.port, ownHosts: ownHosts(config.host) };
+  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: current().port ?? config.port, ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]) };
   const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
   dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
@@ -116,8 +116,8 @@ async function untilIdle(app: App, timeoutMs: number): Promise<void> {
   }
 }
 
-/** What reaches this machine besides loopback and wildcards: the listen host, its name, every interface's address. */
-function ownHosts(listenHost: string): string[] {
+/** What reaches this machine besides loopback and wildcards: hostname and bind_host, its name, every interface's address. */
+function ownHosts(configured: readonly string[]): string[] {
   const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((info) => info.address));
-  return [listenHost, hostname(), ...addresses];
+  return [...configured, hostname(), ...addresses];
 }
