@@ -57,11 +57,13 @@ export class TraceHandle {
   readonly capture: TraceCapture;
   /** The conversation id routing keys on (the lines' session). */
   readonly session: string | undefined;
+  readonly route: string;
   /** Its terminal line was submitted (only one ever is). */
   ended = false;
 
-  constructor(session: string | undefined, maxResponseBytes: number) {
+  constructor(route: string, session: string | undefined, maxResponseBytes: number) {
     this.traceId = `tr_${randomUUID().replaceAll("-", "")}`;
+    this.route = route;
     this.session = session;
     this.capture = new TraceCapture(maxResponseBytes);
   }
@@ -120,7 +122,7 @@ export class RequestTraceWriter {
 
   /** Records an accepted request and returns the handle its end redeems. */
   accepted(input: TracedRequestInput): TraceHandle {
-    const handle = new TraceHandle(input.conversationId, this.#options.maxResponseBytes ?? MAX_RESPONSE_BYTES);
+    const handle = new TraceHandle(input.route, input.conversationId, this.#options.maxResponseBytes ?? MAX_RESPONSE_BYTES);
     this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds() });
     return handle;
   }
@@ -236,6 +238,7 @@ async function responseLineOf(handle: TraceHandle, end: TraceEnd, at: string): P
     text,
     truncated: capture.truncated,
     upstream: unconverted === undefined ? undefined : decoder.decode(unconverted),
+    responses: handle.route === "/v1/responses",
   });
 }
 

@@ -71,7 +71,8 @@ export function requestLine(line: RequestLine): string {
     status: "accepted",
     headers: redactedHeaders(line.headers),
   };
-  return `${JSON.stringify(head).slice(0, -1)},"body":${jsonText(decoder.decode(line.body)) ?? "null"}}\n`;
+  // The body was parsed by its route: it is JSON, and only its line ends need replacing.
+  return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(decoder.decode(line.body))}}\n`;
 }
 
 export interface ResponseLine {
@@ -89,6 +90,8 @@ export interface ResponseLine {
   readonly truncated: boolean;
   /** The worker's answer a route could not convert (conversion_error): recorded in its place. */
   readonly upstream: string | undefined;
+  /** A Responses reply: how it ended is read from it (`response_status`, …). */
+  readonly responses: boolean;
 }
 
 export function responseLine(line: ResponseLine): string {
@@ -100,7 +103,7 @@ export function responseLine(line: ResponseLine): string {
   if (line.httpStatus !== undefined) parts.push(`"http_status":${line.httpStatus}`);
   if (line.termination !== undefined) parts.push(`"termination":${JSON.stringify(line.termination)}`);
   parts.push(`"response":${responseMember(line)}`);
-  const outcome = responsesOutcome(line);
+  const outcome = line.responses ? responsesOutcome(line) : {};
   if (Object.keys(outcome).length > 0) parts.push(JSON.stringify(outcome).slice(1, -1));
   return `${parts.join(",")}}\n`;
 }
@@ -125,7 +128,11 @@ function jsonText(text: string): string | undefined {
   } catch {
     return undefined;
   }
-  return text.replace(/[\r\n]/g, " ");
+  return oneLine(text);
+}
+
+function oneLine(json: string): string {
+  return json.includes("\n") || json.includes("\r") ? json.replace(/[\r\n]/g, " ") : json;
 }
 
 const TERMINAL_EVENTS: ReadonlySet<string> = new Set(["response.completed", "response.incomplete", "response.failed"]);
