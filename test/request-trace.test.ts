@@ -85,6 +85,17 @@ describe("request trace over the emulated cluster", () => {
     expect(terminals).toEqual([expect.objectContaining({ status: "rejected_400", http_status: 400, response: { kind: "json", body } })]);
   });
 
+  test("a /v1/messages refusal, streamed: rejected_400 with the Anthropic body the client got", async () => {
+    const response = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 8, stream: true, messages: [{ role: "user", content: `twelfth ${"word ".repeat(50)}` }] });
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    const { request, terminals } = await terminalOf(cluster, dir, contentIs("twelfth"));
+    expect(request["route"]).toBe("/v1/messages");
+    // The client's own (Anthropic) body, not the chat request the workers got.
+    expect(request["body"]).toMatchObject({ max_tokens: 8, messages: [{ role: "user" }] });
+    expect(terminals).toEqual([expect.objectContaining({ status: "rejected_400", http_status: 400, response: { kind: "json", body } })]);
+  });
+
   test("a streamed Responses overflow: completed, with the reply's own status failed and its error code", async () => {
     const response = await cluster.post("/v1/responses", { model: "emulated-model", input: `fourth ${"word ".repeat(50)}`, stream: true });
     expect(response.status).toBe(200);
