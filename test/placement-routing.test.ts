@@ -90,12 +90,12 @@ describe("conversation-aware placement through the proxy", () => {
         headers: { "content-type": "application/json", "x-session-id": session, ...(parent === undefined ? {} : { [PARENT]: parent }) },
       });
 
-    for (const scope of ["context", "both"] as const) {
-      test(`scope ${scope}: sub-agents land on their parent's context worker${scope === "both" ? " and generation worker" : ""}, other sessions spread`, async () => {
+    for (const [scope, schedule] of [["context", "context_first"], ["both", "context_first"], ["context", "generation_first"], ["both", "generation_first"]] as const) {
+      test(`scope ${scope}, ${schedule}: sub-agents land on their parent's context worker${scope === "both" ? " and generation worker" : ""}, other sessions spread`, async () => {
         await using cluster = await startCluster({
           contexts: [{}, {}, {}],
           generations: [{}, {}, {}],
-          config: { contextRouter: "conversation", generationRouter: "conversation", internalAuthKey: "k", subagentAffinityHeader: PARENT, subagentAffinityScope: scope },
+          config: { schedule, contextRouter: "conversation", generationRouter: "conversation", internalAuthKey: "k", subagentAffinityHeader: PARENT, subagentAffinityScope: scope },
         });
         expect((await post(cluster, "parent-1")).status).toBe(200);
         for (const child of ["child-a", "child-b", "child-c"]) {
