@@ -42,6 +42,8 @@ interface Health {
   ok: boolean;
   ready: boolean;
   ejectedAt: number | undefined;
+  /** It answered that it is still loading its model. */
+  starting: boolean;
 }
 
 interface RouteOutcome {
@@ -120,11 +122,11 @@ export class DashboardRecorder implements TrafficObserver {
   // --- fed by the health monitor and the worker list ---
 
   /** A health check of `origin` ended; `ready` is whether it is in rotation after it. */
-  healthChecked(origin: string, ok: boolean, ready: boolean): void {
+  healthChecked(origin: string, ok: boolean, ready: boolean, starting = false): void {
     const at = this.#now();
     const before = this.#health.get(origin);
     const ejectedAt = ready ? undefined : before?.ready === true ? at : before?.ejectedAt;
-    this.#health.set(origin, { at, ok, ready, ejectedAt });
+    this.#health.set(origin, { at, ok, ready, ejectedAt, starting });
   }
 
   /** A worker joined or left the list (discovery, reload). */
@@ -258,6 +260,7 @@ export class DashboardRecorder implements TrafficObserver {
 
 function stateOf(ready: boolean, health: Health | undefined): HealthState {
   if (health === undefined) return ready ? "healthy" : "unchecked";
+  if (health.starting) return "starting";
   if (ready) return health.ok ? "healthy" : "failing";
   return health.ok ? "joining" : "unhealthy";
 }

@@ -40,8 +40,11 @@ export interface AdmissionView {
   readonly limit: number;
 }
 
-/** "healthy": in rotation, last check passed; "failing": in rotation, last check failed; "unhealthy": out of rotation after failed checks; "joining": passing checks, not yet in rotation; "unchecked": no check yet. */
-export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "unchecked";
+/**
+ * "healthy": in rotation, last check passed; "failing": in rotation, last check failed; "unhealthy": out of rotation after failed checks;
+ * "joining": passing checks, not yet in rotation; "starting": it answered that it is still loading its model (x-trtllm-server-state); "unchecked": no check yet.
+ */
+export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "starting" | "unchecked";
 
 /** A worker's row: what the server knows of it now, and its figures over the last minute. */
 export interface WorkerRow extends WorkerFigures {

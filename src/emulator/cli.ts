@@ -28,9 +28,10 @@ export interface EmulatorFlags {
   readonly maxRecords?: number | undefined;
   readonly protocolVersion?: string | undefined;
   readonly reportedWaiting?: number | undefined;
+  readonly startingMs?: number | undefined;
 }
 
-const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting"] as const;
+const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting", "startingMs"] as const;
 const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",

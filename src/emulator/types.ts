@@ -68,6 +68,12 @@ export interface EmulatorOptions {
   kvTransferTimeoutMs?: number;
   faults?: EmulatorFaults;
   /**
+   * Start-up: for this long every route answers 503 `starting` with `x-trtllm-server-state:
+   * starting`, as trtllm-serve does while its model loads (readiness.py); Infinity until
+   * `finishStarting()`. Default: ready at once.
+   */
+  startingMs?: number;
+  /**
    * The trtllm-serve release played (GET /version, accepted request fields): 1.3.0rc14 (before
    * ctx_usage), 1.3.0rc18 (with it), 1.3.0rc28 (Responses disaggregation) or 1.4.0rc0 (newest, the default); see protocol-generation.ts.
    */
@@ -131,6 +137,8 @@ export interface EmulatedWorker {
   /** Closes the listener and open connections. */
   /** Leaves the etcd cluster but keeps serving, as a worker draining before shutdown does. */
   deregister(): Promise<void>;
+  /** Ends the start-up state now (see `startingMs`). */
+  finishStarting(): void;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -15,6 +15,7 @@ import { WorkerPerfState } from "./perf-state.ts";
 import { PREFILL_TALLY_PATH, PrefillTally } from "./prefill-tally.ts";
 import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf-routes.ts";
 import type { ApiKind } from "./model-request.ts";
+import { ReadinessGate, startingResponse } from "./readiness.ts";
 import { RequestLog } from "./request-log.ts";
 import { readJsonBody, serveModelRequest } from "./serve-model.ts";
 import type { EmulatedWorker, EmulatorOptions, PhaseRole, RecordedRequest, Registrar, WorkerRole } from "./types.ts";
@@ -59,6 +60,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly #stopping = new AbortController();
   readonly #startedAt = Math.floor(Date.now() / 1000);
   readonly #registrations: readonly ReturnType<Registrar>[];
+  readonly #readiness: ReadinessGate;
   #lastLocalId = 0n;
   #stopped: Promise<void> | undefined;
 
@@ -67,6 +69,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.log = new RequestLog(options.maxRecords);
     this.model = options.model ?? "emulated-model";
     this.generation = generationOf(options.protocolVersion);
+    this.#readiness = new ReadinessGate(options.startingMs);
     this.handoffs = new KvHandoffTable(options.kvWaitTimeoutMs ?? DEFAULT_KV_WAIT_MS);
     this.heldKv = new HeldKv(options.kvTransferTimeoutMs);
     this.perf = new WorkerPerfState(options);
@@ -123,6 +126,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     return this.#front?.counts ?? { idleClosed: 0, resets: 0 };
   }
 
+  finishStarting(): void {
+    this.#readiness.open();
+  }
+
   deregister(): Promise<void> {
     return Promise.all(this.#registrations.map((registration) => registration.stop())).then(() => undefined);
   }
@@ -133,6 +140,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.#stopped ??= (async () => {
       await Promise.all(this.#registrations.map((registration) => registration.stop()));
       this.#stopping.abort();
+      this.#readiness.open();
       this.handoffs.close();
       this.heldKv.close();
       this.log.close();
@@ -147,6 +155,8 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   }
 
   #route(req: Request, server: Server<undefined>): Response | Promise<Response> {
+    // Every route while the model "loads", /health included: nothing is recorded or served.
+    if (!this.#readiness.ready) return startingResponse();
     const path = new URL(req.url).pathname;
     const api = MODEL_ROUTES[path];
     if (api === undefined) return this.#serveOther(req, path, server);

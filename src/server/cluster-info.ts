@@ -23,6 +23,8 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
     pool.all(role).map((w) => ({
       url: w.origin,
       ready: w.ready,
+      // "starting": it said it is loading its model (x-trtllm-server-state), which is no failure.
+      state: w.ready ? "ready" : w.starting === true ? "starting" : "not_ready",
       in_flight: table.load(role, w.origin),
       // The load the routers weigh: the worker's own report blended in when reports are read (--worker-load-interval-ms).
       load: placement.loads?.load(role, w.origin) ?? table.load(role, w.origin),

@@ -44,7 +44,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   app.boundPort = current().port;
   const stopping = new AbortController();
   const dashboard = app.dashboard;
-  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready) => dashboard.healthChecked(origin, ok, ready)));
+  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready, starting) => dashboard.healthChecked(origin, ok, ready, starting)));
   const workersChanged = (): void => {
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);

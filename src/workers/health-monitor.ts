@@ -14,8 +14,14 @@ import type { WorkerFetch } from "./transport.ts";
 type HealthSettings = Pick<ProxyConfig, "healthCheckTimeoutMs" | "healthCheckFailures" | "healthCheckSuccesses"> &
   Partial<Pick<ProxyConfig, "returnPerfMetrics" | "perfMetricsOutputDir" | "perfMetricsMaxRequests" | "workerProtocol">>;
 
-/** Hears every finished check: whether it passed, and whether the worker is in rotation after it. */
-export type HealthCheckListener = (origin: string, ok: boolean, ready: boolean) => void;
+/**
+ * Hears every finished check: whether it passed, whether the worker is in rotation after it,
+ * and whether it answered that it is still starting.
+ */
+export type HealthCheckListener = (origin: string, ok: boolean, ready: boolean, starting: boolean) => void;
+
+/** A /health answer: 200, trtllm-serve's start-up 503 (readiness.py), or anything else (no answer included). */
+type Probe = "ok" | "starting" | "down";
 
 interface Streak {
   failures: number;
@@ -54,8 +60,10 @@ export class HealthMonitor {
   }
 
   async #check(origin: string, signal: AbortSignal): Promise<void> {
-    const healthy = await probe(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
+    const answer = await probe(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
     if (signal.aborted) return;
+    const healthy = answer === "ok";
+    this.#noteStarting(origin, answer === "starting");
     const streak = this.#streaks.get(origin) ?? { failures: 0, successes: 0 };
     this.#streaks.set(origin, streak);
     streak.failures = healthy ? 0 : streak.failures + 1;
@@ -64,7 +72,9 @@ export class HealthMonitor {
     const ready = entries.some((entry) => entry.ready);
     if (ready && streak.failures >= this.#settings.healthCheckFailures) {
       for (const entry of entries) entry.ready = false;
-      this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
+      // A worker that restarted says so: out of rotation until ready, which is no failure.
+      if (answer === "starting") this.#logger.info("worker restarting: out of rotation until it is ready", { worker: origin, state: "starting" });
+      else this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
       const info = await this.#getJson(origin, "/server_info", signal);
       const reported = this.#versionOf(origin, await this.#getJson(origin, "/version", signal));
@@ -92,7 +102,15 @@ export class HealthMonitor {
         models: joined[0]?.models?.join(",") ?? "unknown",
       });
     }
-    this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready));
+    this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready), answer === "starting");
+  }
+
+  /** Marks an origin's entries starting or not; logged once as it starts (upstream's 503s then say nothing new). */
+  #noteStarting(origin: string, starting: boolean): void {
+    const entries = this.#pool.entriesOf(origin);
+    const was = entries.some((entry) => entry.starting === true);
+    for (const entry of entries) entry.starting = starting;
+    if (starting && !was) this.#logger.info("worker starting: it answers 503 until its model is loaded", { worker: origin, state: "starting" });
   }
 
   /**
@@ -129,12 +147,14 @@ function perfMetricsOn(settings: HealthSettings): boolean {
   return settings.returnPerfMetrics === true || settings.perfMetricsOutputDir !== undefined || (settings.perfMetricsMaxRequests ?? 0) > 0;
 }
 
-async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<Probe> {
   try {
     const response = await fetch(`${origin}/health`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     await response.body?.cancel();
-    return response.status === 200;
+    if (response.status === 200) return "ok";
+    // The header alone says it, by upstream's design: the body is never read.
+    return response.status === 503 && response.headers.get("x-trtllm-server-state") === "starting" ? "starting" : "down";
   } catch {
-    return false;
+    return "down";
   }
 }

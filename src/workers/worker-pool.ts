@@ -8,6 +8,11 @@ export interface WorkerEntry {
   readonly origin: string;
   readonly role: Role;
   ready: boolean;
+  /**
+   * Its last /health said it is still loading its model (503 with `x-trtllm-server-state:
+   * starting`, tensorrt_llm/serve/readiness.py): not ready, but not failing either. Unset until checked.
+   */
+  starting?: boolean;
   /** GET /server_info, fetched once the worker is ready (generation-first needs it). */
   serverInfo: JsonObject | undefined;
   /**

@@ -1,0 +1,45 @@
+/**
+ * Start-up readiness as trtllm-serve plays it (tensorrt_llm/serve/readiness.py @
+ * e6c89c08db8fc8e39c32a9589c732157df5d9dcd): the socket listens at once, and until the model is
+ * loaded every route, /health included, answers 503 with a constant JSON body (code
+ * `starting`), `Retry-After: 1` and `x-trtllm-server-state: starting`, so a poller can tell
+ * "starting" from "dead" (connection refused) without parsing the body.
+ */
+
+export const SERVER_STATE_HEADER = "x-trtllm-server-state";
+
+const STARTING_BODY = JSON.stringify({
+  error: {
+    message: "The server is still initializing the model and cannot serve requests yet. It is listening, so this is not a crash; retry until /health returns 200.",
+    type: "ServiceUnavailableError",
+    code: "starting",
+  },
+});
+
+/** The STARTING → READY gate: open after `startingMs`, or when opened. */
+export class ReadinessGate {
+  #ready: boolean;
+  readonly #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(startingMs: number | undefined) {
+    this.#ready = startingMs === undefined || startingMs <= 0;
+    this.#timer = this.#ready || !Number.isFinite(startingMs) ? undefined : setTimeout(() => this.open(), startingMs);
+  }
+
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  open(): void {
+    this.#ready = true;
+    clearTimeout(this.#timer);
+  }
+}
+
+/** The answer every route gets while the gate is shut. */
+export function startingResponse(): Response {
+  return new Response(STARTING_BODY, {
+    status: 503,
+    headers: { "content-type": "application/json", "retry-after": "1", [SERVER_STATE_HEADER]: "starting" },
+  });
+}

@@ -1,0 +1,140 @@
+/**
+ * A worker still loading its model, as trtllm-serve plays it (tensorrt_llm/serve/readiness.py
+ * @ e6c89c08db8fc8e39c32a9589c732157df5d9dcd): the emulator answers every route 503 with code
+ * `starting`, `Retry-After: 1` and `x-trtllm-server-state: starting`; the proxy shows such a
+ * worker as starting in /cluster_info, the dashboard and its log, never as a failure, and
+ * takes it into rotation once it is ready.
+ */
+
+import { describe, expect, test } from "bun:test";
+import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
+import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
+import { memoryLogger } from "../src/observability/logger.ts";
+import { startProxy } from "../src/server/serve.ts";
+import { eventually } from "./support/cluster.ts";
+
+const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
+
+describe("the emulated worker while it starts", () => {
+  test("every route, /health included, answers upstream's 503 starting, and nothing reaches the model; then it serves", async () => {
+    await using worker = startEmulatedWorker({ role: "mixed", startingMs: Number.POSITIVE_INFINITY });
+    const answers = await Promise.all([
+      fetch(`${worker.url}/health`),
+      fetch(`${worker.url}/v1/models`),
+      fetch(`${worker.url}/no-such-route`),
+      fetch(`${worker.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify(chat), headers: { "content-type": "application/json" } }),
+    ]);
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get("x-trtllm-server-state")).toBe("starting");
+      expect(answer.headers.get("retry-after")).toBe("1");
+      expect(answer.headers.get("content-type")).toBe("application/json");
+      expect(await answer.json()).toMatchObject({ error: { type: "ServiceUnavailableError", code: "starting" } });
+    }
+    expect(worker.requests).toEqual([]);
+    worker.finishStarting();
+    const health = await fetch(`${worker.url}/health`);
+    expect(health.status).toBe(200);
+    expect(health.headers.get("x-trtllm-server-state")).toBeNull();
+  });
+
+  test("--starting-ms ends by itself", async () => {
+    await using worker = startEmulatedWorker({ role: "mixed", startingMs: 150 });
+    expect((await fetch(`${worker.url}/health`)).status).toBe(503);
+    await eventually(async () => (await fetch(`${worker.url}/health`)).status === 200, 3000);
+  });
+});
+
+describe("the proxy in front of a starting worker", () => {
+  test("shows it as starting in /cluster_info, the dashboard and the log, warns about nothing, and serves once it is ready", async () => {
+    const context = startEmulatedWorker({ role: "context", startingMs: Number.POSITIVE_INFINITY });
+    const generation = startEmulatedWorker({ role: "generation" });
+    const logger = memoryLogger();
+    const config: ProxyConfig = {
+      ...DEFAULTS,
+      host: "127.0.0.1",
+      port: 0,
+      contextServers: [context.url],
+      generationServers: [generation.url],
+      serverStartTimeoutMs: 60_000,
+      serverStartPollMs: 20,
+      healthCheckIntervalMs: 20,
+      nodeId: 1,
+      configFile: undefined,
+    };
+    const proxy = startProxy(config, logger, "test");
+    try {
+      const started = proxy.waitForWorkers();
+      const state = async (): Promise<unknown> => {
+        const info = (await (await fetch(`${proxy.url.origin}/cluster_info`)).json()) as { workers: { context: { state: string }[] } };
+        return info.workers.context[0]?.state;
+      };
+      await eventually(async () => (await state()) === "starting", 3000);
+      const dashboard = (await (await fetch(`${proxy.url.origin}/dashboard/data`)).json()) as DashboardSnapshot;
+      expect(dashboard.workers.find((row) => row.url === context.url)?.state).toBe("starting");
+      // Several polls answered 503 starting (each round checks both workers): one info line, no warning.
+      await eventually(() => generation.requests.filter((r) => r.path === "/health").length >= 4, 3000);
+      expect(context.requests).toEqual([]);
+      const mentions = logger.records.filter((line) => line["worker"] === context.url);
+      expect(mentions.map((line) => [line["level"], line["state"]])).toEqual([["info", "starting"]]);
+      expect(logger.records.filter((line) => line["level"] === "warn" || line["level"] === "error")).toEqual([]);
+      expect((await fetch(`${proxy.url.origin}/health`)).status).toBe(503);
+
+      context.finishStarting();
+      expect(await started).toBe(true);
+      expect(await state()).toBe("ready");
+      const answer = await fetch(`${proxy.url.origin}/v1/chat/completions`, { method: "POST", body: JSON.stringify(chat), headers: { "content-type": "application/json" } });
+      expect(answer.status).toBe(200);
+    } finally {
+      await proxy.stop();
+      await Promise.all([context.stop(), generation.stop()]);
+    }
+  });
+
+  test("a worker that restarts is out of rotation as starting, logged at info, not as an ejection", async () => {
+    // A context worker whose process "restarts" in place: /health turns to upstream's starting 503, then back.
+    let starting = false;
+    using context = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(request) {
+        const path = new URL(request.url).pathname;
+        if (starting) return new Response('{"error":{"code":"starting"}}', { status: 503, headers: { "retry-after": "1", "x-trtllm-server-state": "starting" } });
+        return path === "/health" ? new Response(null, { status: 200 }) : Response.json({});
+      },
+    });
+    const origin = context.url.origin;
+    const generation = startEmulatedWorker({ role: "generation" });
+    const logger = memoryLogger();
+    const config: ProxyConfig = {
+      ...DEFAULTS,
+      host: "127.0.0.1",
+      port: 0,
+      contextServers: [origin],
+      generationServers: [generation.url],
+      serverStartPollMs: 20,
+      healthCheckIntervalMs: 20,
+      nodeId: 1,
+      configFile: undefined,
+    };
+    const proxy = startProxy(config, logger, "test");
+    try {
+      expect(await proxy.waitForWorkers()).toBe(true);
+      starting = true;
+      await eventually(() => !proxy.app.placement.pool.isReady(), 3000);
+      const lines = logger.records.filter((line) => line["worker"] === origin && line["msg"] !== "worker ready").map((line) => [line["level"], line["msg"]]);
+      expect(lines).toEqual([
+        ["info", "worker starting: it answers 503 until its model is loaded"],
+        ["info", "worker restarting: out of rotation until it is ready"],
+      ]);
+      const info = (await (await fetch(`${proxy.url.origin}/cluster_info`)).json()) as { workers: { context: { state: string }[] } };
+      expect(info.workers.context[0]?.state).toBe("starting");
+      starting = false;
+      await eventually(() => proxy.app.placement.pool.isReady(), 3000);
+    } finally {
+      await proxy.stop();
+      await generation.stop();
+    }
+  });
+});
