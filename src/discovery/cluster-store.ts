@@ -63,6 +63,15 @@ function cappedMs(seconds: number): number {
 
 export class StoreFullError extends Error {}
 
+/** An item as one process hands it to the next (an upgrade): its expiry as time left, since clocks differ. */
+export interface HandedItem {
+  readonly key: string;
+  readonly value: string;
+  /** Milliseconds until it expires; undefined: never. */
+  readonly ttlMs: number | undefined;
+  readonly from: string | undefined;
+}
+
 export class ClusterStore {
   readonly #items = new Map<string, StorageItem>();
   readonly #watchers = new Set<{ readonly prefix: string; readonly onEvent: (event: StoreEvent) => void }>();
@@ -162,6 +171,35 @@ export class ClusterStore {
     const watcher = { prefix, onEvent };
     this.#watchers.add(watcher);
     return () => this.#watchers.delete(watcher);
+  }
+
+  /** Every live item, for the process taking over from this one. */
+  handOver(): HandedItem[] {
+    const now = this.#now();
+    return this.items("").map((item) => ({ key: item.key, value: item.value, ttlMs: item.expiresAt === undefined ? undefined : Math.max(0, item.expiresAt - now), from: item.from }));
+  }
+
+  /**
+   * Items handed over by the process this one replaces: a key not held here is added (with a
+   * set event, so discovery sees it), a key held here keeps the later expiry; the bound holds.
+   */
+  adopt(items: readonly HandedItem[]): number {
+    let added = 0;
+    for (const handed of items) {
+      const expiresAt = handed.ttlMs === undefined ? undefined : this.#now() + handed.ttlMs;
+      const held = this.#live(handed.key);
+      if (held !== undefined) {
+        const later = held.expiresAt === undefined || expiresAt === undefined ? undefined : Math.max(held.expiresAt, expiresAt);
+        this.#items.set(held.key, { ...held, expiresAt: later });
+        continue;
+      }
+      if (this.#items.size >= this.#maxKeys) break;
+      const item: StorageItem = { key: handed.key, value: handed.value, expiresAt, from: handed.from };
+      this.#items.set(item.key, item);
+      this.#notify({ kind: "set", item });
+      added += 1;
+    }
+    return added;
   }
 
   /** Drops every expired item, each with a delete event. */

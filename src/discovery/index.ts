@@ -13,7 +13,7 @@
  */
 
 export { etcdClusterDiscovery, workersPrefix, type ClusterDiscoveryOptions } from "./cluster-discovery.ts";
-export { ClusterStore, StoreFullError, STORE_LIMITS, type SetRequest, type StorageItem } from "./cluster-store.ts";
+export { ClusterStore, StoreFullError, STORE_LIMITS, type HandedItem, type SetRequest, type StorageItem } from "./cluster-store.ts";
 export { httpClusterDiscovery, type HttpClusterDiscovery } from "./http-cluster-discovery.ts";
 export { httpRegistrar, registerOverHttp, type HttpRegistration } from "./http-register-worker.ts";
 export { EtcdError } from "./etcd-client.ts";
