@@ -19,6 +19,7 @@ const WORKERS = 8;
 const clock = { now: Date.UTC(2026, 0, 1) };
 const source: DashboardSource = {
   version: "bench",
+  pid: process.pid,
   inFlight: () => 0,
   draining: () => false,
   admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),

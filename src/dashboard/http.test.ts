@@ -5,6 +5,7 @@ import { DashboardRecorder, type DashboardSource } from "./recorder.ts";
 
 const source: DashboardSource = {
   version: "t",
+  pid: 1,
   inFlight: () => 0,
   draining: () => false,
   admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),

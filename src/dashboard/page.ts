@@ -47,7 +47,7 @@ const OUTCOME_LEGEND = ["ok", "worker_error", "client_disconnected", "timeout", 
   .map((outcome) => `<span class="o-${outcome}"><i></i>${outcome}</span>`)
   .join("");
 
-const BODY = `<header><h1>disagg-proxy</h1><span class="meta" id="version"></span><span class="meta">up <span id="uptime">–</span></span>
+const BODY = `<header><h1>disagg-proxy</h1><span class="meta" id="version"></span><span class="meta">up <span id="uptime">–</span></span><span class="meta">pid <span id="pid">–</span>, started <span id="started">–</span></span>
 <span class="badge" id="draining"></span><span class="live" id="live">connecting…</span></header>
 <main>
 <section><h2>Proxy</h2><div class="figures" id="figures"></div><p class="note">workers: <span id="discovery">–</span></p></section>

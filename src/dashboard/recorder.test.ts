@@ -8,6 +8,7 @@ function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: 
   const listed = { workers, protectedByKeys: false };
   const source: DashboardSource = {
     version: "1.2.3",
+    pid: 1,
     inFlight: () => 4,
     draining: () => false,
     admission: () => ({ inFlight: 4, waiting: 1, limit: 8 }),

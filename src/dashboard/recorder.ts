@@ -25,6 +25,7 @@ export const FAILURES_KEPT = 50;
 /** The server's live state, read once a second (never per request). */
 export interface DashboardSource {
   readonly version: string;
+  readonly pid: number;
   inFlight(): number;
   draining(): boolean;
   admission(): AdmissionView;
@@ -173,6 +174,7 @@ export class DashboardRecorder implements TrafficObserver {
       now,
       proxy: {
         version: source.version,
+        pid: source.pid,
         startedAt: this.startedAt,
         draining: source.draining(),
         inFlight: source.inFlight(),

@@ -70,6 +70,8 @@ export interface RouteRow {
 
 export interface ProxyView {
   readonly version: string;
+  /** The process serving the page: after an upgrade (a take-over) the pid and start time change. */
+  readonly pid: number;
   readonly startedAt: number;
   readonly draining: boolean;
   readonly inFlight: number;

@@ -25,6 +25,7 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
   const { config, placement, admission } = parts;
   return {
     version: parts.version,
+    pid: process.pid,
     inFlight: () => parts.active.size,
     draining: parts.draining,
     protectedByKeys: () => config.protectMetrics && parts.clientKeysSet(),

@@ -11,7 +11,7 @@
 /** @typedef {{ route: string, outcome: Outcome, total: number, perSecond: number }} RouteRow */
 /** @typedef {{ at: number, route: string, disaggRequestId?: string, worker?: string, outcome: Outcome, status: number, message?: string }} FailureRow */
 /** @typedef {{ source: string, endpoint?: string, connected?: boolean, revision?: string, lastError?: string, lastChangeAt?: number }} DiscoveryView */
-/** @typedef {{ version: string, startedAt: number, draining: boolean, inFlight: number, streamsOpen: number, keepalivesSent: number, admission: { inFlight: number, waiting: number, limit: number }, discovery: DiscoveryView, requests: RouteRow[] }} ProxyView */
+/** @typedef {{ version: string, pid: number, startedAt: number, draining: boolean, inFlight: number, streamsOpen: number, keepalivesSent: number, admission: { inFlight: number, waiting: number, limit: number }, discovery: DiscoveryView, requests: RouteRow[] }} ProxyView */
 /** @typedef {{ now: number, proxy: ProxyView, workers: WorkerRow[], series: Series, failures: FailureRow[] }} Snapshot */
 
 (() => {
@@ -101,6 +101,9 @@
     const proxy = snapshot.proxy;
     byId("version").textContent = `v${proxy.version}`;
     byId("uptime").textContent = span((snapshot.now - proxy.startedAt) / 1000);
+    // An upgrade shows here: the new process has another pid and start time.
+    byId("pid").textContent = String(proxy.pid);
+    byId("started").textContent = new Date(proxy.startedAt).toLocaleString();
     const draining = byId("draining");
     draining.textContent = proxy.draining ? "draining" : "serving";
     draining.className = proxy.draining ? "badge bad" : "badge good";
