@@ -9,6 +9,9 @@ import { createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
 import { writeReportAddress } from "./server/report-address.ts";
+import type { ControlServer } from "./server/control-socket.ts";
+import { notifySystemd } from "./server/sd-notify.ts";
+import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, type PortClaim, type Predecessor } from "./server/take-over.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
@@ -48,36 +51,73 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   keepServingOnStrayRejections(logger);
   const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
   if (unresolved !== undefined) exit(2, unresolved);
+  const info = { pid: process.pid, version: VERSION, startedAt: new Date().toISOString() };
+  const port = await claimPortOrExit(command.config);
+  const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
-  const proxy = await listenOrExit(config, logger);
-  announce(proxy.url, config.port);
-  if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
+  // Taking over, it listens only once its workers are ready (below).
+  const proxy = await startOrExit(config, logger, predecessor);
+  const listening = (): void => {
+    announce(proxy.url, config.port);
+    if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
+    // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
+    logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
+  };
   for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
   warnOnLowCapacity(capacity, logger);
-  // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
-  logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
+  if (predecessor === undefined) listening();
   let stopping = false;
-  let started = false;
-  const drain = (): void => {
-    stopping = true;
-    if (!started) logger.info("stopped before workers were ready");
-    proxy
-      .drain(config.drainTimeoutMs)
-      .then(() => claim?.release())
-      .then(
-        () => exit(0),
-        () => exit(1),
-      );
+  let ready = false;
+  const finish = (done: Promise<void>): void => {
+    done.then(() => claim?.release()).then(
+      () => exit(0),
+      () => exit(1),
+    );
   };
-  process.once("SIGTERM", drain);
-  process.once("SIGINT", drain);
+  const drain = (): void => {
+    if (stopping) return;
+    stopping = true;
+    if (!ready) logger.info("stopped before workers were ready");
+    predecessor?.abandon();
+    finish(proxy.drain(config.drainTimeoutMs));
+  };
+  process.on("SIGTERM", drain);
+  process.on("SIGINT", drain);
   process.on("SIGHUP", () => reload(proxy, argv, logger));
-  const ready = await proxy.waitForWorkers();
-  started = true;
+  const holdPort = (control: ControlServer): void => {
+    // The socket file goes with the process (a killed one's is found stale and replaced).
+    process.once("exit", () => control.close());
+    control.serve(
+      controlHandler({
+        info,
+        proxy,
+        control,
+        drainTimeoutMs: config.drainTimeoutMs,
+        logger,
+        onReleased(finished) {
+          stopping = true;
+          finish(finished);
+        },
+      }),
+    );
+  };
+  if (port.kind === "held") holdPort(port.control);
+  if (predecessor === undefined) notifyReady(logger);
+  else logger.info("taking over the port once the workers are ready", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registrations: predecessor.registrations.length });
+  ready = await proxy.waitForWorkers();
+  if (stopping) return;
+  if (port.kind === "taking-over") {
+    if (!ready) return abandonTakeOver(proxy, port.predecessor, logger);
+    await listenOrExit(proxy, config, predecessor);
+    listening();
+    await completeTakeOver(proxy, port, logger, holdPort);
+    for (const note of coldStartNotes(config)) logger.info(note);
+    return;
+  }
   // A signal ended the wait: the drain handler exits 0; this is no timeout.
-  if (ready || stopping) return;
+  if (ready) return;
   if (config.discovery !== undefined) {
     // Discovered workers may still register: keep serving, /health says 503 meanwhile.
     logger.warn("not enough workers ready yet; waiting for more to register");
@@ -88,17 +128,76 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   exit(1);
 }
 
-/** A listen failure is a configuration error: it names host, port and cause and exits 2. */
-async function listenOrExit(config: ProxyConfig, logger: Logger): Promise<RunningProxy> {
+/** A second copy on a held port exits 2 (systemd does not restart it) before it listens. */
+async function claimPortOrExit(config: ProxyConfig): Promise<PortClaim> {
   try {
-    return startProxy(config, logger, VERSION);
+    const port = await claimPort(config, process.env);
+    if (port.kind === "refused") return exit(2, port.message);
+    return port;
   } catch (error) {
-    if (!(error instanceof ListenError)) throw error;
-    // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.
-    const host = config.bindHost ?? config.host;
-    const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(host).then(() => true, () => false) : false;
-    return exit(2, resolves ? `cannot listen on ${host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
+    return exit(2, `cannot claim port ${config.port}'s control socket: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** The workers were not ready in time: the old process keeps serving, this one leaves. */
+async function abandonTakeOver(proxy: RunningProxy, predecessor: Predecessor, logger: Logger): Promise<void> {
+  logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", { old_pid: predecessor.info.pid });
+  predecessor.abandon();
+  await proxy.stop();
+  exit(1);
+}
+
+async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<void> {
+  const { predecessor } = port;
+  const late = await predecessor.release().catch((error: unknown) => {
+    // It may have exited meanwhile: the port is this process's either way.
+    logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
+    return [];
+  });
+  const added = proxy.adoptRegistrations(late);
+  holdPort(await holdAfterRelease(port.path));
+  notifyReady(logger);
+  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, late_registrations: added });
+}
+
+/** systemd (Type=notify) learns the service is up: listening, or, when taking over, the old process released the port. */
+function notifyReady(logger: Logger): void {
+  try {
+    notifySystemd("READY=1");
+  } catch (error) {
+    logger.warn("could not tell systemd the service is ready", { error });
+  }
+}
+
+/** Starts the proxy; it listens at once unless it takes over. */
+async function startOrExit(config: ProxyConfig, logger: Logger, predecessor: Predecessor | undefined): Promise<RunningProxy> {
+  try {
+    return startProxy(config, logger, VERSION, predecessor === undefined ? {} : { registrations: predecessor.registrations, deferListen: true });
+  } catch (error) {
+    return listenFailure(error, config, predecessor);
+  }
+}
+
+async function listenOrExit(proxy: RunningProxy, config: ProxyConfig, predecessor: Predecessor | undefined): Promise<void> {
+  try {
+    proxy.listen();
+  } catch (error) {
+    await listenFailure(error, config, predecessor);
+  }
+}
+
+/** A listen failure is a configuration error: it names host, port and cause and exits 2. */
+async function listenFailure(failure: unknown, config: ProxyConfig, predecessor: Predecessor | undefined): Promise<never> {
+  if (!(failure instanceof ListenError)) throw failure;
+  const error = failure;
+  if (predecessor !== undefined && error.code === "EADDRINUSE") {
+    predecessor.abandon();
+    return exit(2, `${error.message}: the running disagg-proxy ${predecessor.info.version} (pid ${predecessor.info.pid}) does not share its port; restart it once instead`);
+  }
+  // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.
+  const host = config.bindHost ?? config.host;
+  const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(host).then(() => true, () => false) : false;
+  return exit(2, resolves ? `cannot listen on ${host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
 }
 
 /** Replicas sharing a cluster each claim a distinct node id in etcd, so their ids never collide. */

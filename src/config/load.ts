@@ -73,6 +73,8 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster" && file.settings.discovery.storage === "etcd",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
     reportAddrFile: flags.reportAddrFile,
+    takeOver: flags.takeOver ?? false,
+    runtimeDir: flags.runtimeDir,
     clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map(allowedNetwork),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
     modelAliases: mergedAliases((flags.modelAlias ?? []).map((text) => modelAliasOf(text)), file?.settings.modelAliases ?? []),

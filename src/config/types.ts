@@ -85,6 +85,10 @@ export interface ProxyConfig {
   readonly admissionWaitMs: number;
   /** SIGTERM: how long in-flight requests may run on before they are aborted. */
   readonly drainTimeoutMs: number;
+  /** --take-over: start beside the proxy serving this port and replace it once ready (server/take-over.ts). */
+  readonly takeOver: boolean;
+  /** --runtime-dir: where the per-port control socket lives; undefined: from the environment (server/control-socket.ts). */
+  readonly runtimeDir: string | undefined;
   /** TLS for clients: PEM files, re-read on SIGHUP. Both or neither. */
   readonly tlsCertFile: string | undefined;
   readonly tlsKeyFile: string | undefined;
@@ -190,6 +194,8 @@ export const DEFAULTS = {
   healthCheckFailures: 2,
   healthCheckSuccesses: 1,
   drainTimeoutMs: 30_000,
+  takeOver: false,
+  runtimeDir: undefined,
   maxInflight: 0,
   maxInflightPerWorker: 0,
   admissionWaitMs: 0,

@@ -10,6 +10,8 @@ const RUNTIME_BODY_CAP_BYTES = 1024 ** 3;
 export interface ListenerOptions {
   /** Overrides the idle bound, in the runtime's own seconds (tests shorten it to prove slow routes are exempt). */
   readonly idleTimeoutS?: number;
+  /** While true, every answer says `Connection: close` (an upgrade moves kept-alive clients to new connections). */
+  readonly closeConnections?: () => boolean;
 }
 
 /** The listening socket could not be opened: names the address and the system's reason. */
@@ -46,7 +48,7 @@ function reasonOf(code: string | undefined, cause: unknown): string {
 export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
   const host = config.bindHost ?? config.host;
   try {
-    return serve(config, host, port, dispatch, logger, boundOf(config, options));
+    return serve(config, host, port, dispatch, logger, boundOf(config, options), options.closeConnections);
   } catch (error) {
     const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
     throw new ListenError(host, port, code, error);
@@ -58,13 +60,16 @@ function boundOf(config: ProxyConfig, options: ListenerOptions): KeepAliveBound 
   return given === undefined ? keepAliveBound(config.serverKeepAliveTimeoutS) : { runtimeS: given, firstRequestS: given, quietCloseS: undefined };
 }
 
-function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispatch, logger: Logger, bound: KeepAliveBound): Bun.Server<undefined> {
+function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispatch, logger: Logger, bound: KeepAliveBound, closeConnections: (() => boolean) | undefined): Bun.Server<undefined> {
   let lastRequestAt = 0;
   const listener = Bun.serve({
     hostname: host,
     port,
-    // With TLS a reload starts a second listener with the new certificate on the same port.
-    reusePort: config.tlsCertFile !== undefined,
+    // Always shared (SO_REUSEPORT): a TLS reload starts a second listener with the new
+    // certificate on the same port, and an upgrade starts the new process beside the old
+    // (--take-over). The kernel lets only the same user share it, and only when every listener
+    // asks to; the per-port control socket (control-socket.ts) refuses a second copy started by mistake.
+    reusePort: true,
     ...tlsOptions(config),
     development: false,
     idleTimeout: bound.firstRequestS,
@@ -76,7 +81,7 @@ function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispat
       if (bound.quietCloseS !== undefined) lastRequestAt = performance.now();
       // The connection's bound once this answer is written; only a call made before then counts.
       server.timeout(request, bound.runtimeS);
-      return dispatch.handle(
+      const answer = dispatch.handle(
         request,
         () => {
           server.timeout(request, 0);
@@ -84,6 +89,7 @@ function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispat
         },
         () => server.requestIP(request)?.address,
       );
+      return closeConnections?.() === true ? withConnectionClose(answer) : answer;
     },
     error(error) {
       logger.error("unhandled server error", { error });
@@ -93,6 +99,23 @@ function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispat
   });
   if (bound.quietCloseS !== undefined) startQuietSweep(listener, bound.quietCloseS, () => lastRequestAt);
   return listener;
+}
+
+/**
+ * The answer with `Connection: close`, which Bun honours by closing the connection after it:
+ * the client opens its next connection, which the new process accepts.
+ */
+async function withConnectionClose(answer: Response | Promise<Response>): Promise<Response> {
+  const response = await answer;
+  try {
+    response.headers.set("connection", "close");
+    return response;
+  } catch {
+    // Headers of some responses are immutable: the same status, headers and body, rebuilt.
+    const headers = new Headers(response.headers);
+    headers.set("connection", "close");
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
 }
 
 function tlsOptions(config: ProxyConfig): { tls?: { cert: string; key: string } } {

@@ -12,14 +12,33 @@ import { createDispatch, mayCall, type RouteEntry } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
 import { dashboardRoutes, ROUTES } from "./route-table.ts";
+import type { HandedItem } from "../discovery/index.ts";
 
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
 const ABORT_GRACE_MS = 1000;
 
-export type ServerOptions = ListenerOptions;
+/**
+ * An upgrade's old side answers with `Connection: close` this long before it stops listening:
+ * a kept-alive client that sends in that time moves to a new connection, so it is not caught
+ * by the close of idle connections (a request already sent on one is reset by it).
+ */
+export const CONNECTION_CLOSE_PHASE_MS = 1000;
+
+export interface ServerOptions extends ListenerOptions {
+  /** Cluster storage items handed over by the process this one replaces, in the store before discovery starts. */
+  readonly registrations?: readonly HandedItem[];
+  /**
+   * An upgrade's new side: listen only when `listen()` is called, once the workers are ready,
+   * so that no request meets a process that would answer 503 beside one that is ready.
+   */
+  readonly deferListen?: boolean;
+}
 
 export interface RunningProxy {
+  /** Where it listens (throws before `listen()` with deferListen). */
   readonly url: URL;
+  /** With deferListen: starts listening (throws ListenError); otherwise it already listens. */
+  listen(): void;
   readonly app: App;
   /** Polls the workers until all are ready or the start timeout passed, then keeps checking them. */
   waitForWorkers(): Promise<boolean>;
@@ -29,6 +48,18 @@ export interface RunningProxy {
   replaceWorkers(context: readonly string[], generation: readonly string[]): void;
   /** Refuses new work, lets in-flight requests finish up to `timeoutMs`, aborts the rest, stops. */
   drain(timeoutMs: number): Promise<void>;
+  /**
+   * An upgrade's old side: answers with `Connection: close` for CONNECTION_CLOSE_PHASE_MS,
+   * then stops listening (idle kept-alive connections close at once), lets requests in flight
+   * run up to `timeoutMs`, aborts the rest in-band, stops. Requests are never refused: after
+   * the listener closed only a request racing its connection's close can still come, and it
+   * is served.
+   */
+  handOver(timeoutMs: number): { readonly listenerClosed: Promise<void>; readonly finished: Promise<void> };
+  /** The HTTP cluster storage's items (registered workers), for the process taking over. */
+  registrations(): HandedItem[];
+  /** Items handed over late (after the old process stopped listening); returns how many were new. */
+  adoptRegistrations(items: readonly HandedItem[]): number;
   /** Stops at once, dropping open connections. */
   stop(): Promise<void>;
 }
@@ -39,9 +70,15 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
   const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard), allowed) };
   const dispatch = createDispatch(app, routes);
-  const servers = [listen(config, config.port, dispatch, logger, options)];
-  const current = (): Bun.Server<undefined> => servers.at(-1) ?? servers[0]!;
-  app.boundPort = current().port;
+  let closingConnections = false;
+  const listenerOptions: ListenerOptions = { ...options, closeConnections: () => closingConnections };
+  const servers = options.deferListen === true ? [] : [listen(config, config.port, dispatch, logger, listenerOptions)];
+  const current = (): Bun.Server<undefined> => {
+    const server = servers.at(-1);
+    if (server === undefined) throw new Error("not listening yet");
+    return server;
+  };
+  app.boundPort = servers[0]?.port;
   const stopping = new AbortController();
   const dashboard = app.dashboard;
   const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready, starting) => dashboard.healthChecked(origin, ok, ready, starting)));
@@ -49,7 +86,9 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);
   };
-  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: current().port ?? config.port, ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]) };
+  // Taking over, it listens later, on the configured port (never 0: port 0 takes over nothing).
+  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: servers[0]?.port ?? config.port, ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]) };
+  if (options.registrations !== undefined) app.clusterStorage?.store.adopt(options.registrations);
   const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
   dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
@@ -64,7 +103,14 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     await app.requestTrace?.close();
   };
   return {
-    url: current().url,
+    get url() {
+      return current().url;
+    },
+    listen() {
+      if (servers.length > 0) return;
+      servers.push(listen(config, config.port, dispatch, logger, listenerOptions));
+      app.boundPort = current().port;
+    },
     app,
     async waitForWorkers() {
       const settings = { ...config, discovered: config.discovery !== undefined };
@@ -76,7 +122,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     reloadTls() {
       if (config.tlsCertFile === undefined) return;
       const previous = current();
-      servers.push(listen(config, previous.port ?? config.port, dispatch, logger, options));
+      servers.push(listen(config, previous.port ?? config.port, dispatch, logger, listenerOptions));
       // The old listener stops accepting; the requests it is serving run to their end.
       void previous.stop();
       logger.info("TLS certificate reloaded");
@@ -104,8 +150,45 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       }
       await stop();
     },
+    handOver(timeoutMs) {
+      closingConnections = true;
+      const closing = (async () => {
+        await pause(CONNECTION_CLOSE_PHASE_MS, new AbortController().signal);
+        const connectionsClosed = Promise.all(servers.map((server) => server.stop(false)));
+        logger.info("stopped listening: the new process serves the port; requests in flight run on", { in_flight: app.active.size, timeout_ms: timeoutMs });
+        // Wrapped: awaiting `closing` must not wait for every connection.
+        return { connectionsClosed };
+      })();
+      const listenerClosed = closing.then(() => undefined);
+      const finished = (async () => {
+        const { connectionsClosed } = await closing;
+        if (!(await settlesWithin(connectionsClosed, timeoutMs))) {
+          logger.warn("drain timeout: aborting in-flight requests", { in_flight: app.active.size });
+          const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
+          for (const ctx of app.active) ctx.abortLegs(reason);
+          await untilIdle(app, ABORT_GRACE_MS);
+        }
+        await stop();
+      })();
+      return { listenerClosed, finished };
+    },
+    registrations: () => app.clusterStorage?.store.handOver() ?? [],
+    adoptRegistrations: (items) => app.clusterStorage?.store.adopt(items) ?? 0,
     stop,
   };
+}
+
+/** True when the promise settled before the timeout. */
+async function settlesWithin(promise: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function untilIdle(app: App, timeoutMs: number): Promise<void> {

@@ -1,0 +1,193 @@
+/**
+ * One proxy per port: the proxy serving a port holds a Unix socket named after it
+ * (`disagg-proxy-<port>.sock`) in a runtime directory only its user may enter. A second copy
+ * started on the port finds it and refuses to start, unless it was started to take over; then
+ * the same socket carries the hand-over (server/take-over.ts).
+ *
+ * A socket rather than a lock or pid file: a connection answers only while its holder lives
+ * (a crashed holder's socket refuses, so a stale one is told apart and replaced, where a pid
+ * file can name a recycled pid), and the one channel also carries who runs, its registrations
+ * and "stop listening now". A filesystem path rather than Linux's abstract namespace: the
+ * directory's mode keeps other users from telling the proxy to stop listening.
+ *
+ * Messages are one JSON object per line, each way; a request gets one reply.
+ */
+
+import { mkdirSync, rmSync, statSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger message ends the connection. */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+export type ControlRequest = { readonly op: "hello" } | { readonly op: "state" } | { readonly op: "release" };
+export type ControlHandler = (request: ControlRequest) => Promise<Record<string, unknown>>;
+
+/** --runtime-dir, else systemd's RuntimeDirectory=, else the user's runtime directory, else one of its own in /tmp. */
+export function runtimeDirOf(configured: string | undefined, env: Readonly<Record<string, string | undefined>>): string {
+  if (configured !== undefined) return configured;
+  // systemd gives several directories colon-separated when the unit names several.
+  const systemd = env["RUNTIME_DIRECTORY"]?.split(":")[0];
+  if (systemd) return systemd;
+  const user = env["XDG_RUNTIME_DIR"];
+  return user ? join(user, "disagg-proxy") : join(tmpdir(), `disagg-proxy-${process.getuid?.() ?? "user"}`);
+}
+
+export function controlSocketPath(runtimeDir: string, port: number): string {
+  return join(runtimeDir, `disagg-proxy-${port}.sock`);
+}
+
+/** Makes the directory (0700) if needed; one owned by another user could hold a socket that lies. */
+export function ensureRuntimeDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const owner = statSync(dir).uid;
+  const uid = process.getuid?.();
+  if (uid !== undefined && owner !== uid) throw new Error(`runtime directory ${dir} belongs to uid ${owner}, not to this process (uid ${uid}): give --runtime-dir`);
+}
+
+/** Splits a byte stream into JSON lines, bounded. */
+function lineReader(socket: net.Socket, onMessage: (message: unknown) => void): void {
+  let held = "";
+  socket.setEncoding("utf8");
+  socket.on("data", (chunk: string) => {
+    held += chunk;
+    if (held.length > MAX_MESSAGE_BYTES) {
+      socket.destroy(new Error(`control message over ${MAX_MESSAGE_BYTES} bytes`));
+      return;
+    }
+    let end = held.indexOf("\n");
+    while (end >= 0) {
+      const line = held.slice(0, end);
+      held = held.slice(end + 1);
+      try {
+        onMessage(JSON.parse(line));
+      } catch (error) {
+        socket.destroy(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      end = held.indexOf("\n");
+    }
+  });
+}
+
+/** A JSON object read from the socket. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isRequest(message: unknown): message is ControlRequest {
+  return typeof message === "object" && message !== null && "op" in message && (message.op === "hello" || message.op === "state" || message.op === "release");
+}
+
+export interface ControlServer {
+  /** Requests that come before a handler is set are answered `{"error": "starting"}`. */
+  serve(handler: ControlHandler): void;
+  /** Stops accepting connections and removes the socket file; later calls do nothing. */
+  close(): void;
+}
+
+/** Listens on the path; rejects with EADDRINUSE when another process holds it. */
+export function holdControlSocket(path: string): Promise<ControlServer> {
+  let handler: ControlHandler | undefined;
+  const server = net.createServer((socket) => {
+    socket.on("error", () => socket.destroy());
+    lineReader(socket, (message) => {
+      const reply = !isRequest(message) ? Promise.resolve({ error: "unknown request" }) : handler === undefined ? Promise.resolve({ error: "starting" }) : handler(message);
+      reply.then(
+        (body) => socket.write(`${JSON.stringify(body)}\n`),
+        (error: unknown) => socket.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`),
+      );
+    });
+  });
+  let closed = false;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => {
+      server.off("error", reject);
+      resolve({
+        serve(next) {
+          handler = next;
+        },
+        close() {
+          // Once only: after a hand-over the path is the new process's.
+          if (closed) return;
+          closed = true;
+          // Stops accepting now; a connection still open (the one asking for the release) is
+          // answered and ends with its peer, so this does not wait for it.
+          server.close();
+          rmSync(path, { force: true });
+        },
+      });
+    });
+  });
+}
+
+export interface ControlClient {
+  /** The holder's reply; rejects when it does not answer within `timeoutMs` or the connection ends. */
+  request(request: ControlRequest, timeoutMs: number): Promise<Record<string, unknown>>;
+  close(): void;
+}
+
+/** A connection to the holder, or undefined when nobody holds the path (no file, or a dead holder's). */
+export function connectControlSocket(path: string): Promise<ControlClient | undefined> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(path);
+    const waiting: { resolve(body: Record<string, unknown>): void; reject(error: Error): void }[] = [];
+    const failAll = (error: Error): void => {
+      for (const pending of waiting.splice(0)) pending.reject(error);
+    };
+    socket.once("connect", () => {
+      socket.off("error", onConnectError);
+      socket.on("error", (error) => failAll(error));
+      socket.on("close", () => failAll(new Error("the control connection closed")));
+      lineReader(socket, (message) => {
+        const body = isRecord(message) ? message : { error: "not an object" };
+        waiting.shift()?.resolve(body);
+      });
+      resolve({
+        request(request, timeoutMs) {
+          return new Promise((done, fail) => {
+            const timer = setTimeout(() => fail(new Error(`no answer to ${request.op} within ${timeoutMs} ms`)), timeoutMs);
+            waiting.push({
+              resolve: (body) => {
+                clearTimeout(timer);
+                done(body);
+              },
+              reject: (error) => {
+                clearTimeout(timer);
+                fail(error);
+              },
+            });
+            socket.write(`${JSON.stringify(request)}\n`);
+          });
+        },
+        close: () => socket.end(),
+      });
+    });
+    const onConnectError = (error: NodeJS.ErrnoException): void => {
+      if (error.code === "ENOENT" || error.code === "ECONNREFUSED") resolve(undefined);
+      else reject(error);
+    };
+    socket.once("error", onConnectError);
+  });
+}
+
+/**
+ * The port's control socket: held by this process, or the holder's connection. A stale file
+ * (its holder died) is removed and the path held.
+ */
+export async function claimControlSocket(path: string): Promise<{ readonly held: ControlServer } | { readonly holder: ControlClient }> {
+  for (let attempt = 0; ; attempt += 1) {
+    const holder = await connectControlSocket(path);
+    if (holder !== undefined) return { holder };
+    rmSync(path, { force: true });
+    try {
+      return { held: await holdControlSocket(path) };
+    } catch (error) {
+      // Another process started at the same moment and won the path: look again, once.
+      const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+      if (code !== "EADDRINUSE" || attempt > 0) throw error;
+    }
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * An upgrade without a refused connection (README "Upgrading"). Both processes listen on the
+ * port with SO_REUSEPORT; the per-port control socket (control-socket.ts) decides who may:
+ *
+ * 1. the new process (`--take-over`) connects to the old one's control socket, learns who it
+ *    is and takes its HTTP cluster storage items (registered workers) before it listens;
+ * 2. it listens beside the old one and waits until ready (its own start-up wait and checks);
+ * 3. it asks the old one to release the port: the old one stops listening at once, answers
+ *    with the items registered meanwhile, and drains; the new one takes the control socket.
+ *
+ * Without `--take-over` a second copy on a held port is refused before it listens.
+ */
+
+import type { ProxyConfig } from "../config/types.ts";
+import type { HandedItem } from "../discovery/index.ts";
+import type { Logger } from "../observability/logger.ts";
+import { isRecord, claimControlSocket, controlSocketPath, ensureRuntimeDir, holdControlSocket, runtimeDirOf, type ControlClient, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import type { RunningProxy } from "./serve.ts";
+
+/** Who serves a port, as the control socket's hello says. */
+export interface ProcessInfo {
+  readonly pid: number;
+  readonly version: string;
+  /** ISO 8601, UTC. */
+  readonly startedAt: string;
+}
+
+/** Hello and state are answered at once; release after the listener closed. */
+const CONTROL_TIMEOUT_MS = 10_000;
+
+export interface Predecessor {
+  readonly info: ProcessInfo;
+  /** Its cluster storage items when the take-over began. */
+  readonly registrations: readonly HandedItem[];
+  /** Asks it to stop listening and drain; resolves with the items registered with it meanwhile. */
+  release(): Promise<HandedItem[]>;
+  /** The take-over is given up: the old process keeps serving, untouched. */
+  abandon(): void;
+}
+
+export type PortClaim =
+  /** Port 0: the kernel picks a port nobody else has; nothing to guard. */
+  | { readonly kind: "unguarded" }
+  | { readonly kind: "held"; readonly control: ControlServer }
+  | { readonly kind: "taking-over"; readonly predecessor: Predecessor; readonly path: string }
+  | { readonly kind: "refused"; readonly message: string };
+
+/** Before listening: hold the port's control socket, or find who holds it. */
+export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>): Promise<PortClaim> {
+  if (config.port === 0) return { kind: "unguarded" };
+  const dir = runtimeDirOf(config.runtimeDir, env);
+  ensureRuntimeDir(dir);
+  const path = controlSocketPath(dir, config.port);
+  const claim = await claimControlSocket(path);
+  if ("held" in claim) return { kind: "held", control: claim.held };
+  const info = processInfoOf(await claim.holder.request({ op: "hello" }, CONTROL_TIMEOUT_MS));
+  if (!config.takeOver) {
+    claim.holder.close();
+    return {
+      kind: "refused",
+      message:
+        `port ${config.port} is already served by disagg-proxy ${info.version} (pid ${info.pid}, started ${info.startedAt}; control socket ${path}): ` +
+        "start this one with --take-over to replace it without refusing a connection, or stop that one first",
+    };
+  }
+  const state = await claim.holder.request({ op: "state" }, CONTROL_TIMEOUT_MS);
+  return { kind: "taking-over", path, predecessor: predecessorOf(claim.holder, info, handedItems(state["registrations"])) };
+}
+
+function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: HandedItem[]): Predecessor {
+  return {
+    info,
+    registrations,
+    async release() {
+      const reply = await holder.request({ op: "release" }, CONTROL_TIMEOUT_MS);
+      holder.close();
+      if (reply["released"] !== true) throw new Error(`the old process did not release the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
+      return handedItems(reply["registrations"]);
+    },
+    abandon: () => holder.close(),
+  };
+}
+
+/** After the old process released the port, this one holds its control socket. */
+export async function holdAfterRelease(path: string): Promise<ControlServer> {
+  const claim = await claimControlSocket(path);
+  if ("held" in claim) return claim.held;
+  claim.holder.close();
+  // A third process took the path in the moment between: hold it anyway, so this one can be upgraded.
+  return holdControlSocket(path);
+}
+
+export interface OldSide {
+  readonly info: ProcessInfo;
+  readonly proxy: RunningProxy;
+  readonly control: ControlServer;
+  readonly drainTimeoutMs: number;
+  readonly logger: Logger;
+  /** Called once, when a new process took the port: `finished` resolves when this one has drained. */
+  onReleased(finished: Promise<void>): void;
+}
+
+/** What the holder of a port answers on its control socket. */
+export function controlHandler(side: OldSide): ControlHandler {
+  let released = false;
+  return (request) => {
+    if (request.op === "hello") return Promise.resolve({ ...side.info });
+    if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
+    if (released) return Promise.resolve({ error: "already released" });
+    released = true;
+    // The listener closes before the answer goes out: once the new process hears it, the port is its alone.
+    const { listenerClosed, finished } = side.proxy.handOver(side.drainTimeoutMs);
+    side.onReleased(finished);
+    return listenerClosed.then(() => {
+      const registrations = side.proxy.registrations();
+      side.control.close();
+      side.logger.info("released the port to a new process; draining", { registrations: registrations.length, drain_timeout_ms: side.drainTimeoutMs });
+      return { released: true, registrations };
+    });
+  };
+}
+
+function processInfoOf(reply: Record<string, unknown>): ProcessInfo {
+  const { pid, version, startedAt } = reply;
+  if (typeof pid !== "number" || typeof version !== "string" || typeof startedAt !== "string") {
+    throw new Error(`the control socket's holder answered ${JSON.stringify(reply).slice(0, 200)}, not a disagg-proxy hello`);
+  }
+  return { pid, version, startedAt };
+}
+
+function handedItems(value: unknown): HandedItem[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((item: unknown): HandedItem[] => {
+    if (!isRecord(item)) return [];
+    const { key, value: text, ttlMs, from } = item;
+    if (typeof key !== "string" || typeof text !== "string") return [];
+    return [{ key, value: text, ttlMs: typeof ttlMs === "number" ? ttlMs : undefined, from: typeof from === "string" ? from : undefined }];
+  });
+}
+
+/** Start-up lines after a take-over: what did not come along. */
+export function coldStartNotes(config: ProxyConfig): string[] {
+  const learned = [config.contextRouter, config.generationRouter].filter((router) => router === "conversation" || router === "kv_cache_aware");
+  const notes = ["metrics counters start from zero in this process (Prometheus sees a counter reset)"];
+  if (learned.length > 0) notes.push(`routers start cold: what ${[...new Set(learned)].join(" and ")} learned in the old process (conversations, cached blocks) is not handed over`);
+  return notes;
+}
