@@ -57,9 +57,9 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(problems(report)).toEqual([]);
     expect(report.requestsPerSecond).toBeGreaterThanOrEqual(20);
     for (const tally of Object.values(report.loops.byKind)) expect(tally.ok).toBeGreaterThan(10);
-    // Each long stream was in flight on the old process when it stopped listening, and lasted its 5 s (a take-over takes 1.5–3 s here).
+    // Each long stream was in flight on the old process when it stopped listening, and ran for seconds (5 s of tokens; a take-over takes 1.5–3 s here).
     expect(report.upgrades.map((upgrade) => upgrade.inFlightAtStop >= 1)).toEqual([true, true, true]);
-    expect(report.longStreams.map((stream) => stream.seconds >= 4.9)).toEqual([true, true, true]);
+    expect(report.longStreams.map((stream) => stream.seconds >= 4)).toEqual([true, true, true]);
     expect(new Set(report.upgrades.map((upgrade) => upgrade.toPid)).size).toBe(3);
     expect(report.oldExitCodes).toEqual([0, 0, 0]);
   }, 90_000);
