@@ -10,6 +10,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
+import { startCluster } from "./support/cluster.ts";
 import { freePort } from "./support/etcd.ts";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
@@ -22,8 +23,8 @@ afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop(true)));
 });
 
-/** A long version that is read whole (under the read bound) but is no PEP 440 version. */
-const LONG_VERSION = `1.3.0rc28${"x".repeat(512 * 1024)}`;
+/** The probe's version string: 4 MiB, over the read bound of the proxy's own reads. */
+const HUGE_VERSION = `1.3.0rc28${"x".repeat(4 * MiB)}`;
 
 interface TestWorker {
   readonly server: Bun.Server<undefined>;
@@ -31,7 +32,7 @@ interface TestWorker {
   release(): void;
 }
 
-/** A worker answering what start-up and health checks ask; hostile: 32 MiB of `[` as /server_info (chunked, no length) and a long version. */
+/** A worker answering what start-up and health checks ask; hostile: 32 MiB of `[` as /server_info (chunked, no length) and a 4 MiB version. */
 function worker(hostile: boolean): TestWorker {
   const piece = new Uint8Array(MiB).fill(0x5b);
   const { promise: released, resolve: release } = Promise.withResolvers<void>();
@@ -52,7 +53,7 @@ function worker(hostile: boolean): TestWorker {
         return new Response(body, { headers: { "content-type": "application/json" } });
       }
       if (path === "/server_info") return Response.json({ disaggregated_params: {} });
-      if (path === "/version") return Response.json({ version: hostile ? LONG_VERSION : "1.3.0rc28" });
+      if (path === "/version") return Response.json({ version: hostile ? HUGE_VERSION : "1.3.0rc28" });
       return new Response(null, { status: 200 });
     },
   });
@@ -63,7 +64,7 @@ function worker(hostile: boolean): TestWorker {
 interface Run {
   /** The proxy's peak resident set (VmHWM), KiB. */
   peakRssKiB: number;
-  /** The slowest /livez answer while the workers joined, ms. */
+  /** The slowest /livez answer while the workers joined and for 50 polls after, ms. */
   worstLivezMs: number;
   livezPolls: number;
   /** From /server_info's release to /health 200, ms (figures only). */
@@ -108,6 +109,12 @@ async function run(target: TestWorker): Promise<Run> {
     if (health.status === 200) break;
   }
   const joinMs = performance.now() - releasedAt;
+  // And after it: the collector's work on what the join left stalled /livez for seconds.
+  for (let i = 0; i < 50; i++) {
+    const started = performance.now();
+    await (await fetch(`${url}/livez`)).arrayBuffer();
+    worstLivezMs = Math.max(worstLivezMs, performance.now() - started);
+  }
   const status = readFileSync(`/proc/${proxy.pid}/status`, "utf8");
   const peakRssKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
   const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -118,18 +125,39 @@ async function run(target: TestWorker): Promise<Run> {
   return { peakRssKiB, worstLivezMs, livezPolls, joinMs, metrics, clusterInfo, log };
 }
 
-test("a worker serving 32 MiB of [ as /server_info and a 512 KiB version leaves the proxy's RSS and /livez as a well-behaved one does, and its version shown nowhere", async () => {
+test("a worker serving 32 MiB of [ as /server_info and a 4 MiB version leaves the proxy's RSS and /livez as a well-behaved one does, and its version shown nowhere", async () => {
   const normal = await run(worker(false));
   const hostile = await run(worker(true));
   const figures = { normal: { ...normal, metrics: undefined, clusterInfo: undefined, log: undefined }, hostile: { ...hostile, metrics: undefined, clusterInfo: undefined, log: undefined } };
   console.log(JSON.stringify(figures));
-  // Before: 2.3–5 GB peak RSS against ~80 MB, a 3.8–5.3 s /livez stall.
+  // Before: 2.5 GB peak RSS against ~60 MB, a 6–7 s /livez stall (bench/worker-info-bounds.ts).
   expect(hostile.peakRssKiB / normal.peakRssKiB).toBeLessThan(1.5);
   expect(hostile.worstLivezMs / Math.max(normal.worstLivezMs, 5)).toBeLessThan(20);
   expect(hostile.log).toContain("worker /server_info refused");
-  expect(hostile.log).toContain("worker version ignored");
+  expect(hostile.log).toContain("worker /version refused");
   expect(hostile.metrics).not.toContain("xxxxxxxx");
   expect(hostile.metrics.length / normal.metrics.length).toBeLessThan(1.5);
   expect(hostile.clusterInfo).not.toContain("xxxxxxxx");
   expect(normal.clusterInfo).toContain('"version":"1.3.0rc28"');
 }, 120_000);
+
+test("a version that is no short PEP 440 string (512 KiB, under the read bound) reads unknown in /metrics, /cluster_info, the dashboard and the log", async () => {
+  const version = `1.3.0rc28${"<b>x</b>".repeat(64 * 1024)}`;
+  const odd = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      if (path === "/version") return Response.json({ version });
+      if (path === "/server_info") return Response.json({});
+      return new Response(null, { status: 200 });
+    },
+  });
+  servers.push(odd);
+  const origin = `http://127.0.0.1:${odd.port}`;
+  await using cluster = await startCluster({ contexts: [], generations: [], config: { contextServers: [origin], generationServers: [origin] } });
+  const shown = [await (await fetch(`${cluster.url}/metrics`)).text(), await (await fetch(`${cluster.url}/cluster_info`)).text(), await (await fetch(`${cluster.url}/dashboard/data`)).text(), JSON.stringify(cluster.logs)];
+  for (const text of shown) expect(text.includes("<b>x</b>")).toBe(false);
+  expect(cluster.logs.find((record) => record["msg"] === "worker version ignored: not a PEP 440 version of at most 64 characters")).toMatchObject({ worker: origin, length: version.length });
+  expect(shown[0]).toContain('version="unknown"');
+});
