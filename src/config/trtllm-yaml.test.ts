@@ -78,6 +78,12 @@ schedule_styel: generation_first
     expect(parsed.settings.routerOptions?.context).toEqual({ useTokens: true });
   });
 
+  test("worker keys newer than the LLM arguments read are worker keys too: iter_perf_stats_interval (#19717)", () => {
+    const parsed = parseTrtllmYaml("context_servers: { urls: ['c:1'], iter_perf_stats_interval: 10 }\ngeneration_servers: { urls: ['g:1'] }", "f");
+    expect(parsed.workerKeys).toEqual(["context_servers.iter_perf_stats_interval"]);
+    expect(parsed.unknown).toEqual([]);
+  });
+
   test("reads the conversation and kv_cache_aware routers with their arguments", () => {
     const yaml = `
 context_servers:

@@ -107,6 +107,8 @@ const LLM_ARGS = [
   "batch_wait_timeout_ms",
   "batch_wait_timeout_iters",
   "batch_wait_max_tokens_ratio",
+  // Newer than the version read: sampled iteration stats (#19717, 2026-10-03).
+  "iter_perf_stats_interval",
   // Older LLM API spellings (PyTorchConfig, before cuda_graph_config and moe_config).
   "use_cuda_graph",
   "cuda_graph_batch_sizes",
