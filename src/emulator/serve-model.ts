@@ -7,6 +7,7 @@
 import { isJsonObject, type JsonValue } from "../json.ts";
 import { metricsRequested } from "./perf-wire.ts";
 import { readRequestBody } from "./body-decode.ts";
+import { checkInternalAuth } from "./internal-auth.ts";
 import { serveContextPhase } from "./context-phase.ts";
 import { serveAggregated, serveGenerationPhase } from "./generation-phase.ts";
 import { JobTimeline } from "./perf-timeline.ts";
@@ -42,6 +43,7 @@ export async function serveModelRequest(
   };
   try {
     if (body === undefined) throw new WorkerError(400, "Cannot parse the request body as JSON");
+    checkInternalAuth(worker.options.internalAuthKey, worker.options.role, body, req.headers);
     const request = readModelRequest(api, isJsonObject(body) ? admitFields(worker.generation, api, body) : body);
     checkRole(worker.options.role, request.phase);
     timeline.markArrival();

@@ -89,6 +89,11 @@ export interface EmulatorOptions {
   register?: Registrar;
   /** Finished requests' records GET /perf_metrics keeps (default 0: none, as trtllm-serve's default). */
   perfMetricsMaxRequests?: number;
+  /**
+   * trtllm-serve's internal_request_auth_key: with it the worker checks the proxy's
+   * x-trtllm-disagg-auth and sub-agent affinity signatures as upstream's do (internal-auth.ts).
+   */
+  internalAuthKey?: string;
   /** Seconds added to this worker's steady clock, as if it ran on another host (default 0). */
   clockSkewS?: number;
   /** Pause between the receive and transmit stamps of GET /steady_clock_offset (default 200, as trtllm-serve). */

@@ -26,8 +26,11 @@ export interface TestCluster extends AsyncDisposable {
 
 /** A proxy on port 0 in front of emulated workers on port 0, with test-sized timings. */
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
-  const contexts = (options.contexts ?? [{}]).map((spec) => startEmulatedWorker({ role: "context", ...spec }));
-  const generations = (options.generations ?? [{}]).map((spec) => startEmulatedWorker({ role: "generation", ...spec }));
+  // Workers share the proxy's internal key, as a deployment's do, and so check its signatures.
+  const key = options.config?.internalAuthKey;
+  const shared = key === undefined ? {} : { internalAuthKey: key };
+  const contexts = (options.contexts ?? [{}]).map((spec) => startEmulatedWorker({ role: "context", ...shared, ...spec }));
+  const generations = (options.generations ?? [{}]).map((spec) => startEmulatedWorker({ role: "generation", ...shared, ...spec }));
   const logger = memoryLogger();
   const config: ProxyConfig = {
     ...DEFAULTS,
