@@ -102,3 +102,22 @@ describe("ClusterStore bounds", () => {
     expect(store.getPrefix("/", true)).toEqual({});
   });
 });
+
+describe("ClusterStore hand-over within the bounds", () => {
+  test("adopted items count against the byte bound and their TTL is capped, so the store's size stays exact", () => {
+    const time = clock();
+    const old = new ClusterStore({ now: time.now });
+    old.set(big("/a"));
+    old.set(big("/b", 60));
+    const store = new ClusterStore({ now: time.now, maxBytes: 2000 });
+    expect(store.adopt([...old.handOver(), { key: "/c", value: "v".repeat(900), ttlMs: 10 * 86_400_000, from: undefined }])).toBe(2);
+    expect(store.size).toEqual({ keys: 2, bytes: 2 * 908 });
+    expect(() => store.set(big("/d"))).toThrow(StoreFullError);
+    store.delete("/a");
+    expect(store.size.bytes).toBe(908);
+    expect(store.adopt([{ key: "/c", value: "v".repeat(900), ttlMs: 10 * 86_400_000, from: undefined }])).toBe(1);
+    time.advance(3600 * 1000 + 1);
+    expect(store.getPrefix("/", true)).toEqual({});
+    expect(store.size).toEqual({ keys: 0, bytes: 0 });
+  });
+});

@@ -186,16 +186,18 @@ export class ClusterStore {
   adopt(items: readonly HandedItem[]): number {
     let added = 0;
     for (const handed of items) {
-      const expiresAt = handed.ttlMs === undefined ? undefined : this.#now() + handed.ttlMs;
+      const expiresAt = handed.ttlMs === undefined ? undefined : this.#now() + Math.min(handed.ttlMs, STORE_LIMITS.maxTtlSeconds * 1000);
       const held = this.#live(handed.key);
       if (held !== undefined) {
         const later = held.expiresAt === undefined || expiresAt === undefined ? undefined : Math.max(held.expiresAt, expiresAt);
         this.#items.set(held.key, { ...held, expiresAt: later });
         continue;
       }
-      if (this.#items.size >= this.#maxKeys) break;
+      const bytes = itemBytes(handed.key, handed.value);
+      if (this.#items.size >= this.#maxKeys || this.#bytes + bytes > this.#maxBytes) break;
       const item: StorageItem = { key: handed.key, value: handed.value, expiresAt, from: handed.from };
       this.#items.set(item.key, item);
+      this.#bytes += bytes;
       this.#notify({ kind: "set", item });
       added += 1;
     }
