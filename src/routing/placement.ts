@@ -132,29 +132,33 @@ export class Placement {
    * reservation carries the request's content weight (the conversation router's load).
    */
   place(request: PlacementRequest): RoutedPlacement {
-    const { requires } = request;
+    const { requires, role } = request;
     const choice = this.#modelOf(request.routing);
-    const candidates = this.pool
-      .ready(request.role)
-      .filter((worker) => worker.origin !== request.exclude && (requires === undefined || worker.protocol.accepts.has(requires)) && servesChoice(worker, choice));
-    let ready = candidates.filter((worker) => !this.#full(request.role, worker.origin));
-    if (ready.length === 0 && candidates.length > 0) throw overloaded(request.role);
+    // One pass, no intermediate lists: a placement's cost stays small in a fleet of hundreds.
+    let candidates = 0;
+    let ready: WorkerEntry[] = [];
+    for (const worker of this.pool.all(role)) {
+      if (!worker.ready || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
+      candidates++;
+      if (!this.#full(role, worker.origin)) ready.push(worker);
+    }
+    if (ready.length === 0 && candidates > 0) throw overloaded(role);
     this.#refuseWhenSaturated(choice);
     const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
     // Another event loop may take a worker's last slot between the pick and the reservation
     // (num_workers > 1): the reservation checks the limit again, atomically, and a worker lost
     // that way is left out of the next pick.
     for (;;) {
-      const preferred = ready.filter((worker) => !request.avoid.includes(worker.origin));
-      const pick = this.#routersOf(choice.key)[request.role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(request.role, request.routing));
+      const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
+      const pick = this.#routersOf(choice.key)[role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(role, request.routing));
       if (!pick) {
         const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
-        throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker${serving} is available`);
+        throw new ProxyError("NO_WORKER", 503, `No ${role} worker${serving} is available`);
       }
-      const reservation = this.table.tryReserve(request.requestKey, request.role, pick.worker.origin, weight, this.#perWorkerLimit);
+      const reservation = this.table.tryReserve(request.requestKey, role, pick.worker.origin, weight, this.#perWorkerLimit);
       if (reservation !== undefined) return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
       ready = ready.filter((worker) => worker !== pick.worker);
-      if (ready.length === 0) throw overloaded(request.role);
+      if (ready.length === 0) throw overloaded(role);
     }
   }
 
@@ -183,8 +187,9 @@ export class Placement {
     const choice = this.chooseModel(routing?.model);
     if (choice.kind === "unknown") return Promise.resolve();
     const router = this.#routersOf(choice.key)[role];
-    const worker = this.pool.all(role).find((entry) => entry.origin === origin);
-    if (router.finished === undefined || worker === undefined) return Promise.resolve();
+    if (router.finished === undefined) return Promise.resolve();
+    const worker = this.pool.entry(role, origin);
+    if (worker === undefined) return Promise.resolve();
     return Promise.resolve(router.finished(worker, routing ?? NO_ROUTING, success));
   }
 

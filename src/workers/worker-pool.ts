@@ -44,6 +44,8 @@ function entries(origins: readonly string[], role: Role): WorkerEntry[] {
 export class WorkerPool {
   readonly #byRole: Record<Role, WorkerEntry[]>;
   readonly #minimal: Readonly<Record<Role, number>>;
+  /** Each role's entries by origin, rebuilt when a list changes. */
+  #byOrigin: Record<Role, ReadonlyMap<string, WorkerEntry>> | undefined;
   /** The served model ids of every listed worker, sorted; rebuilt when a list or a worker's models change. */
   #served: readonly string[] | undefined;
 
@@ -78,6 +80,7 @@ export class WorkerPool {
     const removed = current.filter((worker) => !origins.includes(worker.origin)).map((worker) => worker.origin);
     this.#byRole[role] = next;
     this.#served = undefined;
+    this.#byOrigin = undefined;
     return { added, removed };
   }
 
@@ -94,6 +97,7 @@ export class WorkerPool {
     }
     this.#byRole[role] = [...this.#byRole[role], { ...entry(origin, role), advertisedVersion: version }];
     this.#served = undefined;
+    this.#byOrigin = undefined;
     if (models !== undefined) this.learnModels(origin, models);
     return true;
   }
@@ -103,7 +107,17 @@ export class WorkerPool {
     const before = this.#byRole[role].length;
     this.#byRole[role] = this.#byRole[role].filter((worker) => worker.origin !== origin);
     this.#served = undefined;
+    this.#byOrigin = undefined;
     return this.#byRole[role].length < before;
+  }
+
+  /** The role's entry of an origin, if listed (constant time: routers report on every leg's end). */
+  entry(role: Role, origin: string): WorkerEntry | undefined {
+    this.#byOrigin ??= {
+      context: new Map(this.#byRole.context.map((worker) => [worker.origin, worker])),
+      generation: new Map(this.#byRole.generation.map((worker) => [worker.origin, worker])),
+    };
+    return this.#byOrigin[role].get(origin);
   }
 
   /** What an origin serves (its entries of both roles), learnt on (re)join; duplicates and empties dropped, bounded. */
