@@ -42,7 +42,11 @@ describe("WorkerLoads", () => {
   test("a stale report, or a worker that stops reporting, falls back to the proxy's own count, told once per change", () => {
     const { loads, clock, changes } = setup();
     loads.record(W, { running: 8, waiting: 0, kvUtilization: undefined });
+    clock.now = 300;
+    loads.expire();
+    expect(loads.load("generation", W)).toBe(8);
     clock.now = 301;
+    loads.expire();
     expect(loads.load("generation", W)).toBe(0);
     loads.record(W, { running: 8, waiting: 0, kvUtilization: undefined });
     expect(loads.load("generation", W)).toBe(8);

@@ -7,7 +7,8 @@
  *   load = max(own in flight now, reported running + waiting + (own now − own at the report))
  *
  * (own counts over both roles of the origin: the worker's report covers both). A report older
- * than `maxAgeMs`, or none, leaves the proxy's own count.
+ * than `maxAgeMs` (dropped by `expire`, which the poller calls before each round, so a router's
+ * read of every candidate's load costs no clock read), or none, leaves the proxy's own count.
  */
 
 import type { Role } from "../config/types.ts";
@@ -49,6 +50,12 @@ export class WorkerLoads {
     this.#reporting.set(origin, reporting);
   }
 
+  /** Drops reports older than the bound. */
+  expire(): void {
+    const oldest = this.#now() - this.#maxAgeMs;
+    for (const [origin, sample] of this.#samples) if (sample.at < oldest) this.#samples.delete(origin);
+  }
+
   /** Drops what is known of workers no longer listed. */
   retain(origins: ReadonlySet<string>): void {
     for (const origin of this.#samples.keys()) if (!origins.has(origin)) this.#samples.delete(origin);
@@ -58,25 +65,20 @@ export class WorkerLoads {
   /** The load a router weighs for a worker of a role: the blend above, or the proxy's own count. */
   load(role: Role, origin: string): number {
     const own = this.#table.load(role, origin);
-    const sample = this.#fresh(origin);
+    const sample = this.#samples.get(origin);
     if (sample === undefined) return own;
     const { running, waiting } = sample.report;
     return Math.max(own, running + waiting + this.#own(origin) - sample.ownAtReport);
   }
 
-  /** Requests waiting in the worker's queue by its latest fresh report; undefined without one. */
+  /** Requests waiting in the worker's queue by its latest report; undefined without one. */
   waiting(origin: string): number | undefined {
-    return this.#fresh(origin)?.report.waiting;
+    return this.#samples.get(origin)?.report.waiting;
   }
 
-  /** The latest fresh report, for /cluster_info. */
+  /** The latest report, for /cluster_info. */
   report(origin: string): LoadReport | undefined {
-    return this.#fresh(origin)?.report;
-  }
-
-  #fresh(origin: string): Sample | undefined {
-    const sample = this.#samples.get(origin);
-    return sample !== undefined && this.#now() - sample.at <= this.#maxAgeMs ? sample : undefined;
+    return this.#samples.get(origin)?.report;
   }
 
   #own(origin: string): number {

@@ -14,6 +14,7 @@ export async function pollWorkerLoads(placement: Placement, fetch: WorkerFetch, 
   const { pool } = placement;
   while (!signal.aborted) {
     loads.retain(new Set(pool.origins()));
+    loads.expire();
     const ready = pool.origins().filter((origin) => pool.entriesOf(origin).some((entry) => entry.ready));
     await Promise.all(
       ready.map(async (origin) => {
