@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { ScheduleStyle } from "../src/config/types.ts";
 import type { EmulatedWorker } from "../src/emulator/index.ts";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { fakeWorker } from "./support/fake-worker.ts";
 
 /** Two models behind one proxy: a context and a generation worker each, and aliases for both. */
 function mixedFleet(schedule: ScheduleStyle): Promise<TestCluster> {
@@ -126,5 +127,23 @@ describe("a single-model fleet", () => {
     const listed = (await (await fetch(`${cluster.url}/v1/models`)).json()) as { data: { id: string; owned_by: string }[] };
     expect(listed.data.map((entry) => entry.id)).toEqual(["only-model"]);
     expect(served(cluster.contexts[0] as EmulatedWorker)).toBe(3);
+  });
+});
+
+describe("a worker's model list is bounded", () => {
+  test("ids past 256 characters and lists past 64 ids are not taken from a worker", async () => {
+    const ids = ["x".repeat(300), ...Array.from({ length: 100 }, (_, i) => `m${i}`)];
+    const hostile = fakeWorker((request) =>
+      new URL(request.url).pathname === "/v1/models" ? Response.json({ object: "list", data: ids.map((id) => ({ id })) }) : new Response(null, { status: 404 }),
+    );
+    try {
+      await using cluster = await startCluster({ config: { generationServers: [`http://127.0.0.1:${hostile.port}`] } });
+      const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: { generation: { models: string[] }[] } };
+      const models = info.workers.generation[0]?.models ?? [];
+      expect(models).toHaveLength(64);
+      expect(models.every((id) => id.length < 256)).toBe(true);
+    } finally {
+      await hostile.stop(true);
+    }
   });
 });

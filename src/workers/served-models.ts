@@ -7,6 +7,8 @@ import type { WorkerFetch } from "./transport.ts";
 
 /** A model list is a few hundred bytes; more than this is not one. */
 export const MAX_MODEL_LIST_BYTES = 256 * 1024;
+/** Longer ids are not names (they would reach metric labels and /cluster_info): skipped. */
+export const MAX_MODEL_ID_LENGTH = 256;
 
 /**
  * The ids of `{"object": "list", "data": [{"id": …}, …]}` (tensorrt_llm/serve/openai_server.py
@@ -24,7 +26,7 @@ export async function fetchServedModels(fetch: WorkerFetch, origin: string, time
     const answer = await readJsonAnswer(response, MAX_MODEL_LIST_BYTES);
     const data = isJsonObject(answer) ? answer["data"] : undefined;
     if (!Array.isArray(data)) return undefined;
-    const ids = data.flatMap((item) => (isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" ? [item["id"]] : []));
+    const ids = data.flatMap((item) => (isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" && item["id"].length <= MAX_MODEL_ID_LENGTH ? [item["id"]] : []));
     return ids.length === 0 ? undefined : ids.slice(0, MAX_MODELS_PER_WORKER);
   } catch {
     return undefined;
