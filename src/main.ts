@@ -8,6 +8,10 @@ import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
 import { createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
+import { withLoops } from "./server/all-loops.ts";
+import { EventLoops, isLoopData } from "./server/event-loops.ts";
+import { runExtraLoop } from "./server/extra-loop.ts";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { writeReportAddress } from "./server/report-address.ts";
 import type { ControlServer } from "./server/control-socket.ts";
 import { notifySystemd } from "./server/sd-notify.ts";
@@ -56,13 +60,19 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
+  const loops = config.numWorkers > 1 ? new EventLoops(logger) : undefined;
   // Taking over, it listens only once its workers are ready (below).
-  const proxy = await startOrExit(config, logger, predecessor);
+  const mainLoop = await startOrExit(config, logger, predecessor, loops);
+  // What signals and an upgrade's release do, they do to every event loop.
+  const proxy = loops === undefined ? mainLoop : withLoops(mainLoop, loops);
   const listening = (): void => {
     announce(proxy.url, config.port);
     if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
     // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
-    logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId });
+    logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId, event_loops: config.numWorkers });
+    // The other loops bind the port this one got (port 0 resolved), with the same config, each
+    // once its own health checks found the workers: meanwhile this loop serves alone.
+    loops?.start(Bun.main, { ...config, port: Number(proxy.url.port) }, config.numWorkers - 1).catch((error: unknown) => exit(1, `cannot start the event loops: ${error instanceof Error ? error.message : String(error)}`));
   };
   for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
@@ -170,9 +180,10 @@ function notifyReady(logger: Logger): void {
 }
 
 /** Starts the proxy; it listens at once unless it takes over. */
-async function startOrExit(config: ProxyConfig, logger: Logger, predecessor: Predecessor | undefined): Promise<RunningProxy> {
+async function startOrExit(config: ProxyConfig, logger: Logger, predecessor: Predecessor | undefined, loops: EventLoops | undefined): Promise<RunningProxy> {
+  const loop = loops?.share;
   try {
-    return startProxy(config, logger, VERSION, predecessor === undefined ? {} : { registrations: predecessor.registrations, deferListen: true });
+    return startProxy(config, logger, VERSION, predecessor === undefined ? { loop } : { loop, registrations: predecessor.registrations, deferListen: true });
   } catch (error) {
     return listenFailure(error, config, predecessor);
   }
@@ -277,6 +288,8 @@ function exit(code: number, message?: string): never {
   process.exit(code);
 }
 
-main(Bun.argv.slice(2)).catch((error: unknown) => {
+// num_workers > 1: the same program, started again as a Bun Worker, serves as an extra event loop.
+const started = !isMainThread && parentPort !== null && isLoopData(workerData) ? runExtraLoop(workerData, parentPort, VERSION) : main(Bun.argv.slice(2));
+started.catch((error: unknown) => {
   exit(1, error instanceof Error ? error.message : String(error));
 });

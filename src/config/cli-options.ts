@@ -71,6 +71,7 @@ export const OPTIONS = [
   { section: "serve", name: "runtime-dir", key: "runtimeDir", kind: "string", arg: "DIR", default: "$RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/disagg-proxy or /tmp/disagg-proxy-<uid>", description: "Directory (mode 0700) of the per-port control socket that refuses a second copy on the port and carries a take-over" },
   { section: "serve", name: "max-inflight", key: "maxInflight", kind: "int", arg: "N", min: 0, default: "0", description: "Requests in flight at once; beyond it 429 with Retry-After (0 = no limit)" },
   { section: "serve", name: "max-inflight-per-worker", key: "maxInflightPerWorker", kind: "int", arg: "N", min: 0, default: "0", description: "Requests one worker may serve at once; a full worker is skipped, all full = 429 (0 = no limit)" },
+  { section: "serve", name: "num-workers", spellings: ["num_workers"], key: "numWorkers", kind: "int", arg: "N", min: 1, max: 64, default: "1", description: "Event loops serving the port, one core each, sharing one load view (num_workers in the YAML)" },
   { section: "serve", name: "admission-wait-ms", key: "admissionWaitMs", kind: "int", arg: "MS", min: 0, default: "0", description: "How long a request over --max-inflight may queue for a slot before its 429" },
   { section: "serve", name: "tls-cert", key: "tlsCertFile", kind: "string", arg: "FILE", description: "PEM certificate chain: serve HTTPS (with --tls-key; both re-read on SIGHUP)" },
   { section: "serve", name: "tls-key", key: "tlsKeyFile", kind: "string", arg: "FILE", description: "PEM private key for --tls-cert" },

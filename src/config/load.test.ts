@@ -71,6 +71,15 @@ max_retires: 2
     expect(warnings).toEqual(["Ignoring config keys neither this proxy nor TensorRT-LLM's workers know: max_retires (did you mean max_retries?)"]);
   });
 
+  test("num_workers runs that many event loops; with a router whose index lives in one loop, or discovered workers, one loop serves and says why", () => {
+    expect(loadConfig({ ...WORKERS, numWorkers: 4 }, deps()).config.numWorkers).toBe(4);
+    expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": `${README_EXAMPLE}\nnum_workers: 3\n` })).config.numWorkers).toBe(3);
+    const kv = loadConfig({ ...WORKERS, numWorkers: 4, generationRouter: "kv_cache_aware" }, deps());
+    expect(kv.config.numWorkers).toBe(1);
+    expect(kv.warnings).toContain("num_workers: 4 is not honoured with the kv_cache_aware router (its index lives in one event loop): one event loop serves the port");
+    expect(loadConfig({ ...WORKERS, numWorkers: 2, contextRouter: "conversation" }, deps()).config.numWorkers).toBe(1);
+  });
+
   test("num_instances without urls gets a hint: this proxy launches no workers", () => {
     const yaml = "context_servers: { num_instances: 2 }\ngeneration_servers: { num_instances: 1, urls: [g:1] }";
     expect(() => loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml }))).toThrow(

@@ -86,7 +86,11 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
   checkConditionalDisagg(config);
   checkSubagentAffinity(config);
   checkWorkerProtocol(config);
-  return { config: freeze(config), warnings: warningsOf(file, config, noRetry), notes: notesOf(file) };
+  const loops = oneLoopReason(config);
+  const served = loops === undefined ? config : { ...config, numWorkers: 1 };
+  const warnings = warningsOf(file, served, noRetry);
+  if (loops !== undefined) warnings.push(`num_workers: ${config.numWorkers} is not honoured with ${loops}: one event loop serves the port`);
+  return { config: freeze(served), warnings, notes: notesOf(file) };
 }
 
 function readConfigFile(path: string, deps: LoadDeps): TrtllmYaml {
@@ -185,6 +189,20 @@ function missingUrlsHint(section: string, instances: number | undefined, flag: s
   }
   if (instances === undefined) return "";
   return `; ${section}.num_instances is ${instances} but no urls are listed: this proxy launches no workers, so give their addresses (${flag}, repeatable, or ${section}.urls) or let them register (disagg_cluster, -m)`;
+}
+
+/**
+ * Why several event loops cannot serve this configuration, if they cannot: what they share is
+ * the load (reservations, round-robin turns, admission). The conversation map and the KV-block
+ * index live in one loop's memory, and discovered workers and the HTTP cluster store arrive in
+ * one loop; spreading requests over loops that each knew only their own would misroute them.
+ */
+function oneLoopReason(config: ProxyConfig): string | undefined {
+  if (config.numWorkers <= 1) return undefined;
+  const stateful = (["contextRouter", "generationRouter"] as const).map((key) => config[key]).find((router) => router === "conversation" || router === "kv_cache_aware");
+  if (stateful !== undefined) return `the ${stateful} router (its index lives in one event loop)`;
+  if (config.discovery !== undefined) return "discovered workers (they register with one event loop)";
+  return undefined;
 }
 
 function warningsOf(file: TrtllmYaml | undefined, config: ProxyConfig, noRetry: boolean): string[] {

@@ -21,6 +21,7 @@ type YamlKey =
   | "maxRetries"
   | "schedule"
   | "nodeId"
+  | "numWorkers"
   | "contextServers"
   | "generationServers"
   | "contextRouter"
@@ -101,6 +102,8 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   setIfDefined(settings, "port", optInt(doc, "port", "port", 0, 65_535));
   setIfDefined(settings, "maxRetries", optInt(doc, "max_retries", "max_retries", 0));
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));
+  // Upstream forks num_workers processes; here they are event loops of one process (README, --num-workers).
+  setIfDefined(settings, "numWorkers", optInt(doc, "num_workers", "num_workers", 1, 64));
   setIfDefined(settings, "schedule", optChoice(doc, "schedule_style", "schedule_style", ["context_first", "generation_first"] as const));
   Object.assign(settings, readExtras(doc));
   const context = readSection(sections.context_servers, doc, "context_servers", found);
@@ -117,17 +120,10 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
 
 function classifyTopLevel(doc: Mapping, found: Findings): void {
   for (const key of Object.keys(doc)) {
-    if (key === "num_workers") numWorkers(doc[key], found);
-    else if (TOP_LEVEL.has(key)) continue;
+    if (TOP_LEVEL.has(key)) continue;
     else if (WORKER_KEYS.has(key)) found.workerKeys.push(key);
     else found.unknown.push(unknownKey(key, key, KNOWN_NAMES));
   }
-}
-
-/** num_workers > 1 forks a fleet upstream; one process serves here. */
-function numWorkers(value: unknown, found: Findings): void {
-  if (value === 1 || value === null || value === undefined) return;
-  found.warnings.push(`num_workers: ${JSON.stringify(value)} is not honoured: one process serves the port (run replicas with distinct node ids behind a load balancer)`);
 }
 
 function unknownKey(path: string, name: string, candidates: Iterable<string>): string {

@@ -81,6 +81,11 @@ export interface ProxyConfig {
   readonly maxInflight: number;
   /** Admission: reservations one worker may hold at once (0: no limit). */
   readonly maxInflightPerWorker: number;
+  /**
+   * num_workers: event loops serving the port (Bun Workers with reusePort), sharing one load
+   * view. 1 unless the routers and discovery allow more (config/load.ts says when not).
+   */
+  readonly numWorkers: number;
   /** Admission: how long a request may wait for a free slot before its 429 (0: no wait). */
   readonly admissionWaitMs: number;
   /** SIGTERM: how long in-flight requests may run on before they are aborted. */
@@ -198,6 +203,7 @@ export const DEFAULTS = {
   runtimeDir: undefined,
   maxInflight: 0,
   maxInflightPerWorker: 0,
+  numWorkers: 1,
   admissionWaitMs: 0,
   tlsCertFile: undefined,
   tlsKeyFile: undefined,

@@ -46,12 +46,11 @@ describe("upstream keys beyond the worker lists", () => {
     expect(() => parseTrtllmYaml("allow_request_chat_template: 1", "f")).toThrow("allow_request_chat_template");
   });
 
-  test("an external coordinator is refused; num_workers is only warned about", () => {
+  test("an external coordinator is refused; num_workers is read as the event loops to run", () => {
     expect(() => parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toThrow("disagg_coordinator_url");
-    expect(parseTrtllmYaml("num_workers: 4", "f").warnings).toEqual([
-      "num_workers: 4 is not honoured: one process serves the port (run replicas with distinct node ids behind a load balancer)",
-    ]);
-    expect(parseTrtllmYaml("num_workers: 1", "f").warnings).toEqual([]);
+    expect(parseTrtllmYaml("num_workers: 4", "f")).toMatchObject({ warnings: [], settings: { numWorkers: 4 } });
+    expect(() => parseTrtllmYaml("num_workers: 0", "f")).toThrow("num_workers");
+    expect(() => parseTrtllmYaml("num_workers: 65", "f")).toThrow("num_workers");
   });
 
   test("per-request perf metrics and OTLP keys are read: return_perf_metrics, perf_metrics_output_dir, perf_metrics_max_requests, otlp_config", () => {

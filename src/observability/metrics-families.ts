@@ -63,8 +63,13 @@ function counter<L extends string = string>(registry: Registry, name: string, he
   return new Counter<L>({ name, help, labelNames, registers: [registry] });
 }
 
-function gauge<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
-  return new Gauge<L>({ name, help, labelNames, registers: [registry] });
+/**
+ * `aggregator`: how the event loops' values add up into the one exposition (num_workers > 1,
+ * prom-client's AggregatorRegistry): counts of the loops' own requests are summed; a gauge
+ * every loop reads from the shared load, or judges alike, is taken once.
+ */
+function gauge<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = [], aggregator: "sum" | "max" | "min" = "sum"): Gauge<L> {
+  return new Gauge<L>({ name, help, labelNames, registers: [registry], aggregator });
 }
 
 function histogram(registry: Registry, name: string, help: string, buckets: readonly number[]): Histogram {
@@ -119,10 +124,10 @@ export function ownFamilies(registry: Registry): OwnFamilies {
     clientDisconnects: counter(registry, "disagg_proxy_client_disconnects_total", "Clients that left before their answer ended", ["route"]),
     keepalivesSent: counter(registry, "disagg_proxy_keepalives_sent_total", "Keepalives sent to silent client streams", ["route"]),
     streamsOpen: gauge(registry, "disagg_proxy_streams_open", "Client streams open now"),
-    workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker),
-    workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker),
-    workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"]),
-    modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"]),
-    modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"]),
+    workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker, "max"),
+    workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker, "min"),
+    workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"], "max"),
+    modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"], "min"),
+    modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"], "max"),
   };
 }

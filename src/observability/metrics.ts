@@ -20,7 +20,7 @@
  * Labels: `route` must be the route pattern (a fixed set), never the raw request URL.
  */
 
-import { Registry } from "prom-client";
+import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies } from "./metrics-families.ts";
 import type { Role } from "../config/types.ts";
 
@@ -50,7 +50,21 @@ export interface ProxyMetrics {
   clientDisconnected(route: string): void;
   /** Text exposition (Prometheus 0.0.4) for /prometheus/metrics and /metrics. */
   render(): Promise<string>;
+  /** The same values as data, for another event loop to add up with its own (`renderAll`). */
+  values(): Promise<LoopMetrics>;
   readonly contentType: string;
+}
+
+/** One event loop's metrics as prom-client hands them between processes. */
+export type LoopMetrics = MetricObjectWithValues<MetricValue<string>>[];
+
+/** The event loops' metrics as one exposition (num_workers > 1): counters and histograms summed, gauges by their aggregator. */
+export async function renderAll(loops: readonly LoopMetrics[]): Promise<string> {
+  return exposition(await AggregatorRegistry.aggregate([...loops]).metrics());
+}
+
+function exposition(text: string): string {
+  return text.replaceAll(INTEGRAL_LE, '$1$2.0"');
 }
 
 /** Python's client writes integral bucket bounds as `1.0`, prom-client as `1`; dashboards may match `le="1.0"`. */
@@ -127,7 +141,11 @@ export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
     clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
     async render() {
       refreshWorkerGauges(own, source);
-      return (await registry.metrics()).replaceAll(INTEGRAL_LE, '$1$2.0"');
+      return exposition(await registry.metrics());
+    },
+    async values() {
+      refreshWorkerGauges(own, source);
+      return registry.getMetricsAsJSON();
     },
     contentType: registry.contentType,
   };

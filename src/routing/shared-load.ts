@@ -25,9 +25,9 @@ const USED = 0;
 const LOCK = 1;
 const ACTIVE = 2;
 /** Admission: requests in flight, requests waiting, and a sequence bumped at each release (waiters wait on it). */
-export const ADMITTED = 3;
-export const WAITING = 4;
-export const RELEASES = 5;
+const ADMITTED = 3;
+const WAITING = 4;
+const RELEASES = 5;
 const TURN: Readonly<Record<Role, number>> = { context: 6, generation: 7 };
 const HEADER_WORDS = 16;
 
@@ -40,6 +40,21 @@ const TOTAL_BYTES = KEY_BYTE_OFFSET + SLOTS * KEY_BYTES;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** Admission's counts in the shared memory (server/admission.ts's SharedAdmission uses them). */
+export interface SharedAdmissionWords {
+  admitted(): number;
+  waiting(): number;
+  /** Takes a slot unless `limit` are taken (0: no limit). */
+  tryAdmit(limit: number): boolean;
+  release(): void;
+  /** Counts a waiter unless `limit` wait already. */
+  startWaiting(limit: number): boolean;
+  stopWaiting(): void;
+  /** Releases so far (any loop); `nextRelease` resolves once it moved past `seen`, or after `ms`. */
+  releases(): number;
+  nextRelease(seen: number, ms: number): Promise<unknown>;
+}
 
 /** A view of the shared memory in one loop; every loop makes its own from the same buffer. */
 export class SharedLoad {
@@ -109,6 +124,35 @@ export class SharedLoad {
   /** The next round-robin turn of a role, counted across every loop. */
   turn(role: Role): number {
     return Atomics.add(this.words, TURN[role], 1) >>> 0;
+  }
+
+  /** Admission's counts, in the same memory. */
+  admission(): SharedAdmissionWords {
+    const words = this.words;
+    const takeBelow = (at: number, limit: number): boolean => {
+      for (;;) {
+        const now = Atomics.load(words, at);
+        if (limit > 0 && now >= limit) return false;
+        if (Atomics.compareExchange(words, at, now, now + 1) === now) return true;
+      }
+    };
+    return {
+      admitted: () => Atomics.load(words, ADMITTED),
+      waiting: () => Atomics.load(words, WAITING),
+      tryAdmit: (limit) => takeBelow(ADMITTED, limit),
+      release: () => {
+        Atomics.sub(words, ADMITTED, 1);
+        Atomics.add(words, RELEASES, 1);
+        Atomics.notify(words, RELEASES);
+      },
+      startWaiting: (limit) => takeBelow(WAITING, limit),
+      stopWaiting: () => Atomics.sub(words, WAITING, 1),
+      releases: () => Atomics.load(words, RELEASES),
+      nextRelease: (seen, ms) => {
+        const wait = Atomics.waitAsync(words, RELEASES, seen, ms);
+        return wait.async ? wait.value : Promise.resolve(wait.value);
+      },
+    };
   }
 
   /** Load by `role origin` key, workers at zero left out (as the single-loop table's snapshot). */

@@ -1,4 +1,5 @@
 import { ProxyError } from "../errors.ts";
+import type { SharedAdmissionWords } from "../routing/shared-load.ts";
 
 /**
  * Admission control: at most `limit` requests in flight; a request over it waits up to
@@ -64,6 +65,69 @@ export class Admission {
     });
   }
 }
+
+/**
+ * The same contract over counts every event loop shares (num_workers > 1): a slot is taken by
+ * one compare-and-swap on the process's in-flight count, so the limit holds for the process.
+ * A request over it waits (as many as the limit, across loops) for a release in any loop,
+ * woken through `Atomics.waitAsync`; waiters race for a freed slot, so the order is first come
+ * first served only within a loop.
+ */
+export class SharedAdmission {
+  readonly #limit: number;
+  readonly #waitMs: number;
+  readonly #words: SharedAdmissionWords;
+
+  constructor(limit: number, waitMs: number, words: SharedAdmissionWords) {
+    this.#limit = limit;
+    this.#waitMs = waitMs;
+    this.#words = words;
+  }
+
+  get inFlight(): number {
+    return this.#words.admitted();
+  }
+
+  get waiting(): number {
+    return this.#words.waiting();
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  async acquire(signal: AbortSignal): Promise<() => void> {
+    if (!this.#words.tryAdmit(this.#limit)) await this.#wait(signal);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.#words.release();
+    };
+  }
+
+  async #wait(signal: AbortSignal): Promise<void> {
+    const words = this.#words;
+    if (this.#waitMs <= 0 || !words.startWaiting(this.#limit)) throw overloaded();
+    const deadline = performance.now() + this.#waitMs;
+    try {
+      for (;;) {
+        if (signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
+        const seen = words.releases();
+        if (words.tryAdmit(this.#limit)) return;
+        const left = deadline - performance.now();
+        if (left <= 0) throw overloaded();
+        // oxlint-disable-next-line no-await-in-loop -- wait for the next release anywhere, then try again
+        await words.nextRelease(seen, Math.min(left, 50));
+      }
+    } finally {
+      words.stopWaiting();
+    }
+  }
+}
+
+/** What the server's admission is, whichever counts it keeps. */
+export type AdmissionControl = Pick<Admission, "inFlight" | "waiting" | "limit" | "acquire">;
 
 function overloaded(): ProxyError {
   return new ProxyError("OVERLOADED", 429, "Too many requests in flight; retry shortly");

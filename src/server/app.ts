@@ -20,7 +20,8 @@ import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { modelListOf, modelReadyOf } from "./model-list.ts";
-import { Admission } from "./admission.ts";
+import { Admission, SharedAdmission, type AdmissionControl } from "./admission.ts";
+import type { LoopShare } from "./event-loops.ts";
 import { metricsHooks, modelGauges, workerGauges } from "./metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
@@ -72,9 +73,11 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly dashboard: DashboardRecorder | undefined;
 }
 
-export function createApp(config: ProxyConfig, logger: Logger, version: string): App {
+/** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
+export function createApp(config: ProxyConfig, logger: Logger, version: string, loop?: LoopShare): App {
   const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
   const placement = new Placement(config, {
+    shared: loop?.shared,
     fetch: workerFetch,
     onWarning: (message, fields) => logger.warn(message, fields),
     // Once per change, not per poll: a worker built without iteration stats never reports.
@@ -83,12 +86,15 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
         ? logger.info("worker reports its load", { worker: origin })
         : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
   });
-  const ids = new DisaggIdAllocator(config.nodeId, { processId: config.processId });
+  // Each loop its own process id in the snowflake (server/event-loops.ts).
+  const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const active = new Set<RequestContext>();
   const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement) });
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
-  const admission = new Admission(config.maxInflight, config.admissionWaitMs);
+  const admission: AdmissionControl =
+    loop === undefined ? new Admission(config.maxInflight, config.admissionWaitMs) : new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
+  loop?.provideMetrics(() => metrics.values());
   let draining = false;
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
   let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
@@ -171,7 +177,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string):
       return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.(), server);
     },
     async metricsText() {
-      return { contentType: metrics.contentType, text: await metrics.render() };
+      return { contentType: metrics.contentType, text: await (loop === undefined ? metrics.render() : loop.metricsText()) };
     },
     perfMetrics: () => telemetry.perfMetrics(),
     timings: {

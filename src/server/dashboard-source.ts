@@ -4,13 +4,13 @@ import type { DiscoveryView, WorkerView } from "../dashboard/snapshot.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
-import type { Admission } from "./admission.ts";
+import type { AdmissionControl } from "./admission.ts";
 
 interface SourceParts {
   readonly config: ProxyConfig;
   readonly version: string;
   readonly placement: Placement;
-  readonly admission: Admission;
+  readonly admission: AdmissionControl;
   readonly active: ReadonlySet<unknown>;
   readonly draining: () => boolean;
   readonly discoveryStatus: () => DiscoveryStatus | undefined;

@@ -7,6 +7,7 @@ import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
+import type { LoopShare } from "./event-loops.ts";
 import { startDiscovery } from "./discovery.ts";
 import { createDispatch, mayCall, type RouteEntry } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
@@ -32,6 +33,8 @@ export interface ServerOptions extends ListenerOptions {
    * so that no request meets a process that would answer 503 beside one that is ready.
    */
   readonly deferListen?: boolean;
+  /** num_workers > 1: this loop's share of what the process's event loops have in common. */
+  readonly loop?: LoopShare | undefined;
 }
 
 export interface RunningProxy {
@@ -66,7 +69,7 @@ export interface RunningProxy {
 
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
-  const app = createApp(config, logger, appVersion);
+  const app = createApp(config, logger, appVersion, options.loop);
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
   const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard), allowed) };
   const dispatch = createDispatch(app, routes);

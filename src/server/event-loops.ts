@@ -1,0 +1,216 @@
+/**
+ * `num_workers` > 1: the process serves the port from several event loops, one per Bun Worker
+ * thread (upstream forks as many processes, commands/serve.py, #15905), each a whole proxy
+ * listening with reusePort, the kernel spreading connections over them. What they share:
+ *
+ * - the load (reservations, per-worker limits, round-robin turns, admission) in one
+ *   SharedArrayBuffer, `routing/shared-load.ts`: every placement reads and takes it atomically;
+ * - one metrics exposition: the loop asked for /metrics gathers every loop's values and adds
+ *   them up (prom-client's AggregatorRegistry, as its cluster mode does between processes);
+ * - SIGHUP and SIGTERM, which the first loop (the main thread) receives and passes on.
+ *
+ * Each loop mints disagg_request_ids with its own process id (the configured one + its
+ * index), as upstream's launcher gives each fleet worker its own TRTLLM_DISAGG_WORKER_PROCESS_ID
+ * (llmapi/disagg_utils.py worker_local_process_id; find_string id 54588247121), so ids stay
+ * unique. Each loop checks workers' health itself and logs to the same stdout.
+ */
+
+import { Worker, type MessagePort } from "node:worker_threads";
+import type { ProxyConfig } from "../config/types.ts";
+import type { Logger } from "../observability/logger.ts";
+import { renderAll, type LoopMetrics } from "../observability/metrics.ts";
+import { SharedLoad } from "../routing/shared-load.ts";
+
+/** What one event loop knows of the others. */
+export interface LoopShare {
+  /** 0 for the main thread's loop. */
+  readonly index: number;
+  readonly shared: SharedLoad;
+  /** This loop's own metrics, read whenever any loop renders the process's. */
+  provideMetrics(values: () => Promise<LoopMetrics>): void;
+  /** The process's metrics: every loop's values added up. */
+  metricsText(): Promise<string>;
+}
+
+/** What an extra loop's Worker is started with (its `workerData`). */
+export interface LoopData {
+  readonly kind: "disagg-proxy-event-loop";
+  readonly index: number;
+  /** The main loop's config with the port it bound (port 0 resolved). */
+  readonly config: ProxyConfig;
+  readonly buffer: SharedArrayBuffer;
+}
+
+export function isLoopData(data: unknown): data is LoopData {
+  return typeof data === "object" && data !== null && "kind" in data && data.kind === "disagg-proxy-event-loop";
+}
+
+/** Messages between the main loop and an extra one. */
+export type ToLoop =
+  | { readonly kind: "values"; readonly id: number }
+  | { readonly kind: "gathered"; readonly id: number; readonly text: string }
+  | { readonly kind: "reload"; readonly context: readonly string[]; readonly generation: readonly string[] }
+  | { readonly kind: "drain"; readonly timeoutMs: number }
+  | { readonly kind: "hand-over"; readonly timeoutMs: number };
+export type FromLoop =
+  | { readonly kind: "listening" }
+  | { readonly kind: "failed"; readonly message: string }
+  | { readonly kind: "values"; readonly id: number; readonly metrics: LoopMetrics }
+  | { readonly kind: "gather"; readonly id: number }
+  | { readonly kind: "listener-closed" }
+  | { readonly kind: "drained" };
+
+/** A loop that does not answer a metrics question in this long is left out of that exposition. */
+const ANSWER_MS = 2000;
+
+/** The main thread's side: its own loop's share, and the extra loops once started. */
+export class EventLoops {
+  readonly share: LoopShare;
+  readonly #shared = new SharedLoad();
+  readonly #loops: Worker[] = [];
+  readonly #pending = new Map<number, (metrics: LoopMetrics | undefined) => void>();
+  readonly #logger: Logger;
+  #own: (() => Promise<LoopMetrics>) | undefined;
+  #nextId = 0;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+    this.share = {
+      index: 0,
+      shared: this.#shared,
+      provideMetrics: (values) => {
+        this.#own = values;
+      },
+      metricsText: () => this.#gather(),
+    };
+  }
+
+  /**
+   * Starts `count` more loops running `entry` (the program's own entry point: it sees its
+   * `workerData` and serves as an extra loop); resolves once every one listens.
+   */
+  async start(entry: string, config: ProxyConfig, count: number): Promise<void> {
+    const started = Array.from({ length: count }, (_, i) => this.#startOne(entry, { kind: "disagg-proxy-event-loop", index: i + 1, config, buffer: this.#shared.buffer }));
+    await Promise.all(started);
+  }
+
+  /** SIGHUP: each extra loop takes the new worker lists and re-reads its TLS files and client keys. */
+  reload(context: readonly string[], generation: readonly string[]): void {
+    for (const loop of this.#loops) send(loop, { kind: "reload", context, generation });
+  }
+
+  /** SIGTERM: every extra loop drains as the main one does; resolves when all have stopped. */
+  async drain(timeoutMs: number): Promise<void> {
+    await this.#untilAll("drained", { kind: "drain", timeoutMs });
+    await this.stop();
+  }
+
+  /** An upgrade took the port: every extra loop stops listening, then drains (serve.ts handOver). */
+  handOver(timeoutMs: number): { readonly listenerClosed: Promise<void>; readonly finished: Promise<void> } {
+    const listenerClosed = this.#untilAll("listener-closed", { kind: "hand-over", timeoutMs });
+    const finished = this.#untilAll("drained", undefined).then(() => this.stop());
+    return { listenerClosed, finished };
+  }
+
+  /** Resolves once every extra loop said `answer` (or exited), after `ask` was sent to each. */
+  async #untilAll(answer: "drained" | "listener-closed", ask: ToLoop | undefined): Promise<void> {
+    await Promise.all(
+      this.#loops.map(
+        (loop) =>
+          new Promise<void>((resolve) => {
+            loop.on("message", (message: FromLoop) => {
+              if (message.kind === answer) resolve();
+            });
+            loop.once("exit", () => resolve());
+            if (ask !== undefined) send(loop, ask);
+          }),
+      ),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.#loops.splice(0).map((loop) => loop.terminate()));
+  }
+
+  #startOne(entry: string, data: LoopData): Promise<void> {
+    const loop = new Worker(entry, { workerData: data });
+    this.#loops.push(loop);
+    return new Promise((resolve, reject) => {
+      loop.on("message", (message: FromLoop) => {
+        if (message.kind === "listening") resolve();
+        else if (message.kind === "failed") reject(new Error(`event loop ${data.index}: ${message.message}`));
+        else if (message.kind === "values") this.#pending.get(message.id)?.(message.metrics);
+        else if (message.kind === "gather") void this.#answerGather(loop, message.id);
+      });
+      loop.on("error", (error) => {
+        this.#logger.error("an event loop failed", { loop: data.index, error });
+        reject(error);
+      });
+    });
+  }
+
+  async #answerGather(loop: Worker, id: number): Promise<void> {
+    const text = await this.#gather().catch((error: unknown) => {
+      this.#logger.error("gathering the event loops' metrics failed", { error });
+      return "";
+    });
+    send(loop, { kind: "gathered", id, text });
+  }
+
+  async #gather(): Promise<string> {
+    const own = this.#own === undefined ? [] : [await this.#own()];
+    const others = await Promise.all(this.#loops.map((loop) => this.#valuesOf(loop)));
+    return renderAll([...own, ...others.filter((values): values is LoopMetrics => values !== undefined)]);
+  }
+
+  #valuesOf(loop: Worker): Promise<LoopMetrics | undefined> {
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(undefined), ANSWER_MS);
+      const done = (metrics: LoopMetrics | undefined): void => {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        if (metrics === undefined) this.#logger.warn("an event loop did not send its metrics in time; left out of this scrape");
+        resolve(metrics);
+      };
+      this.#pending.set(id, done);
+      send(loop, { kind: "values", id });
+    });
+  }
+}
+
+/** An extra loop's side of the conversation with the main thread. */
+export function extraLoopShare(data: LoopData, port: MessagePort): LoopShare {
+  const shared = new SharedLoad(data.buffer);
+  const asked = new Map<number, (text: string) => void>();
+  let own: (() => Promise<LoopMetrics>) | undefined;
+  let nextId = 0;
+  port.on("message", (message: ToLoop) => {
+    if (message.kind === "values") {
+      void (own?.() ?? Promise.resolve([])).then((metrics) => send(port, { kind: "values", id: message.id, metrics }));
+    } else if (message.kind === "gathered") {
+      asked.get(message.id)?.(message.text);
+      asked.delete(message.id);
+    }
+  });
+  return {
+    index: data.index,
+    shared,
+    provideMetrics(values) {
+      own = values;
+    },
+    metricsText() {
+      const id = nextId++;
+      return new Promise((resolve) => {
+        asked.set(id, resolve);
+        send(port, { kind: "gather", id });
+      });
+    },
+  };
+}
+
+/** Posts to a loop or to the main thread (a Worker's port takes no origin). */
+export function send(target: Worker | MessagePort, message: ToLoop | FromLoop): void {
+  // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a worker thread's port, not a window
+  target.postMessage(message, []);
+}
