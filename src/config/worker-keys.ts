@@ -109,7 +109,9 @@ const LLM_ARGS = [
   "batch_wait_max_tokens_ratio",
   // Newer than the version read: sampled iteration stats (#19717, 2026-10-03).
   "iter_perf_stats_interval",
-  // Older LLM API spellings (PyTorchConfig, before cuda_graph_config and moe_config).
+  // Older LLM API spellings (PyTorchConfig, before cuda_graph_config and moe_config), the
+  // block itself included (examples/disaggregated/test/disagg_config_cuda_graph_padding.yaml @ 77d7fe1e).
+  "pytorch_backend_config",
   "use_cuda_graph",
   "cuda_graph_batch_sizes",
   "cuda_graph_max_batch_size",
