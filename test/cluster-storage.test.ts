@@ -266,6 +266,14 @@ describe("the HTTP cluster storage refuses what a web page can send (issue #24)"
     expect(await (await get("/get_prefix?key_prefix=/", "rebind.attacker.example")).json()).toEqual({
       detail: expect.stringContaining('This proxy does not answer to Host "rebind.attacker.example"'),
     });
+    // The name in disagg_cluster.cluster_uri is the one workers register at: it is accepted too.
+    await using named = await startCluster({
+      contexts: [],
+      generations: [],
+      config: { discovery: { kind: "cluster", storage: "http", endpoint: "http://registry.cluster.test:8000", clusterName: "hosts", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 }, serverStartTimeoutMs: 50 },
+    });
+    expect((await fetch(`${named.url}/get_prefix?key_prefix=/`, { headers: { host: "registry.cluster.test:8000" } })).status).toBe(200);
+    expect((await fetch(`${named.url}/get_prefix?key_prefix=/`, { headers: { host: "proxy.internal:8000" } })).status).toBe(421);
     const model = await fetch(`${cluster.url}/v1/chat/completions`, { method: "POST", headers: { host: "anything.example", "content-type": "application/json" }, body: JSON.stringify(chat) });
     expect(model.status).toBe(503);
     expect(((await model.json()) as { code?: string }).code).not.toBe("MISDIRECTED");

@@ -144,8 +144,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     set discoveredWorkers(workers) {
       discoveredWorkers = workers;
     },
-    // The machine's own name is no attacker's: operators reach the proxy by it.
-    hosts: new HostCheck([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost]), hostname(), ...config.allowedHosts]),
+    hosts: new HostCheck(ownNames(config)),
     get boundPort() {
       return boundPort;
     },
@@ -241,4 +240,23 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     });
     return ctx;
   }
+}
+
+/**
+ * The names the Host-checked routes answer to besides IP literals and localhost: hostname and
+ * bind_host, the machine's own name (operators reach the proxy by it), the host of an http(s)
+ * cluster_uri (the name workers are told to register at), and --allowed-host.
+ */
+function ownNames(config: ProxyConfig): string[] {
+  const names = [config.host, hostname(), ...config.allowedHosts];
+  if (config.bindHost !== undefined) names.push(config.bindHost);
+  const discovery = config.discovery;
+  if (discovery?.kind === "cluster" && discovery.storage === "http") {
+    try {
+      names.push(new URL(discovery.endpoint).hostname);
+    } catch {
+      // config/load.ts checked the URI; nothing to add otherwise.
+    }
+  }
+  return names;
 }
