@@ -101,7 +101,7 @@ describe("the model list and readiness of a mixed fleet", () => {
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
   });
 
-  test("/cluster_info and the metrics show each model's ready workers and load", async () => {
+  test("/cluster_info, the metrics and the dashboard show each model's ready workers and load", async () => {
     await using cluster = await mixedFleet("context_first");
     const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
       models: Record<string, { is_ready: boolean; context: { ready: number; workers: number }; generation: { ready: number } }>;
@@ -113,6 +113,11 @@ describe("the model list and readiness of a mixed fleet", () => {
     const text = await (await fetch(`${cluster.url}/prometheus/metrics`)).text();
     expect(text).toContain('disagg_proxy_model_workers_ready{model="model-b",role="generation"} 1');
     expect(text).toContain('disagg_proxy_model_in_flight{model="model-a",role="context"} 0');
+    const dashboard = (await (await fetch(`${cluster.url}/dashboard/data`)).json()) as { models: { model: string; contextReady: number; generationWorkers: number; inFlight: number }[] };
+    expect(dashboard.models).toEqual([
+      { model: "model-a", contextReady: 1, contextWorkers: 1, generationReady: 1, generationWorkers: 1, inFlight: 0 },
+      { model: "model-b", contextReady: 1, contextWorkers: 1, generationReady: 1, generationWorkers: 1, inFlight: 0 },
+    ]);
   });
 });
 

@@ -58,6 +58,8 @@ const BODY = `<header><h1>disagg-proxy</h1><span class="meta" id="version"></spa
 </div>
 <section><h2>Workers</h2><div class="scroll"><table><thead><tr><th>role</th><th>worker</th><th>version</th><th>health</th><th>last check</th><th class="num">in flight</th><th class="num">req/s</th><th class="num">errors (1 min)</th><th class="num">TTFT p50 / p99</th><th class="num">duration p50 / p99</th><th>ejected</th></tr></thead><tbody id="workers"></tbody></table></div>
 <p class="note">req/s over the last 10 s; errors and percentiles over the last minute, per attempt at the worker.</p></section>
+<section><h2>Models</h2><div class="scroll"><table><thead><tr><th>model</th><th class="num">context ready</th><th class="num">generation ready</th><th class="num">in flight</th></tr></thead><tbody id="models"></tbody></table></div>
+<p class="note">What each worker's GET /v1/models names; a request goes to its model's workers when several are served.</p></section>
 <section><h2>Requests by route</h2><div class="scroll"><table><thead><tr><th>route</th><th>outcome</th><th class="num">req/s</th><th class="num">total</th></tr></thead><tbody id="routes"></tbody></table></div></section>
 <section><h2>Last 50 failed requests</h2><div class="scroll"><table><thead><tr><th>time</th><th>route</th><th class="num">disagg_request_id</th><th>worker</th><th>outcome</th><th class="num">status</th><th>message</th></tr></thead><tbody id="failures"></tbody></table></div></section>
 </main>`;

@@ -14,6 +14,7 @@ import {
   type HealthState,
   type RouteRow,
   type WorkerRow,
+  type ModelView,
   type WorkerView,
 } from "./snapshot.ts";
 import { RATE_WINDOW_S, WorkerStats } from "./worker-stats.ts";
@@ -30,6 +31,8 @@ export interface DashboardSource {
   draining(): boolean;
   admission(): AdmissionView;
   workers(): readonly WorkerView[];
+  /** The served models (several behind one proxy), when the server knows them. */
+  models?(): readonly ModelView[];
   discovery(): DiscoveryView;
   /**
    * Whether the page is behind client keys (--protect-metrics with keys set), read at each
@@ -185,6 +188,7 @@ export class DashboardRecorder implements TrafficObserver {
         requests: this.#routeRows(now),
       },
       workers: source.workers().map((worker) => this.#workerRow(worker, now)),
+      models: source.models?.() ?? [],
       series: this.#series.columns(seriesAfter),
       failures: this.#failures.newestFirst(source.protectedByKeys()),
     };

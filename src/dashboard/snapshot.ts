@@ -102,10 +102,22 @@ export interface FailureRow {
   readonly message: string | undefined;
 }
 
+/** A served model (from its workers' GET /v1/models): its workers of each role, how many ready, its requests in flight. */
+export interface ModelView {
+  readonly model: string;
+  readonly contextReady: number;
+  readonly contextWorkers: number;
+  readonly generationReady: number;
+  readonly generationWorkers: number;
+  readonly inFlight: number;
+}
+
 export interface DashboardSnapshot {
   readonly now: number;
   readonly proxy: ProxyView;
   readonly workers: readonly WorkerRow[];
+  /** Each served model's readiness and load; empty while no worker named its model. */
+  readonly models: readonly ModelView[];
   readonly series: Series;
   /** Newest first, at most 50. */
   readonly failures: readonly FailureRow[];

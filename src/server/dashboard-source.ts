@@ -1,6 +1,6 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardSource } from "../dashboard/recorder.ts";
-import type { DiscoveryView, WorkerView } from "../dashboard/snapshot.ts";
+import type { DiscoveryView, ModelView, WorkerView } from "../dashboard/snapshot.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
@@ -45,6 +45,17 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
         ),
       );
     },
+    models: () =>
+      placement.modelStatus().map(
+        (status): ModelView => ({
+          model: status.model,
+          contextReady: status.context.ready,
+          contextWorkers: status.context.workers,
+          generationReady: status.generation.ready,
+          generationWorkers: status.generation.workers,
+          inFlight: status.context.inFlight + status.generation.inFlight,
+        }),
+      ),
     discovery: (): DiscoveryView => {
       const discovery = config.discovery;
       if (discovery === undefined) return { source: "static" };

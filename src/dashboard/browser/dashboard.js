@@ -12,7 +12,8 @@
 /** @typedef {{ at: number, route: string, disaggRequestId?: string, worker?: string, outcome: Outcome, status: number, message?: string }} FailureRow */
 /** @typedef {{ source: string, endpoint?: string, connected?: boolean, revision?: string, lastError?: string, lastChangeAt?: number }} DiscoveryView */
 /** @typedef {{ version: string, pid: number, startedAt: number, draining: boolean, inFlight: number, streamsOpen: number, keepalivesSent: number, admission: { inFlight: number, waiting: number, limit: number }, discovery: DiscoveryView, requests: RouteRow[] }} ProxyView */
-/** @typedef {{ now: number, proxy: ProxyView, workers: WorkerRow[], series: Series, failures: FailureRow[] }} Snapshot */
+/** @typedef {{ model: string, contextReady: number, contextWorkers: number, generationReady: number, generationWorkers: number, inFlight: number }} ModelRow */
+/** @typedef {{ now: number, proxy: ProxyView, workers: WorkerRow[], models: ModelRow[], series: Series, failures: FailureRow[] }} Snapshot */
 
 (() => {
   const WINDOW_MS = 15 * 60 * 1000;
@@ -174,6 +175,21 @@
   }
 
   /** @param {Snapshot} snapshot */
+  function renderModels(snapshot) {
+    const rows = snapshot.models.map((m) => {
+      const tr = row([
+        ["model", m.model],
+        ["contextReady", `${m.contextReady} / ${m.contextWorkers}`, "num"],
+        ["generationReady", `${m.generationReady} / ${m.generationWorkers}`, "num"],
+        ["inFlight", String(m.inFlight), "num"],
+      ]);
+      tr.dataset["model"] = m.model;
+      return tr;
+    });
+    fill(byId("models"), rows, 4, "no worker named its model");
+  }
+
+  /** @param {Snapshot} snapshot */
   function renderFailures(snapshot) {
     const rows = snapshot.failures.map((f) =>
       row([
@@ -274,6 +290,7 @@
     merge(snapshot.series);
     renderProxy(snapshot);
     renderWorkers(snapshot);
+    renderModels(snapshot);
     renderFailures(snapshot);
     drawCharts();
     const live = byId("live");
