@@ -67,6 +67,26 @@ async function reachable(host: string, port: string): Promise<boolean> {
   }
 }
 
+describe("slow request heads (slowloris)", () => {
+  test("a request head trickled on a new connection, or on one kept alive after an answer, is cut by the runtime's bound", async () => {
+    // The runtime's own seconds (1 = one 4 s tick), as server_keep_alive_timeout sets them on both paths.
+    await using cluster = await startCluster({ idleTimeoutS: 1 });
+    const head = rawRequest("GET", "/health", { host: "p", "x-padding": "a".repeat(200) });
+    const trickle = async (conn: RawConnection): Promise<boolean> => {
+      for (let i = 0; i < head.length - 4 && !conn.isClosed; i++) {
+        conn.write(head[i]!);
+        await Promise.race([conn.closed, Bun.sleep(250)]);
+      }
+      return conn.isClosed;
+    };
+    const fresh = await rawConnect(cluster.url);
+    const kept = (await answered(cluster.url, rawRequest("GET", "/version", { host: "p" }), '"version"')).conn;
+    expect(await Promise.all([trickle(fresh), trickle(kept)])).toEqual([true, true]);
+    expect(statuses(fresh.received)).toEqual([]);
+    expect(statuses(kept.received)).toEqual([200]);
+  }, 30_000);
+});
+
 describe("bind_host", () => {
   test("hostname 0.0.0.0 with bind_host 127.0.0.1 listens on 127.0.0.1 only; bind_host 127.0.0.2 on that address only", async () => {
     await using one = await startCluster({ config: { host: "0.0.0.0", bindHost: "127.0.0.1" } });
