@@ -80,6 +80,7 @@ export function iterationStats(worker: WorkerContext): Response {
     {
       iter: worker.perf.iteration(),
       numActiveRequests: worker.log.running(),
+      numQueuedRequests: worker.options.reportedWaiting ?? 0,
       kvCacheStats: { usedNumBlocks: held.blocks, tokensPerBlock: worker.options.tokensPerBlock ?? 32 },
       heldKvHandoffs: held.size,
       timedOutKvHandoffs: held.timedOut,

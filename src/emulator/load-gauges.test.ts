@@ -14,6 +14,8 @@ describe("GET /prometheus/metrics", () => {
     expect(idle).toContain('trtllm_num_requests_running{model_name="m3",engine_type="trtllm"} 0');
     expect(gauge(idle, "trtllm_num_requests_waiting")).toBe(7);
     expect(gauge(idle, "trtllm_kv_cache_utilization")).toBe(0);
+    // The iteration stats of GET /metrics say the same (numQueuedRequests is what the gauge is set from).
+    expect(await (await fetch(`${worker.url}/metrics`)).json()).toMatchObject([{ numActiveRequests: 0, numQueuedRequests: 7 }]);
     const running = post(worker.url, "/v1/completions", { model: "m3", prompt: "one two three four", max_tokens: 20 });
     await worker.waitFor((record) => record.phase !== "other");
     expect(gauge(await (await fetch(`${worker.url}/prometheus/metrics`)).text(), "trtllm_num_requests_running")).toBe(1);
