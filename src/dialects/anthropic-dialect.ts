@@ -60,6 +60,10 @@ class AnthropicStream implements DialectStream {
     return this.#workerError;
   }
 
+  get delivered(): boolean {
+    return this.#state !== "streaming";
+  }
+
   opening(): Uint8Array | undefined {
     return undefined;
   }

@@ -46,6 +46,9 @@ export function openAiStream(maxEventBytes?: number): DialectStream {
     get workerError() {
       return workerError;
     },
+    get delivered() {
+      return done || workerError !== undefined;
+    },
   };
 }
 

@@ -74,6 +74,10 @@ class ResponsesStream implements DialectStream {
     this.#opening = opening;
   }
 
+  get delivered(): boolean {
+    return this.#terminal;
+  }
+
   opening(): Uint8Array | undefined {
     if (this.#opening === undefined || this.#opened || this.#sentAnything) return undefined;
     this.#opened = true;

@@ -42,6 +42,7 @@ const dialect: DialectStream = {
   end: () => encoder.encode("END;"),
   fail: (error) => encoder.encode(`FAIL ${error.code};`),
   workerError: undefined,
+  delivered: false,
 };
 
 function context(): RequestContext {

@@ -159,6 +159,13 @@ export class ClientRelay {
 
   #clientGone(): void {
     if (this.#closed) return;
+    if (this.#dialect.delivered) {
+      // The client had the whole response: it ends as if the worker's stream had ended.
+      this.#reader?.cancel().catch(() => {});
+      this.#ctx.markDone();
+      this.#finish(undefined);
+      return;
+    }
     this.#closed = true;
     this.#cancelTimer?.();
     this.#ctx.hooks.streamClosed();

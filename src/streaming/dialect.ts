@@ -41,4 +41,10 @@ export interface DialectStream {
   refusal?(error: ProxyError): Uint8Array | undefined;
   /** An in-band error the worker itself sent, seen while relaying (for logs and metrics). */
   readonly workerError: string | undefined;
+  /**
+   * The client has been sent the response's last event ([DONE], message_stop, a terminal
+   * Responses event, or the worker's own in-band failure): a client that leaves now leaves a
+   * whole response, as clients do (Codex closes on response.completed), not a cut one.
+   */
+  readonly delivered: boolean;
 }

@@ -43,6 +43,9 @@ export function withPerfMetricsEvent(inner: DialectStream, perf: RequestPerf, ma
     get workerError() {
       return inner.workerError;
     },
+    get delivered() {
+      return inner.delivered;
+    },
   };
 }
 
