@@ -58,7 +58,8 @@ function guarded(handler: StorageHandler) {
     if (storage === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
     const address = peer?.();
     const refuse = (reason: string, status: number, detail: string): Response => {
-      if (storage.access.shouldLogRefusal(address ?? "unknown")) {
+      // At most once a minute per address and kind of refusal: a scanner cannot flood the log, and one kind does not hide another.
+      if (storage.access.shouldLogRefusal(`${address ?? "unknown"} ${status}`)) {
         deps.logger.warn("cluster storage request refused", { path: new URL(request.url, "http://host").pathname, from: address ?? "unknown", reason });
       }
       return Response.json({ detail }, { status });
