@@ -2,7 +2,7 @@ import Anthropic, { APIError as AnthropicApiError, BadRequestError as AnthropicB
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI, { BadRequestError as OpenAiBadRequest } from "openai";
 import { contextLengthExceeded, errorResponse } from "../src/emulator/worker-error.ts";
-import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 import { parseSseEvents, type ParsedEvent } from "./support/sse.ts";
 
@@ -118,6 +118,29 @@ describe("a prompt refused within the stream-start wait", () => {
       expect(error.status).toBe(400);
       expect(error.message).toMatch(/prompt is too long: \d+ tokens > 8 maximum/);
     }
+  });
+});
+
+describe("a prompt refused under generation_first", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster({ contexts: [{ maxSeqLen: MAX }], config: { schedule: "generation_first" } });
+  });
+  afterAll(() => cluster[Symbol.asyncDispose]());
+
+  test("the context leg's refusal still reaches each client in its words, the generation leg cancelled", async () => {
+    const responses = await cluster.post("/v1/responses", { model: "emulated-model", input: LONG, stream: true });
+    expect(responses.status).toBe(200);
+    const events = parseSseEvents(await responses.text());
+    expect(events.map((event) => event.event)).toEqual(["response.created", "response.in_progress", "response.failed"]);
+    expect(failedError(events[2]!).code).toBe("context_length_exceeded");
+    const messages = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }] });
+    expect(messages.status).toBe(400);
+    expect(((await messages.json()) as { error: { message: string } }).error.message).toMatch(PROMPT_TOO_LONG);
+    const completions = await cluster.post("/v1/completions", { model: "emulated-model", prompt: LONG });
+    expect(completions.status).toBe(400);
+    expect(((await completions.json()) as Record<string, unknown>)["code"]).toBe("context_length_exceeded");
+    await eventually(() => cluster.generations[0]!.running() === 0, 2000, "the generation legs' end");
   });
 });
 
