@@ -33,11 +33,72 @@ const tempRoot = (): string => temp.dir("disagg-proxy-root-");
 
 /** The installed unit, checked as systemd would load it, its ExecStart pointed into the temporary root. */
 function verifyUnit(root: string, prefix = "/usr/local"): { code: number; out: string } {
-  const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
-  const copy = join(temp.dir("disagg-proxy-unit-"), "disagg-proxy.service");
+  const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8");
+  const copy = join(temp.dir("disagg-proxy-unit-"), "disagg-proxy@a.service");
   writeFileSync(copy, unit.replace(`ExecStart=${prefix}/bin/disagg-proxy `, `ExecStart=${root}${prefix}/bin/disagg-proxy `));
   const result = run(["systemd-analyze", "--no-pager", "verify", copy]);
   return { code: result.code, out: (result.out + result.err).trim() };
+}
+
+/** What install.sh asks of systemd to find the serving slot, in order. */
+const probes = ["is-active disagg-proxy@a", "is-active disagg-proxy@b", "is-active disagg-proxy@b"];
+
+/**
+ * Stand-ins for systemctl and sysctl (install.sh's SYSTEMCTL and SYSCTL) on a host where the
+ * given slots ("legacy": the single unit of older releases) are active and enabled; they log
+ * each call. A slot still draining answers active for `drainingPolls` more probes.
+ */
+function fakeHost(state: { active: string[]; enabled: string[]; startFails?: boolean; drainingPolls?: number }): { env: Record<string, string>; calls(): string[] } {
+  const dir = temp.dir("disagg-proxy-fake-host-");
+  const log = join(dir, "calls");
+  for (const slot of state.active) writeFileSync(join(dir, `active-${slot}`), "");
+  for (const slot of state.enabled) writeFileSync(join(dir, `enabled-${slot}`), "");
+  writeFileSync(join(dir, "draining"), String(state.drainingPolls ?? 0));
+  const systemctl = `#!/bin/sh
+dir=${dir}
+verb=
+unit=
+now=
+for word in "$@"; do
+  case $word in
+    -q) ;;
+    --now) now=yes ;;
+    *) if [ -z "$verb" ]; then verb=$word; else unit=$word; fi ;;
+  esac
+done
+echo "$verb\${now:+ --now} $unit" >>"$dir/calls"
+case $unit in
+  disagg-proxy.service) slot=legacy ;;
+  *) slot=\${unit#disagg-proxy@} ;;
+esac
+case $verb in
+  is-active)
+    [ -e "$dir/active-$slot" ] || exit 3
+    left=$(cat "$dir/draining")
+    if [ "$left" -gt 0 ] && ! [ -e "$dir/enabled-$slot" ]; then
+      left=$((left - 1))
+      echo "$left" >"$dir/draining"
+      [ "$left" -gt 0 ] || rm "$dir/active-$slot"
+    fi
+    exit 0 ;;
+  is-enabled) [ -e "$dir/enabled-$slot" ] || exit 1 ;;
+  start) ${state.startFails === true ? "exit 1" : 'touch "$dir/active-$slot"'} ;;
+  stop) rm -f "$dir/active-$slot" ;;
+  enable) touch "$dir/enabled-$slot"; [ -z "$now" ] || touch "$dir/active-$slot" ;;
+  disable) rm -f "$dir/enabled-$slot"; [ -z "$now" ] || rm -f "$dir/active-$slot" ;;
+esac
+exit 0
+`;
+  writeFileSync(join(dir, "systemctl"), systemctl, { mode: 0o755 });
+  writeFileSync(join(dir, "sysctl"), `#!/bin/sh\necho "sysctl $*" >>"${dir}/calls"\n`, { mode: 0o755 });
+  return {
+    env: { SYSTEMCTL: join(dir, "systemctl"), SYSCTL: join(dir, "sysctl") },
+    calls: () =>
+      readFileSync(log, "utf8")
+        .trimEnd()
+        .split("\n")
+        .map((call) => call.replace(/ \S*\/etc\/sysctl\.d\//, " <root>/etc/sysctl.d/").trim()),
+  };
 }
 
 /** Each case unpacks and copies a ~110 MB binary: seconds on a loaded 2-core machine. */
@@ -50,14 +111,15 @@ describe("deploy/install.sh", () => {
     expect(result).toMatchObject({ code: 0, err: "" });
     const mode = (path: string): number => statSync(join(root, path)).mode & 0o777;
     expect(mode("usr/local/bin/disagg-proxy")).toBe(0o755);
-    expect(mode("etc/systemd/system/disagg-proxy.service")).toBe(0o644);
+    expect(mode("etc/systemd/system/disagg-proxy@.service")).toBe(0o644);
     expect(mode("etc/disagg-proxy/disagg_config.yaml")).toBe(0o644);
     for (const doc of ["README.md", "LICENSE", "disagg_config.yaml"]) expect(existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc))).toBe(true);
-    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8")).toBe(readFileSync(join(ROOT, "deploy/disagg-proxy.service"), "utf8"));
+    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8")).toBe(readFileSync(join(ROOT, "deploy/disagg-proxy@.service"), "utf8"));
     expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).out).toStartWith(`disagg-proxy ${pkg.version} (commit `);
     expect(verifyUnit(root)).toEqual({ code: 0, out: "" });
     expect(result.out).toContain(`${release.tarball.split("/").at(-1)}: checksum OK`);
-    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy");
+    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
+    expect(readFileSync(join(root, "etc/sysctl.d/60-disagg-proxy.conf"), "utf8")).toContain("\nnet.ipv4.tcp_migrate_req = 1\n");
   }, SLOW);
 
   test("running it again keeps an edited config, replaces the binary and changes nothing else", () => {
@@ -65,13 +127,13 @@ describe("deploy/install.sh", () => {
     expect(install(["--destdir", root, release.tarball]).code).toBe(0);
     const config = join(root, "etc/disagg-proxy/disagg_config.yaml");
     writeFileSync(config, "context_servers:\n  urls: [\"gpu1:8001\"]\ngeneration_servers:\n  urls: [\"gpu2:8002\"]\n");
-    const before = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"));
+    const before = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"));
     writeFileSync(join(root, "usr/local/bin/disagg-proxy"), "not the binary");
     const again = install(["--destdir", root, release.tarball]);
     expect(again.code).toBe(0);
     expect(again.out).toContain(`kept ${root}/etc/disagg-proxy/disagg_config.yaml`);
     expect(readFileSync(config, "utf8")).toContain("gpu1:8001");
-    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"))).toEqual(before);
+    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"))).toEqual(before);
     expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).code).toBe(0);
     expect(existsSync(join(root, "usr/local/bin/.disagg-proxy.new"))).toBe(false);
   }, SLOW);
@@ -80,8 +142,8 @@ describe("deploy/install.sh", () => {
     const root = tempRoot();
     expect(install(["--prefix", "/opt/disagg-proxy", release.tarball], { DESTDIR: root }).code).toBe(0);
     expect(existsSync(join(root, "opt/disagg-proxy/bin/disagg-proxy"))).toBe(true);
-    const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
-    expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml\n");
+    const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8");
+    expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml --take-over\n");
     expect(verifyUnit(root, "/opt/disagg-proxy")).toEqual({ code: 0, out: "" });
   }, SLOW);
 
@@ -114,6 +176,43 @@ describe("deploy/install.sh", () => {
     expect(install(["--prefix", "/opt/a b", release.tarball]).err).toContain("--prefix may hold only");
     expect(install(["--force"])).toMatchObject({ code: 1, err: "install.sh: unknown option --force (see --help)\n" });
     expect(install(["--help"]).out).toContain("sudo sh install.sh [--prefix DIR] [--destdir DIR]");
+  }, SLOW);
+
+  test("where disagg-proxy@a serves, it sets the sysctl, starts @b (which takes the port over), enables @b and disables @a", () => {
+    const host = fakeHost({ active: ["a"], enabled: ["a"] });
+    const result = install(["--destdir", tempRoot(), release.tarball], host.env);
+    expect(result).toMatchObject({ code: 0, err: "" });
+    expect(host.calls()).toEqual(["sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf", "daemon-reload", ...probes, "start disagg-proxy@b", "enable disagg-proxy@b", "disable disagg-proxy@a"]);
+    expect(result.out).toContain("upgraded: disagg-proxy@b serves; disagg-proxy@a drains its streams");
+  }, SLOW);
+
+  test("the next upgrade goes back to @a once it has drained; a take-over that fails stops the new slot and leaves the old one serving and enabled", () => {
+    const waits = fakeHost({ active: ["a", "b"], enabled: ["b"], drainingPolls: 2 });
+    expect(install(["--destdir", tempRoot(), release.tarball], waits.env)).toMatchObject({ code: 0, err: "" });
+    expect(waits.calls().filter((call) => !call.startsWith("is-"))).toEqual(["sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf", "daemon-reload", "start disagg-proxy@a", "enable disagg-proxy@a", "disable disagg-proxy@b"]);
+
+    const fails = fakeHost({ active: ["a"], enabled: ["a"], startFails: true });
+    const result = install(["--destdir", tempRoot(), release.tarball], fails.env);
+    expect(result.code).toBe(1);
+    expect(result.err).toBe("install.sh: disagg-proxy@b did not take over (journalctl -u disagg-proxy@b says why); disagg-proxy@a serves on\n");
+    expect(fails.calls().slice(-2)).toEqual(["start disagg-proxy@b", "stop disagg-proxy@b"]);
+  }, SLOW);
+
+  test("with nothing running it starts nothing and says how; the single unit of an older release is restarted once as @a", () => {
+    const fresh = fakeHost({ active: [], enabled: [] });
+    const result = install(["--destdir", tempRoot(), release.tarball], fresh.env);
+    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
+    expect(fresh.calls().some((call) => call.startsWith("start") || call.startsWith("enable"))).toBe(false);
+
+    const legacy = fakeHost({ active: ["legacy"], enabled: ["legacy"] });
+    expect(install(["--destdir", tempRoot(), release.tarball], legacy.env).code).toBe(0);
+    expect(legacy.calls().filter((call) => !call.startsWith("is-"))).toEqual([
+      "sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf",
+      "daemon-reload",
+      "disable --now disagg-proxy.service",
+      "daemon-reload",
+      "enable --now disagg-proxy@a",
+    ]);
   }, SLOW);
 
   test("shellcheck finds nothing in it as a POSIX sh script", () => {

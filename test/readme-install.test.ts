@@ -55,7 +55,7 @@ test("the README installs in four lines: download, verify, install, start, for t
   expect(lines[0]).toBe(`curl -fLO "${RELEASE_URL}{SHA256SUMS,install.sh,${tarball}}"`);
   expect(lines[1]).toBe("sha256sum --check --ignore-missing SHA256SUMS");
   expect(lines[2]).toBe(`sudo sh install.sh ${tarball}`);
-  expect(lines[3]).toBe("sudo systemctl enable --now disagg-proxy");
+  expect(lines[3]).toBe("sudo systemctl enable --now disagg-proxy@a");
 });
 
 test("the README's install lines work as written against a server holding the release", async () => {
@@ -74,9 +74,9 @@ test("the README's install lines work as written against a server holding the re
   expect(out).toContain(`disagg-proxy-${pkg.version}-linux-${process.arch}.tar.gz: OK\ninstall.sh: OK\n`);
   // The fourth line is what install.sh told us to run, and the unit it enables is complete.
   expect(out).toContain(`\n  ${start?.replace(/^sudo /, "")}\n`);
-  const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy.service"), "utf8");
+  const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8");
   expect(unit).toContain("\n[Install]\nWantedBy=multi-user.target\n");
-  const copy = join(cwd, "disagg-proxy.service");
+  const copy = join(cwd, "disagg-proxy@a.service");
   writeFileSync(copy, unit.replace("ExecStart=/usr/local/bin/disagg-proxy ", `ExecStart=${root}/usr/local/bin/disagg-proxy `));
   const verified = Bun.spawnSync(["systemd-analyze", "--no-pager", "verify", copy], { stdout: "pipe", stderr: "pipe" });
   expect(`${verified.exitCode} ${verified.stdout.toString()}${verified.stderr.toString()}`).toBe("0 ");

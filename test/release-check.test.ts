@@ -60,10 +60,10 @@ describe("the release check", () => {
   }, SLOW);
 
   test("the tarball's unit verifies; a misspelt key in it does not", () => {
-    const unit = join(extracted, "disagg-proxy.service");
+    const unit = join(extracted, "disagg-proxy@.service");
     const binary = join(extracted, "disagg-proxy");
     expect(() => checkUnit(unit, binary, temp.dir("disagg-proxy-unit-"))).not.toThrow();
-    const bad = join(temp.dir("disagg-proxy-bad-unit-"), "disagg-proxy.service");
+    const bad = join(temp.dir("disagg-proxy-bad-unit-"), "disagg-proxy@.service");
     writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
     expect(() => checkUnit(bad, binary, temp.dir("disagg-proxy-unit-"))).toThrow("Unknown key 'ProtectSytem'");
   }, SLOW);

@@ -1,7 +1,7 @@
 /**
- * deploy/disagg-proxy.service, checked by systemd's own tools on a copy whose ExecStart is the
- * freshly built binary. Nothing is skipped: without systemd-analyze the suite fails and says
- * how to install it.
+ * deploy/disagg-proxy@.service, checked by systemd's own tools on a copy (the template, and an
+ * instance of it) whose ExecStart is the freshly built binary. Nothing is skipped: without
+ * systemd-analyze the suite fails and says how to install it.
  */
 
 import { beforeAll, describe, expect, test } from "bun:test";
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { DEFAULTS } from "../src/config/types.ts";
 import { BINARY, ensureBinary } from "./e2e/binary-harness.ts";
 
-const UNIT_FILE = join(import.meta.dir, "..", "deploy", "disagg-proxy.service");
+const UNIT_FILE = join(import.meta.dir, "..", "deploy", "disagg-proxy@.service");
 const INSTALLED_PATH = "/usr/local/bin/disagg-proxy";
 /** systemd's exposure score (0 = locked down, 10 = exposed); 1.3 when this was written. */
 const MAX_EXPOSURE = 1.5;
@@ -29,9 +29,9 @@ function systemdAnalyze(args: string[]): { exitCode: number; output: string } {
 }
 
 /** The unit as shipped, or edited, written where systemd-analyze can read it, starting the built binary. */
-function unitCopy(edit: (unit: string) => string = (unit) => unit): string {
+function unitCopy(edit: (unit: string) => string = (unit) => unit, name = "disagg-proxy@a.service"): string {
   const unit = edit(readFileSync(UNIT_FILE, "utf8")).replace(`ExecStart=${INSTALLED_PATH} `, `ExecStart=${BINARY} `);
-  const path = join(mkdtempSync(join(tmpdir(), "disagg-proxy-unit-")), "disagg-proxy.service");
+  const path = join(mkdtempSync(join(tmpdir(), "disagg-proxy-unit-")), name);
   writeFileSync(path, unit);
   return path;
 }
@@ -55,10 +55,23 @@ const only = (key: string): string | undefined => {
 describe("the systemd unit", () => {
   beforeAll(ensureBinary, 120_000);
 
-  test("systemd-analyze verify accepts it without a single warning, started from the freshly built binary", () => {
+  test("systemd-analyze verify accepts the template and an instance of it without a single warning, started from the freshly built binary", () => {
     const copy = unitCopy();
-    expect(readFileSync(copy, "utf8")).toContain(`ExecStart=${BINARY} serve -c /etc/disagg-proxy/disagg_config.yaml\n`);
+    expect(readFileSync(copy, "utf8")).toContain(`ExecStart=${BINARY} serve -c /etc/disagg-proxy/disagg_config.yaml --take-over\n`);
     expect(systemdAnalyze(["verify", copy])).toEqual({ exitCode: 0, output: "" });
+    expect(systemdAnalyze(["verify", unitCopy(undefined, "disagg-proxy@.service")])).toEqual({ exitCode: 0, output: "" });
+  });
+
+  test("two slots can share the port: Type=notify (ready once taken over), one user name for both, a runtime directory neither removes, a start timeout above the workers' wait", () => {
+    expect(only("Type")).toBe("notify");
+    expect(only("ExecStart")).toEndWith(" --take-over");
+    // SO_REUSEPORT needs one uid: DynamicUser gives every unit of one User= name the same.
+    expect(only("DynamicUser")).toBe("yes");
+    expect(only("User")).toBe("disagg-proxy");
+    expect(only("RuntimeDirectory")).toBe("disagg-proxy");
+    expect(only("RuntimeDirectoryPreserve")).toBe("yes");
+    expect(Number(only("TimeoutStartSec"))).toBeGreaterThan(DEFAULTS.serverStartTimeoutMs / 1000 + 1);
+    expect(settings().has("NotifyAccess")).toBe(false);
   });
 
   test("systemd-analyze verify reports a misspelt key and a missing binary, so a clean run means something", () => {
@@ -71,7 +84,7 @@ describe("the systemd unit", () => {
 
   test(`its sandbox keeps systemd's exposure score at ${MAX_EXPOSURE} or below`, () => {
     const review = systemdAnalyze(["security", "--offline=true", `--threshold=${MAX_EXPOSURE * 10}`, unitCopy()]);
-    expect(review.output).toMatch(/Overall exposure level for disagg-proxy\.service: \d/);
+    expect(review.output).toMatch(/Overall exposure level for disagg-proxy@a\.service: \d/);
     expect(review.exitCode).toBe(0);
   });
 

@@ -15,7 +15,9 @@ import { startEmulatedWorker } from "../src/emulator/index.ts";
 import type { EmulatedWorker } from "../src/emulator/types.ts";
 import { silentLogger } from "../src/observability/logger.ts";
 import { freePort } from "./support/etcd.ts";
+import { notifySocket } from "./support/notify-socket.ts";
 import { scratch } from "./support/scratch.ts";
+import { eventually } from "./support/wait.ts";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
 const COMMAND = [process.execPath, MAIN];
@@ -29,8 +31,8 @@ afterAll(async () => {
   temp.removeAll();
 });
 
-function spawnProxy(dir: string, args: string[], name: string): ProxyProcess {
-  const proxy = new ProxyProcess(COMMAND, ["serve", "--host", "127.0.0.1", "--runtime-dir", dir, ...args], join(dir, `${name}.log`));
+function spawnProxy(dir: string, args: string[], name: string, env?: Record<string, string | undefined>): ProxyProcess {
+  const proxy = new ProxyProcess(COMMAND, ["serve", "--host", "127.0.0.1", "--runtime-dir", dir, ...args], join(dir, `${name}.log`), env);
   processes.push(proxy);
   return proxy;
 }
@@ -135,5 +137,34 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(again.stderr).toContain(`(pid ${old.pid}, started `);
     old.child.kill("SIGTERM");
     expect(await old.child.exited).toBe(0);
+  }, 60_000);
+  test("under systemd (Type=notify) READY=1 comes once listening; a process taking over sends it only after the old one stopped listening", async () => {
+    const dir = temp.dir("upgrade-notify-");
+    const port = freePort();
+    const { context, generation } = emulatedPair();
+    const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+    const systemd = { old: notifySocket(join(dir, "notify-old")), new: notifySocket(join(dir, "notify-new")) };
+    try {
+      const old = spawnProxy(dir, args, "old", { ...process.env, NOTIFY_SOCKET: join(dir, "notify-old") });
+      let said: string | undefined;
+      await eventually(() => (said = systemd.old.read()) !== undefined, 20_000, "the old process's READY=1");
+      const oldReadyAt = Date.now();
+      expect(said).toBe("READY=1");
+      const listening = await old.waitFor(isListening, 5000, "listening");
+      expect(Date.parse(String(listening["ts"]))).toBeLessThanOrEqual(oldReadyAt);
+
+      const next = spawnProxy(dir, [...args, "--take-over"], "new", { ...process.env, NOTIFY_SOCKET: join(dir, "notify-new") });
+      await eventually(() => (said = systemd.new.read()) !== undefined, 20_000, "the new process's READY=1");
+      const readyAt = Date.now();
+      expect(said).toBe("READY=1");
+      const stopped = await old.waitFor((record) => String(record["msg"]).startsWith("stopped listening"), 5000, "stopped listening");
+      expect(Date.parse(String(stopped["ts"]))).toBeLessThanOrEqual(readyAt);
+      expect(await old.child.exited).toBe(0);
+      next.child.kill("SIGTERM");
+      expect(await next.child.exited).toBe(0);
+    } finally {
+      systemd.old.close();
+      systemd.new.close();
+    }
   }, 60_000);
 });

@@ -10,8 +10,8 @@ export class ProxyProcess {
   readonly #waiters = new Set<() => void>();
   #stderr = "";
 
-  constructor(command: readonly string[], args: readonly string[], logFile: string) {
-    this.child = Bun.spawn([...command, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  constructor(command: readonly string[], args: readonly string[], logFile: string, env?: Record<string, string | undefined>) {
+    this.child = Bun.spawn([...command, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(env === undefined ? {} : { env }) });
     void this.#read(this.child.stdout, (line) => {
       appendFileSync(logFile, `${line}\n`);
       try {

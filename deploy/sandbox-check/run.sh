@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs dist/disagg-proxy inside an emulation of deploy/disagg-proxy.service's sandbox, for
+# Runs dist/disagg-proxy inside an emulation of deploy/disagg-proxy@.service's sandbox, for
 # machines where systemd cannot start units (containers, CI): a mount namespace with
 # ProtectSystem=strict, ProtectHome, PrivateTmp, PrivateDevices, ProtectProc=invisible and
 # ProcSubset=pid; an unprivileged uid without capabilities (DynamicUser, CapabilityBoundingSet=);

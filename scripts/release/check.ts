@@ -160,7 +160,7 @@ export function checkUnit(unitFile: string, binary: string, scratch: string): vo
   const unit = readFileSync(unitFile, "utf8");
   const line = "ExecStart=/usr/local/bin/disagg-proxy ";
   if (!unit.includes(`\n${line}`)) fail(`${unitFile} has no "${line}…" line`);
-  const copy = join(scratch, "disagg-proxy.service");
+  const copy = join(scratch, "disagg-proxy@.service");
   writeFileSync(copy, unit.replace(line, `ExecStart=${binary} `));
   const tool = Bun.which("systemd-analyze") ?? fail("systemd-analyze is missing: run scripts/test-tools.sh (Debian's systemd package)");
   const run = Bun.spawnSync([tool, "--no-pager", "verify", copy], { stdout: "pipe", stderr: "pipe" });
@@ -201,7 +201,7 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
       { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target, sub(target))) },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
       { name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`, run: () => checkDemo(command(), environmentFor(target)) },
-      { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy.service"), binary(), sub(`${target}-unit`)) },
+      { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy@.service"), binary(), sub(`${target}-unit`)) },
     );
   }
   return checks;

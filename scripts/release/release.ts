@@ -23,7 +23,7 @@ export const INSTALL_SCRIPT = join(ROOT, "deploy", "install.sh");
 
 /** Files every tarball carries beside the binary: name in the archive → source in the repository. */
 export const TARBALL_FILES: Readonly<Record<string, string>> = {
-  "disagg-proxy.service": join(ROOT, "deploy", "disagg-proxy.service"),
+  "disagg-proxy@.service": join(ROOT, "deploy", "disagg-proxy@.service"),
   "disagg_config.yaml": join(ROOT, "deploy", "disagg_config.yaml"),
   "README.md": join(ROOT, "README.md"),
   LICENSE: join(ROOT, "LICENSE"),
