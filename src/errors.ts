@@ -96,6 +96,12 @@ export interface ProxyErrorOptions {
   readonly workerAnswer?: WorkerAnswer;
   /** For WORKER_UNREACHABLE: the request provably never reached the worker. */
   readonly neverSent?: boolean;
+  /**
+   * For WORKER_UNREACHABLE: the connection failed before any response byte, and it was (or may
+   * have been) a pooled connection reused: a worker closing it idle never read the request
+   * (pipeline/retry.ts says why that holds). One retry on a fresh connection follows.
+   */
+  readonly unread?: boolean;
   /** For CONTEXT_OVERFLOW: what the worker said of the prompt's length. */
   readonly overflow?: ContextOverflow;
 }
@@ -106,6 +112,7 @@ export class ProxyError extends Error {
   readonly status: number;
   readonly workerAnswer: WorkerAnswer | undefined;
   readonly neverSent: boolean;
+  readonly unread: boolean;
   readonly overflow: ContextOverflow | undefined;
 
   constructor(code: ErrorCode, status: number, message: string, options: ProxyErrorOptions = {}) {
@@ -114,6 +121,7 @@ export class ProxyError extends Error {
     this.status = status;
     this.workerAnswer = options.workerAnswer;
     this.neverSent = options.neverSent ?? false;
+    this.unread = options.unread ?? false;
     this.overflow = options.overflow;
   }
 

@@ -20,7 +20,8 @@ describe.each(SCHEDULES)("%s: client disconnect", (schedule) => {
     const leftAt = performance.now();
     client.abort();
     await cluster.contexts[0]!.waitFor((r) => r === ctxLeg && r.status === "aborted");
-    expect(performance.now() - leftAt).toBeLessThan(100);
+    // Context first gives the phase 100 ms to begin answering (a committed hand-off is settled instead); far from the 5 s prefill's end.
+    expect(performance.now() - leftAt).toBeLessThan(schedule === "context_first" ? 1000 : 100);
     if (schedule === "generation_first") {
       await cluster.generations[0]!.waitFor((r) => r.phase === "generation" && r.status === "aborted");
     }

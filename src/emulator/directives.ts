@@ -10,6 +10,8 @@
 
 export interface Directives {
   readonly prefillMs?: number;
+  /** Time the request waits for the engine to schedule it, before anything else (a generation request: before it pulls its KV). */
+  readonly queueMs?: number;
   readonly tokenMs?: number;
   readonly tokens?: number;
   /** The model emits its end token after the first output token. */
@@ -39,6 +41,7 @@ type NumericField = Exclude<keyof Directives, "finishStop">;
 /** Directive key → field, with the smallest accepted value. */
 const NUMERIC_KEYS: Readonly<Record<string, readonly [NumericField, number]>> = {
   prefill_ms: ["prefillMs", 0],
+  queue_ms: ["queueMs", 0],
   token_ms: ["tokenMs", 0],
   tokens: ["tokens", 1],
   reject: ["rejectStatus", 400],

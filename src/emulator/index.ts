@@ -18,7 +18,7 @@
  * of the prefills so far, per phase, for benchmarks.
  *
  * Per-request directives in the prompt text, `[[emu key=value …]]` (see directives.ts):
- * prefill_ms, token_ms, tokens, finish=stop, reject, reject_after_ms, cut, chunk, silence_ms,
+ * prefill_ms, queue_ms, token_ms, tokens, finish=stop, reject, reject_after_ms, cut, chunk, silence_ms,
  * silence_after, error_event, tools, reasoning, cached; prefix `ctx.` or `gen.` to scope a key
  * to the context phase or to the generation/aggregated phase.
  *

@@ -54,6 +54,8 @@ export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHER
     await pause(settings.reject.afterMs, job.signal);
     throw new WorkerError(settings.reject.status, `Emulated rejection with status ${settings.reject.status}`);
   }
+  // Queued for the engine: a request aborted now never ran (nor, in generation, pulled its KV).
+  await pause(phaseDirectives.queueMs ?? 0, job.signal);
   // Every admitted phase leaves the prompt's KV in this worker's cache (a generation worker's
   // arrived by transfer).
   worker.kvCache.store(cache);

@@ -48,6 +48,8 @@ export interface ProxyMetrics {
   streamOpened(): void;
   streamClosed(): void;
   clientDisconnected(route: string): void;
+  /** A hand-off the proxy settled (`settled`) or failed to, by why it had to. */
+  handoffSettled(reason: string, settled: boolean): void;
   /** Text exposition (Prometheus 0.0.4) for /prometheus/metrics and /metrics. */
   render(): Promise<string>;
   /** The same values as data, for another event loop to add up with its own (`renderAll`). */
@@ -139,6 +141,7 @@ export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
     streamOpened: () => own.streamsOpen.inc(),
     streamClosed: () => own.streamsOpen.dec(),
     clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
+    handoffSettled: (reason, settled) => (settled ? own.handoffsSettled : own.handoffsUnsettled).inc({ reason }),
     async render() {
       refreshWorkerGauges(own, source);
       return exposition(await registry.metrics());

@@ -16,6 +16,10 @@ import {
   type BodyOptions,
 } from "./bodies.ts";
 import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
+import type { JsonAnswer } from "../workers/client.ts";
+import type { HandoffWatch } from "./leg-runner.ts";
+import type { SettleReason, UnclaimedHandoff } from "./handoff-settler.ts";
+import { asProxyError } from "../errors.ts";
 import { outcomeOf } from "./outcome.ts";
 import { responsesUnsupported } from "./responses-support.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -36,6 +40,7 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
     const leg = await runContextLeg(deps, ctx, input, {
       ...(reserved === undefined ? {} : { exclude: reserved.worker.origin }),
       body: (id) => contextBody(input, id, "context_first", options),
+      handoff: contextWatch(deps, ctx, input, options),
     });
     if (input.api === "responses" && handOffParams(input.api, leg.answer) === undefined) {
       // The worker's version claimed Responses disaggregation, yet it answered the request whole.
@@ -49,8 +54,16 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
     ctx.continuesAs(continueId);
     const { body, source } = generationBodyOf(deps, input, leg, continueId, options);
     const routing = withContextTokens(input.routing, leg.answer, leg.keptTokenIds);
-    const generation = { exclude: leg.origin, body, routing, source, ...(reserved === undefined ? {} : { first: reserved }) };
-    return outcomeOf(await runGenerationLeg(deps, ctx, input, generation));
+    const handoff: UnclaimedHandoff = { api: input.api, body, source, routing, disaggRequestId: continueId, contextWorker: leg.origin };
+    const watch = generationWatch(deps, ctx, handoff);
+    const generation = { exclude: leg.origin, body, routing, source, handoff: watch, ...(reserved === undefined ? {} : { first: reserved }) };
+    try {
+      return outcomeOf(await runGenerationLeg(deps, ctx, input, generation));
+    } catch (error) {
+      // No generation request can have reached a worker: the context worker still holds the KV.
+      if (!watch.reached) deps.handoffs?.settle(handoff, settleReason(ctx, error));
+      throw error;
+    }
   } catch (error) {
     releaseUnused(deps, input, reserved);
     throw error;
@@ -83,6 +96,74 @@ function generationBodyOf(
   const own = withOwnMember(input.source, field, kept.bytes);
   body[field] = own.value;
   return { body, source: own.source };
+}
+
+/**
+ * A client that left during the context phase: the phase gets this long to begin answering.
+ * One that does (its KV committed: an abort would free nothing, emulator/held-kv.ts cites
+ * upstream) is read to its end and its hand-off settled; one that does not is aborted then, so
+ * a long prefill stops costing. Aborting at once left the hand-offs of clients that left as
+ * the phase ended (5 of 20 in bench/faults/handoff-leave.ts); letting every phase finish cost
+ * the context worker 135 ms a client on a 300 ms prefill (bench/RESULTS.md, "Hand-offs of
+ * clients that leave"). The grace bounds that cost and covers the answer's way to the proxy.
+ */
+const CONTEXT_ABORT_GRACE_MS = 100;
+
+/** The context leg's watch, for a client that leaves during the context phase (see CONTEXT_ABORT_GRACE_MS). */
+function contextWatch(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, options: BodyOptions): HandoffWatch | undefined {
+  const settler = deps.handoffs;
+  if (settler === undefined) return undefined;
+  return {
+    reached: false,
+    adopt(pending, abort, attempt) {
+      // A phase that has not begun answering within the grace is far from done: abort it then.
+      if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
+      settler.adopt(pending, abort, {
+        reason: settleReason(ctx, ctx.signal.reason),
+        follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftByAnswer(deps, input, options, value, attempt) : undefined),
+        onFailure: () => undefined,
+      });
+    },
+  };
+}
+
+/** The hand-off a context answer leaves for a generation request, if it leaves one. */
+function leftByAnswer(deps: PipelineDeps, input: PipelineInput, options: BodyOptions, answer: JsonAnswer, attempt: { origin: string; id: bigint }): UnclaimedHandoff | undefined {
+  if (handOffParams(input.api, answer.body) === undefined || !needsGeneration(input.api, answer.body)) return undefined;
+  let continueId: bigint;
+  try {
+    continueId = verifyContextAnswer(input.api, answer.body, attempt.id);
+  } catch {
+    return undefined;
+  }
+  const leg: ContextLegResult = { answer: answer.body, origin: attempt.origin, sentId: attempt.id, keptTokenIds: answer.keptTokenIds };
+  const { body, source } = generationBodyOf(deps, input, leg, continueId, options);
+  const routing = withContextTokens(input.routing, answer.body, answer.keptTokenIds);
+  return { api: input.api, body, source, routing, disaggRequestId: continueId, contextWorker: attempt.origin };
+}
+
+function isJsonAnswer(value: unknown): value is JsonAnswer {
+  return typeof value === "object" && value !== null && "body" in value && "bytes" in value && !(value instanceof Response);
+}
+
+/** The generation leg's watch: an attempt the request's end leaves in flight runs until it claimed the hand-off. */
+function generationWatch(deps: PipelineDeps, ctx: RequestContext, handoff: UnclaimedHandoff): HandoffWatch {
+  const settler = deps.handoffs;
+  return {
+    reached: false,
+    adopt(pending, abort) {
+      if (settler === undefined) abort(ctx.signal.reason);
+      else settler.adopt(pending, abort, settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason)));
+    },
+  };
+}
+
+function settleReason(ctx: RequestContext, thrown: unknown): SettleReason {
+  const code = ctx.signal.aborted ? asProxyError(ctx.signal.reason).code : asProxyError(thrown).code;
+  if (code === "DRAINING") return "draining";
+  if (code === "CLIENT_GONE") return "client_gone";
+  if (code === "NO_WORKER" || code === "OVERLOADED" || code === "MODEL_NOT_FOUND") return "no_generation_worker";
+  return "generation_unsent";
 }
 
 export function bodyOptions(deps: PipelineDeps): BodyOptions {

@@ -6,7 +6,7 @@ import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import { runJsonLeg, runStreamLeg, type LegPlan } from "./leg-runner.ts";
+import { runJsonLeg, runStreamLeg, type HandoffWatch, type LegPlan } from "./leg-runner.ts";
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";
 
@@ -23,7 +23,7 @@ export async function runContextLeg(
   deps: PipelineDeps,
   ctx: RequestContext,
   input: PipelineInput,
-  options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject },
+  options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject; handoff?: HandoffWatch | undefined },
 ): Promise<ContextLegResult> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   ctx.perf?.markContextDispatch();
@@ -46,6 +46,7 @@ export async function runContextLeg(
     source: input.source,
     affinity: input.affinity,
     requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+    handoff: options.handoff,
   });
   ctx.legServed("context", answered.origin);
   ctx.perf?.workerAnswered("ctx", answered.origin, answered.result.headers);
@@ -66,6 +67,8 @@ export async function runGenerationLeg(
     routing?: RoutingRequest;
     /** The source the body was written from, when not the client's alone (it carries the context answer's ids). */
     source?: JsonSource | undefined;
+    /** The body carries a context-first hand-off: its settler watches the leg. */
+    handoff?: HandoffWatch | undefined;
   },
 ): Promise<{ kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
@@ -89,6 +92,7 @@ export async function runGenerationLeg(
     affinity: deps.config.subagentAffinityScope === "both" ? input.affinity : undefined,
     // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
     requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
+    handoff: options.handoff,
   };
   if (input.stream) {
     const { origin, result } = await runStreamLeg(deps, ctx, plan);

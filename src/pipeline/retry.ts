@@ -20,3 +20,13 @@ export function contextLegRetryable(error: ProxyError): boolean {
 export function generationLegRetryable(error: ProxyError): boolean {
   return error.code === "WORKER_UNREACHABLE" && error.neverSent;
 }
+
+/**
+ * The worker's engine never took the request: it was refused (connection refused, reset unread),
+ * or the worker turned it away as overloaded or unavailable (429, 503) before scheduling it. A
+ * generation request that failed so never pulled its hand-off's KV.
+ */
+export function neverReachedEngine(error: ProxyError): boolean {
+  if (error.code === "WORKER_UNREACHABLE") return error.neverSent || error.unread;
+  return error.code === "WORKER_HTTP_ERROR" && (error.status === 429 || error.status === 503);
+}

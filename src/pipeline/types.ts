@@ -8,18 +8,14 @@ import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { Affinity } from "./affinity.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
+import type { HandoffSettler } from "./handoff-settler.ts";
 
-/** The worker APIs the pipeline disaggregates. Anthropic Messages rides on "chat". */
-export type ApiKind = "completions" | "chat" | "responses";
+export { WORKER_PATH, type ApiKind } from "./api-kind.ts";
+import type { ApiKind } from "./api-kind.ts";
 
 /** The worker's name for a request it served alone; the proxy's replies carry the id they ran under. */
 export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
 
-export const WORKER_PATH: Record<ApiKind, string> = {
-  completions: "/v1/completions",
-  chat: "/v1/chat/completions",
-  responses: "/v1/responses",
-};
 
 /** A validated client request in the worker's own dialect. */
 export interface PipelineInput {
@@ -58,4 +54,6 @@ export interface PipelineDeps {
   readonly workerFetch: WorkerFetch;
   /** How worker-bound bodies are encoded (default JSON; --worker-msgpack: msgpack). */
   readonly bodyCodec?: BodyCodec;
+  /** Claims the hand-offs of requests that ended before their generation leg did (none: left to the workers' timeout). */
+  readonly handoffs?: HandoffSettler | undefined;
 }

@@ -18,6 +18,7 @@ import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import type { RouteDeps } from "../routes/deps.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
+import { HandoffSettler } from "../pipeline/handoff-settler.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { modelListOf, modelReadyOf } from "./model-list.ts";
 import { Admission, SharedAdmission, type AdmissionControl } from "./admission.ts";
@@ -71,6 +72,8 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly requestTrace: RequestTraceWriter | undefined;
   /** The live status page's data; undefined with --no-dashboard. */
   readonly dashboard: DashboardRecorder | undefined;
+  /** Claims the hand-offs of requests that ended before their generation leg did. */
+  readonly handoffs: HandoffSettler;
 }
 
 /** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
@@ -89,6 +92,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   // Each loop its own process id in the snowflake (server/event-loops.ts).
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const active = new Set<RequestContext>();
+  const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
   const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement) });
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
@@ -104,6 +108,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     : undefined;
   const ends = requestEnds(metrics, logger, dashboard);
   const requestTrace = config.requestTraceDir === undefined ? undefined : new RequestTraceWriter({ dir: config.requestTraceDir, logger });
+  const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) => metrics.handoffSettled(reason, settled));
   const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
@@ -119,7 +124,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     ids,
     logger,
     workerFetch,
-    bodyCodec: config.workerMsgpack ? msgpackCodec() : JSON_CODEC,
+    bodyCodec,
+    handoffs,
     telemetry,
     requestTrace,
     version,

@@ -100,6 +100,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const stop = async (): Promise<void> => {
     stopping.abort();
     dashboard?.stop();
+    app.handoffs.stop();
     await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
     // Spans still queued and perf records still being written go out before exit.
     await app.telemetry.flush();

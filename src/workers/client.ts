@@ -25,6 +25,11 @@ export interface WorkerPost {
   readonly headers: Readonly<Record<string, string>>;
   /** A non-streamed answer larger than this is refused (context answers carry token ids). */
   readonly maxAnswerBytes: number;
+  /**
+   * Called once the worker's answer began (its status line and headers arrived). For a
+   * non-streamed context request that means the worker finished the phase: its KV is committed.
+   */
+  readonly onAnswer?: (() => void) | undefined;
 }
 
 export interface JsonAnswer {
@@ -57,6 +62,7 @@ function decodeAnswer(bytes: Uint8Array): string {
 export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const deadline = new Deadline(post.timeoutMs);
   const response = await send(post, deadline);
+  post.onAnswer?.();
   try {
     if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin));
     if (isEventStream(response)) {
