@@ -99,6 +99,28 @@ describe("RequestTraceWriter", () => {
     expect(appended.join("").trimEnd().split("\n")).toHaveLength(5);
   });
 
+  test("lines past the queue's byte bound are dropped and counted, whatever their number", async () => {
+    const { promise: release, resolve } = Promise.withResolvers<void>();
+    const writing = Promise.withResolvers<void>();
+    const writer = new RequestTraceWriter({
+      dir: "/nowhere",
+      logger: memoryLogger(),
+      maxQueuedBytes: 64 * 1024,
+      append: async () => {
+        writing.resolve();
+        await release;
+      },
+    });
+    writer.accepted(input());
+    await writing.promise;
+    // 20 KiB bodies: three fit beside the overhead of each line; the rest are dropped.
+    for (let i = 0; i < 10; i++) writer.accepted(input(JSON.stringify({ pad: "x".repeat(20 * 1024) })));
+    expect(writer.counts().dropped.queue_full).toBe(7);
+    resolve();
+    await writer.flush();
+    expect(writer.counts()).toMatchObject({ submitted: 11, persisted: 4, pending: 0 });
+  });
+
   test("a failed write counts its lines as write_error and the writer goes on", async () => {
     let fail = true;
     const writer = new RequestTraceWriter({

@@ -27,8 +27,12 @@ export const REQUEST_TRACE_DIR_ENV = "TRTLLM_REQUEST_TRACE_DIR";
 
 const QUEUE_LIMIT = 1024;
 const BATCH_SIZE = 32;
-/** A streamed reply kept for its line beyond this is cut (and marked so). */
-const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** A streamed reply longer than this keeps its start and its last 64 KiB (trace-capture.ts). */
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+/** What the queued lines may hold in all (bodies, kept replies): past it, lines are dropped. */
+const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
+/** A line's own fields, beside its body. */
+const LINE_OVERHEAD_BYTES = 1024;
 const CLOSE_TIMEOUT_MS = 5000;
 
 export interface TraceClock {
@@ -46,6 +50,7 @@ export interface RequestTraceOptions {
   readonly pid?: number;
   readonly clock?: TraceClock;
   readonly queueLimit?: number;
+  readonly maxQueuedBytes?: number;
   readonly maxResponseBytes?: number;
   /** For tests: where a batch's lines go (default: appended to the file, its directory made). */
   readonly append?: (path: string, data: string) => Promise<void>;
@@ -97,9 +102,10 @@ export interface TraceCounts {
 
 type DropReason = keyof TraceCounts["dropped"];
 
-type Queued =
+type Queued = (
   | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number }
-  | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd };
+  | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd }
+) & { readonly bytes: number };
 
 export class RequestTraceWriter {
   readonly #options: RequestTraceOptions;
@@ -110,6 +116,7 @@ export class RequestTraceWriter {
   readonly #dropped: Record<DropReason, number> = { queue_full: 0, write_error: 0, shutdown: 0 };
   #submitted = 0;
   #persisted = 0;
+  #queuedBytes = 0;
   #draining: Promise<void> | undefined;
   #closed = false;
 
@@ -123,7 +130,8 @@ export class RequestTraceWriter {
   /** Records an accepted request and returns the handle its end redeems. */
   accepted(input: TracedRequestInput): TraceHandle {
     const handle = new TraceHandle(input.route, input.conversationId, this.#options.maxResponseBytes ?? MAX_RESPONSE_BYTES);
-    this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds() });
+    const bytes = input.body.byteLength + LINE_OVERHEAD_BYTES;
+    this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds(), bytes });
     return handle;
   }
 
@@ -131,7 +139,7 @@ export class RequestTraceWriter {
   finished(handle: TraceHandle, end: TraceEnd): void {
     if (handle.ended) return;
     handle.ended = true;
-    this.#submit({ kind: "responses", at: this.#clock.wallMs(), handle, end });
+    this.#submit({ kind: "responses", at: this.#clock.wallMs(), handle, end, bytes: handle.capture.heldBytes + LINE_OVERHEAD_BYTES });
   }
 
   counts(): TraceCounts {
@@ -149,6 +157,7 @@ export class RequestTraceWriter {
     await withDeadline(this.flush(), CLOSE_TIMEOUT_MS);
     this.#closed = true;
     this.#dropped.shutdown += this.#queue.splice(0).length;
+    this.#queuedBytes = 0;
   }
 
   #submit(item: Queued): void {
@@ -157,11 +166,13 @@ export class RequestTraceWriter {
       this.#dropped.shutdown++;
       return;
     }
-    if (this.#queue.length >= (this.#options.queueLimit ?? QUEUE_LIMIT)) {
+    const full = this.#queue.length >= (this.#options.queueLimit ?? QUEUE_LIMIT) || this.#queuedBytes + item.bytes > (this.#options.maxQueuedBytes ?? MAX_QUEUED_BYTES);
+    if (full) {
       this.#drop("queue_full", 1, "request trace queue full: lines dropped");
       return;
     }
     this.#queue.push(item);
+    this.#queuedBytes += item.bytes;
     // Started on a later turn, so the lines are built after the request's own work, and the
     // lines of requests ending together go out in one append.
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve))
@@ -174,6 +185,7 @@ export class RequestTraceWriter {
   async #drain(): Promise<void> {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, BATCH_SIZE);
+      for (const item of batch) this.#queuedBytes -= item.bytes;
       // oxlint-disable-next-line no-await-in-loop -- batches go out in order, one at a time
       const groups = await this.#lines(batch);
       for (const [path, lines] of groups) {
@@ -236,7 +248,7 @@ async function responseLineOf(handle: TraceHandle, end: TraceEnd, at: string): P
     termination: terminationOf(end, status),
     kind: capture.kind,
     text,
-    truncated: capture.truncated,
+    omittedBytes: capture.omittedBytes,
     upstream: unconverted === undefined ? undefined : decoder.decode(unconverted),
     responses: handle.route === "/v1/responses",
   });

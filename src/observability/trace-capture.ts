@@ -1,35 +1,50 @@
 /**
  * What one traced request's client received, kept for its trace line: the stream's bytes as
  * they went out, or the whole answer (JSON, an error). Only built when TRTLLM_REQUEST_TRACE_DIR
- * is set; a request pays one optional call per chunk otherwise. Bounded: past `maxBytes` the
- * rest of a stream is not kept and the line says it was cut.
+ * is set; a request pays one optional call per chunk otherwise.
+ *
+ * Bounded: a stream keeps its first `maxBytes` less the tail's share, then only its last
+ * TAIL_BYTES (pieces dropped from the front as new ones come), so a long stream's line still
+ * ends with its terminal event (how a Responses reply ended is read from there) and says how
+ * much was left out. Pieces are kept by reference, never copied.
  */
 
 export type CapturedKind = "sse_text" | "answer";
 
+/** What a cut stream keeps of its end. */
+const TAIL_BYTES = 64 * 1024;
+
 export class TraceCapture {
-  readonly #maxBytes: number;
-  #pieces: Uint8Array[] = [];
-  #bytes = 0;
-  #truncated = false;
+  readonly #headLimit: number;
+  readonly #head: Uint8Array[] = [];
+  #headBytes = 0;
+  #tail: Uint8Array[] = [];
+  #tailBytes = 0;
+  #omitted = 0;
   #kind: CapturedKind | undefined;
   #answer: Promise<Uint8Array> | undefined;
+  #answerBytes = 0;
   #upstream: Uint8Array | undefined;
 
   constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+    this.#headLimit = Math.max(0, maxBytes - TAIL_BYTES);
   }
 
-  /** Client bytes of a stream, in order. The pieces are kept by reference, never copied. */
+  /** Client bytes of a stream, in order. */
   streamed(bytes: Uint8Array): void {
     this.#kind ??= "sse_text";
-    if (this.#truncated) return;
-    if (this.#bytes + bytes.byteLength > this.#maxBytes) {
-      this.#truncated = true;
+    if (this.#tail.length === 0 && this.#headBytes + bytes.byteLength <= this.#headLimit) {
+      this.#head.push(bytes);
+      this.#headBytes += bytes.byteLength;
       return;
     }
-    this.#pieces.push(bytes);
-    this.#bytes += bytes.byteLength;
+    this.#tail.push(bytes);
+    this.#tailBytes += bytes.byteLength;
+    while (this.#tailBytes > TAIL_BYTES && this.#tail.length > 1) {
+      const dropped = this.#tail.shift()!;
+      this.#tailBytes -= dropped.byteLength;
+      this.#omitted += dropped.byteLength;
+    }
   }
 
   /** A whole answer (JSON or an error): read from a copy of the response, off the request's path. */
@@ -44,9 +59,10 @@ export class TraceCapture {
   answeredBytes(bytes: Uint8Array): void {
     this.#kind = "answer";
     this.#answer = Promise.resolve(bytes);
+    this.#answerBytes = bytes.byteLength;
   }
 
-  /** The worker's answer a route could not convert for its client (kept as upstream keeps it). */
+  /** The worker's answer a route could not convert (kept as upstream keeps it). */
   unconverted(bytes: Uint8Array): void {
     this.#upstream = bytes;
   }
@@ -55,12 +71,19 @@ export class TraceCapture {
     return this.#kind;
   }
 
-  get truncated(): boolean {
-    return this.#truncated;
+  /** The stream's bytes kept: its start, then (when cut) its last bytes. */
+  get pieces(): readonly Uint8Array[] {
+    return this.#tail.length === 0 ? this.#head : [...this.#head, ...this.#tail];
   }
 
-  get pieces(): readonly Uint8Array[] {
-    return this.#pieces;
+  /** Stream bytes left out between the kept start and the kept end; 0 when none were. */
+  get omittedBytes(): number {
+    return this.#omitted;
+  }
+
+  /** What this capture holds in memory (known sizes: a response read from a copy counts 0 until read). */
+  get heldBytes(): number {
+    return this.#headBytes + this.#tailBytes + this.#answerBytes + (this.#upstream?.byteLength ?? 0);
   }
 
   get answer(): Promise<Uint8Array> | undefined {

@@ -87,7 +87,8 @@ export interface ResponseLine {
   readonly kind: CapturedKind | undefined;
   /** The client's bytes: the stream's text, or the answer's body. */
   readonly text: string | undefined;
-  readonly truncated: boolean;
+  /** Stream bytes left out of `text` between its start and its end (a long stream). */
+  readonly omittedBytes: number;
   /** The worker's answer a route could not convert (conversion_error): recorded in its place. */
   readonly upstream: string | undefined;
   /** A Responses reply: how it ended is read from it (`response_status`, …). */
@@ -110,7 +111,7 @@ export function responseLine(line: ResponseLine): string {
 
 function responseMember(line: ResponseLine): string {
   if (line.upstream !== undefined) return `{"kind":"json","body":{"upstream_body":${JSON.stringify(line.upstream)}}}`;
-  const truncated = line.truncated ? `,"truncated":true` : "";
+  const truncated = line.omittedBytes > 0 ? `,"truncated":true,"omitted_bytes":${line.omittedBytes}` : "";
   if (line.text === undefined) return `{"kind":"json","body":null}`;
   if (line.kind === "sse_text") return `{"kind":"sse_text","body":${JSON.stringify(line.text)}${truncated}}`;
   const json = jsonText(line.text);
