@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ScheduleStyle } from "../src/config/types.ts";
 import type { EmulatedWorker } from "../src/emulator/index.ts";
-import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 
 /** Two models behind one proxy: a context and a generation worker each, and aliases for both. */
@@ -149,6 +149,36 @@ describe("a worker's model list is bounded", () => {
       expect(models.every((id) => id.length < 256)).toBe(true);
     } finally {
       await hostile.stop(true);
+    }
+  });
+});
+
+describe("a worker whose model list failed as it joined", () => {
+  test("is asked again at its next passed health checks in a fleet of several models, then serves its model", async () => {
+    let asked = 0;
+    const late = fakeWorker((request) => {
+      if (new URL(request.url).pathname !== "/v1/models") return new Response(null, { status: 404 });
+      asked++;
+      return asked === 1 ? new Response("not yet", { status: 503 }) : Response.json({ object: "list", data: [{ id: "model-b" }] });
+    });
+    try {
+      await using cluster = await startCluster({
+        contexts: [{ model: "model-a" }, { model: "model-b" }],
+        generations: [{ model: "model-a" }],
+        config: { healthCheckIntervalMs: 20 },
+      });
+      const lateUrl = `http://127.0.0.1:${late.port}`;
+      cluster.proxy.replaceWorkers(cluster.contexts.map((worker) => worker.url), [...cluster.generations.map((worker) => worker.url), lateUrl]);
+      const modelsOf = async (): Promise<unknown> => {
+        const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: { generation: { url: string; models: string[] | null }[] } };
+        return info.workers.generation.find((worker) => worker.url === lateUrl)?.models;
+      };
+      await eventually(async () => (await modelsOf()) !== undefined && asked >= 1, 3000, "the late worker joined");
+      await eventually(async () => JSON.stringify(await modelsOf()) === '["model-b"]', 3000, "its model learnt");
+      expect(asked).toBeGreaterThanOrEqual(2);
+      expect(cluster.logs.some((line) => line["msg"] === "worker models learnt" && line["worker"] === lateUrl)).toBe(true);
+    } finally {
+      await late.stop(true);
     }
   });
 });

@@ -101,6 +101,14 @@ export class HealthMonitor {
         accepts: [...protocol.accepts].join(",") || "no optional fields",
         models: joined[0]?.models?.join(",") ?? "unknown",
       });
+    } else if (ready && healthy && entries[0]?.models === undefined && this.#pool.servedModels().length > 1) {
+      // In a fleet of several models a worker whose model is unknown takes no request: its
+      // GET /v1/models failed as it joined, so it is asked again at each passed check.
+      const models = await fetchServedModels(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
+      if (models !== undefined) {
+        this.#pool.learnModels(origin, models);
+        this.#logger.info("worker models learnt", { worker: origin, models: models.join(",") });
+      }
     }
     this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready), answer === "starting");
   }
