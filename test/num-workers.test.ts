@@ -8,6 +8,8 @@ interface Served extends AsyncDisposable {
   readonly child: Bun.Subprocess<"ignore", "pipe", "pipe">;
   /** Every stdout line so far (the request log). */
   lines(): string[];
+  /** Resolves once stdout has ended and every line of it is in lines(). */
+  readonly outputEnded: Promise<void>;
 }
 
 async function serve(args: readonly string[], env: Record<string, string> = {}): Promise<Served> {
@@ -19,7 +21,7 @@ async function serve(args: readonly string[], env: Record<string, string> = {}):
   });
   let text = "";
   const decoder = new TextDecoder();
-  void (async () => {
+  const outputEnded = (async () => {
     for await (const chunk of child.stdout) text += decoder.decode(chunk, { stream: true });
   })();
   await eventually(() => text.includes("\n") || child.exitCode !== null, 15_000, "the proxy's URL line");
@@ -33,6 +35,7 @@ async function serve(args: readonly string[], env: Record<string, string> = {}):
     url,
     child,
     lines: () => text.split("\n").filter((line) => line.startsWith("{")),
+    outputEnded,
     async [Symbol.asyncDispose]() {
       child.kill("SIGKILL");
       await child.exited;
@@ -79,6 +82,34 @@ describe("num_workers: several event loops serve one port with one load view", (
     }
   }, 30_000);
 
+  test("the dashboard is one view: whichever event loop answers, it counts the requests every loop served", async () => {
+    const context = startEmulatedWorker({ role: "context" });
+    const generation = startEmulatedWorker({ role: "generation" });
+    try {
+      await using proxy = await serve(["--num-workers", "4", "--context", context.url, "--generation", generation.url]);
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () => fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", connection: "close" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) })),
+      );
+      expect(answers.map((answer) => answer.status).every((status) => status === 200)).toBe(true);
+      const loops = new Set(proxy.lines().filter((line) => line.includes('"msg":"request"')).map((line) => loopOf((JSON.parse(line) as { disagg_request_id: string }).disagg_request_id)));
+      expect(loops.size).toBeGreaterThan(1);
+      const okTotal = async (): Promise<number | undefined> => {
+        // A new connection each time: the kernel hands it to any loop.
+        const snapshot = (await (await fetch(`${proxy.url}/dashboard/data`, { headers: { connection: "close" } })).json()) as { proxy: { requests: { route: string; outcome: string; total: number }[] } };
+        return snapshot.proxy.requests.find((row) => row.route === "/v1/chat/completions" && row.outcome === "ok")?.total;
+      };
+      await eventually(async () => (await okTotal()) === 40, 5000, "the dashboard counting all 40");
+      for (let i = 0; i < 8; i++) expect(await okTotal()).toBe(40);
+      const events = await fetch(`${proxy.url}/dashboard/events`, { headers: { connection: "close" } });
+      expect(events.headers.get("content-type")).toContain("text/event-stream");
+      const first = await events.body?.getReader().read();
+      expect(new TextDecoder().decode(first?.value)).toContain("event: snapshot");
+      await events.body?.cancel().catch(() => undefined);
+    } finally {
+      await Promise.all([context.stop(), generation.stop()]);
+    }
+  }, 30_000);
+
   test("SIGTERM drains every event loop and the process exits 0", async () => {
     const context = startEmulatedWorker({ role: "context" });
     const generation = startEmulatedWorker({ role: "generation" });
@@ -88,6 +119,7 @@ describe("num_workers: several event loops serve one port with one load view", (
       expect(answer.status).toBe(200);
       proxy.child.kill("SIGTERM");
       expect(await proxy.child.exited).toBe(0);
+      await proxy.outputEnded;
       expect(proxy.lines().filter((line) => line.includes('"msg":"draining"'))).toHaveLength(3);
     } finally {
       await Promise.all([context.stop(), generation.stop()]);

@@ -103,10 +103,15 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
   let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
   let boundPort: number | undefined;
-  const dashboard = config.dashboard
-    ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, active, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.(), clientKeysSet: () => clientKeys !== undefined }))
-    : undefined;
-  const ends = requestEnds(metrics, logger, dashboard);
+  // An extra event loop keeps no recorder: its traffic goes to the main loop's (loop-dashboard.ts).
+  // With several loops the requests in flight are the process's: admission counts every loop's.
+  const inFlight = loop === undefined ? () => active.size : () => admission.inFlight;
+  const dashboard =
+    config.dashboard && loop?.traffic === undefined
+      ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, inFlight, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.(), clientKeysSet: () => clientKeys !== undefined }))
+      : undefined;
+  const traffic = dashboard ?? loop?.traffic;
+  const ends = requestEnds(metrics, logger, traffic);
   const requestTrace = config.requestTraceDir === undefined ? undefined : new RequestTraceWriter({ dir: config.requestTraceDir, logger });
   const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) => metrics.handoffSettled(reason, settled));
   const hooksByRoute = new Map<string, RequestHooks>();
@@ -216,7 +221,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   function hooksOf(route: string): RequestHooks {
     let hooks = hooksByRoute.get(route);
     if (hooks === undefined) {
-      hooks = metricsHooks(metrics, route, dashboard);
+      hooks = metricsHooks(metrics, route, traffic);
       hooksByRoute.set(route, hooks);
     }
     return hooks;

@@ -11,7 +11,8 @@ interface SourceParts {
   readonly version: string;
   readonly placement: Placement;
   readonly admission: AdmissionControl;
-  readonly active: ReadonlySet<unknown>;
+  /** Requests in flight now. */
+  readonly inFlight: () => number;
   readonly draining: () => boolean;
   readonly discoveryStatus: () => DiscoveryStatus | undefined;
   /** Workers registered through cluster discovery, with the ids they registered under. */
@@ -26,7 +27,7 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
   return {
     version: parts.version,
     pid: process.pid,
-    inFlight: () => parts.active.size,
+    inFlight: parts.inFlight,
     draining: parts.draining,
     protectedByKeys: () => config.protectMetrics && parts.clientKeysSet(),
     admission: () => ({ inFlight: admission.inFlight, waiting: admission.waiting, limit: admission.limit }),

@@ -15,9 +15,13 @@
  * unique. Each loop checks workers' health itself and logs to the same stdout.
  */
 
+import { randomBytes } from "node:crypto";
 import { Worker, type MessagePort } from "node:worker_threads";
 import type { ProxyConfig } from "../config/types.ts";
+import type { DashboardHttp } from "../dashboard/http.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { TrafficObserver } from "../observability/traffic-observer.ts";
+import { dashboardForwarder, forwardingObserver, privateDashboard, replay, type TrafficEvent } from "./loop-dashboard.ts";
 import { renderAll, type LoopMetrics } from "../observability/metrics.ts";
 import { SharedLoad } from "../routing/shared-load.ts";
 
@@ -30,6 +34,12 @@ export interface LoopShare {
   provideMetrics(values: () => Promise<LoopMetrics>): void;
   /** The process's metrics: every loop's values added up. */
   metricsText(): Promise<string>;
+  /** The main loop: its dashboard, which hears every loop's traffic and answers for them all (loop-dashboard.ts). */
+  provideDashboard?(recorder: TrafficObserver, http: DashboardHttp, stillAllowed: (request: Request) => boolean): void;
+  /** An extra loop with the dashboard on: where its traffic goes instead of a recorder of its own. */
+  readonly traffic?: TrafficObserver | undefined;
+  /** An extra loop with the dashboard on: answers a dashboard request from the main loop. */
+  readonly forwardDashboard?: ((request: Request) => Promise<Response>) | undefined;
 }
 
 /** What an extra loop's Worker is started with (its `workerData`). */
@@ -39,6 +49,8 @@ export interface LoopData {
   /** The main loop's config with the port it bound (port 0 resolved). */
   readonly config: ProxyConfig;
   readonly buffer: SharedArrayBuffer;
+  /** The main loop's private dashboard listener, when the dashboard is on. */
+  readonly dashboard: { readonly url: string; readonly token: string } | undefined;
 }
 
 export function isLoopData(data: unknown): data is LoopData {
@@ -57,6 +69,7 @@ export type FromLoop =
   | { readonly kind: "failed"; readonly message: string }
   | { readonly kind: "values"; readonly id: number; readonly metrics: LoopMetrics }
   | { readonly kind: "gather"; readonly id: number }
+  | { readonly kind: "traffic"; readonly events: TrafficEvent[] }
   | { readonly kind: "listener-closed" }
   | { readonly kind: "drained" };
 
@@ -71,6 +84,8 @@ export class EventLoops {
   readonly #pending = new Map<number, (metrics: LoopMetrics | undefined) => void>();
   readonly #logger: Logger;
   #own: (() => Promise<LoopMetrics>) | undefined;
+  #recorder: TrafficObserver | undefined;
+  #dashboard: { readonly server: Bun.Server<undefined>; readonly token: string } | undefined;
   #nextId = 0;
 
   constructor(logger: Logger) {
@@ -82,6 +97,11 @@ export class EventLoops {
         this.#own = values;
       },
       metricsText: () => this.#gather(),
+      provideDashboard: (recorder, http, stillAllowed) => {
+        const token = randomBytes(24).toString("hex");
+        this.#recorder = recorder;
+        this.#dashboard = { server: privateDashboard(http, token, stillAllowed), token };
+      },
     };
   }
 
@@ -90,7 +110,9 @@ export class EventLoops {
    * `workerData` and serves as an extra loop); resolves once every one listens.
    */
   async start(entry: string, config: ProxyConfig, count: number): Promise<void> {
-    const started = Array.from({ length: count }, (_, i) => this.#startOne(entry, { kind: "disagg-proxy-event-loop", index: i + 1, config, buffer: this.#shared.buffer }));
+    const own = this.#dashboard;
+    const dashboard = own === undefined ? undefined : { url: own.server.url.origin, token: own.token };
+    const started = Array.from({ length: count }, (_, i) => this.#startOne(entry, { kind: "disagg-proxy-event-loop", index: i + 1, config, buffer: this.#shared.buffer, dashboard }));
     await Promise.all(started);
   }
 
@@ -129,7 +151,7 @@ export class EventLoops {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.#loops.splice(0).map((loop) => loop.terminate()));
+    await Promise.all([...this.#loops.splice(0).map((loop) => loop.terminate()), this.#dashboard?.server.stop(true)]);
   }
 
   #startOne(entry: string, data: LoopData): Promise<void> {
@@ -141,6 +163,7 @@ export class EventLoops {
         else if (message.kind === "failed") reject(new Error(`event loop ${data.index}: ${message.message}`));
         else if (message.kind === "values") this.#pending.get(message.id)?.(message.metrics);
         else if (message.kind === "gather") void this.#answerGather(loop, message.id);
+        else if (message.kind === "traffic" && this.#recorder !== undefined) replay(message.events, this.#recorder);
       });
       loop.on("error", (error) => {
         this.#logger.error("an event loop failed", { loop: data.index, error });
@@ -193,9 +216,12 @@ export function extraLoopShare(data: LoopData, port: MessagePort): LoopShare {
       asked.delete(message.id);
     }
   });
+  const dashboard = data.dashboard;
   return {
     index: data.index,
     shared,
+    traffic: dashboard === undefined ? undefined : forwardingObserver((events) => send(port, { kind: "traffic", events })),
+    forwardDashboard: dashboard === undefined ? undefined : dashboardForwarder(dashboard.url, dashboard.token),
     provideMetrics(values) {
       own = values;
     },

@@ -42,6 +42,26 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
 }
 
 /**
+ * An extra event loop's dashboard routes (num_workers > 1): checked here as any, answered by
+ * the main loop (`forward`, server/loop-dashboard.ts), whose recorder hears every loop.
+ */
+export function forwardedDashboardRoutes(forward: (request: Request) => Promise<Response>): RouteTable {
+  const entry: RouteEntry = {
+    methods: {
+      GET: (_deps, request, keepOpen) => {
+        // The event stream stays open as long as the main loop's does.
+        if (new URL(request.url).pathname.endsWith("/events")) keepOpen();
+        return forward(request);
+      },
+    },
+    access: DASHBOARD_ACCESS,
+    checkHost: true,
+    renderError: (error) => dashboardErrorResponse(error.status, error.message),
+  };
+  return { "/dashboard": entry, "/dashboard/data": entry, "/dashboard/events": entry };
+}
+
+/**
  * The live status page, protected as /metrics is (--protect-metrics also takes the key as a
  * Basic password). `allowed` re-checks an open event stream's request against the current keys.
  */

@@ -9,10 +9,10 @@ import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import type { LoopShare } from "./event-loops.ts";
 import { startDiscovery } from "./discovery.ts";
-import { createDispatch, mayCall, type RouteEntry } from "./dispatch.ts";
+import { createDispatch, mayCall, type RouteEntry, type RouteTable } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
-import { dashboardRoutes, ROUTES } from "./route-table.ts";
+import { dashboardRoutes, forwardedDashboardRoutes, ROUTES } from "./route-table.ts";
 import type { HandedItem } from "../discovery/index.ts";
 
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
@@ -71,7 +71,7 @@ export interface RunningProxy {
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
   const app = createApp(config, logger, appVersion, options.loop);
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
-  const routes = app.dashboard === undefined ? ROUTES : { ...ROUTES, ...dashboardRoutes(dashboardHttp(app.dashboard), allowed) };
+  const routes = routesOf(app, allowed, options.loop);
   const dispatch = createDispatch(app, routes);
   let closingConnections = false;
   const listenerOptions: ListenerOptions = { ...options, closeConnections: () => closingConnections };
@@ -207,4 +207,17 @@ async function untilIdle(app: App, timeoutMs: number): Promise<void> {
 function ownHosts(configured: readonly string[]): string[] {
   const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((info) => info.address));
   return [...configured, hostname(), ...addresses];
+}
+
+/**
+ * The route table with the dashboard's routes when it is on: its own, or (an extra event loop)
+ * the main loop's, forwarded; the main loop of several also answers the extra loops' forwards.
+ */
+function routesOf(app: App, allowed: (access: RouteEntry["access"], request: Request) => boolean, loop: LoopShare | undefined): RouteTable {
+  const forward = loop?.forwardDashboard;
+  if (forward !== undefined) return { ...ROUTES, ...forwardedDashboardRoutes(forward) };
+  if (app.dashboard === undefined) return ROUTES;
+  const http = dashboardHttp(app.dashboard);
+  loop?.provideDashboard?.(app.dashboard, http, (request) => allowed("dashboard", request));
+  return { ...ROUTES, ...dashboardRoutes(http, allowed) };
 }
