@@ -132,6 +132,44 @@ describe("request trace over the emulated cluster", () => {
   });
 });
 
+describe("request trace: requests refused before admission", () => {
+  const dir = mkdtempSync(join(tmpdir(), "request-trace-"));
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster({ config: { requestTraceDir: dir } });
+  });
+  afterAll(async () => {
+    await cluster[Symbol.asyncDispose]();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a refused body gets one request line, rejected_<status> with validation_errors, and no terminal line", async () => {
+    const refusals = [
+      cluster.post("/v1/chat/completions", chat("thirteenth", { chat_template: "{{ messages }}" })),
+      cluster.post("/v1/responses", { model: 5, input: "fourteenth" }),
+      cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: [{ type: "document", source: { type: "text", data: "fifteenth" } }] }] }),
+      cluster.post("/v1/chat/completions", chat("sixteenth", { max_tokens: 2 ** 40 })),
+    ];
+    for (const response of await Promise.all(refusals)) expect(response.status).toBe(400);
+    await eventually(async () => {
+      await cluster.proxy.app.requestTrace?.flush();
+      return traceLines(dir, "requests").length === 4;
+    }, 3000, "four request lines");
+    const lines = traceLines(dir, "requests");
+    const errors = (word: string): { loc: string[]; type: string; msg: string }[] => lines.find(contentIs(word))!["validation_errors"] as { loc: string[]; type: string; msg: string }[];
+    expect(errors("thirteenth")[0]!.msg).toContain("chat_template");
+    expect(errors("sixteenth")[0]!.msg).toContain("max_tokens");
+    for (const word of ["thirteenth", "fourteenth", "fifteenth", "sixteenth"]) {
+      const line = lines.find(contentIs(word))!;
+      expect([line["event"], line["status"]]).toEqual(["request", "rejected_400"]);
+      expect(errors(word)).toHaveLength(1);
+      expect(errors(word)[0]!.loc).toEqual(["body"]);
+      expect(errors(word)[0]!.type).toBe("bad_request");
+    }
+    expect(readdirSync(dir).flatMap((hour) => readdirSync(join(dir, hour))).some((file) => file.startsWith("responses-"))).toBe(false);
+  });
+});
+
 describe("request trace: failures the proxy itself answers", () => {
   const dir = mkdtempSync(join(tmpdir(), "request-trace-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

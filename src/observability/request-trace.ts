@@ -102,8 +102,15 @@ export interface TraceCounts {
 
 type DropReason = keyof TraceCounts["dropped"];
 
+/** A request refused before admission: its status and why (upstream's `on_rejected`). */
+export interface TraceRefusal {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
 type Queued = (
-  | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number }
+  | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number; readonly refusal?: TraceRefusal }
   | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd }
 ) & { readonly bytes: number };
 
@@ -133,6 +140,19 @@ export class RequestTraceWriter {
     const bytes = input.body.byteLength + LINE_OVERHEAD_BYTES;
     this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds(), bytes });
     return handle;
+  }
+
+  /**
+   * A request refused before admission, its body read (a field of the wrong type, a refused
+   * `chat_template`, an Anthropic body that cannot be converted): one request line with status
+   * `rejected_<status>` and `validation_errors`, and no terminal line, as upstream's
+   * `on_rejected` writes a body refused by validation.
+   */
+  refused(input: TracedRequestInput, refusal: TraceRefusal): void {
+    const handle = new TraceHandle(input.route, input.conversationId, 0);
+    handle.ended = true;
+    const bytes = input.body.byteLength + LINE_OVERHEAD_BYTES;
+    this.#submit({ kind: "requests", at: this.#clock.wallMs(), handle, input, arrival: this.#clock.steadySeconds(), bytes, refusal });
   }
 
   /** The request's one terminal line; a second call for the same handle writes nothing. */
@@ -216,8 +236,11 @@ export class RequestTraceWriter {
   }
 
   #requestLine(item: Extract<Queued, { kind: "requests" }>, at: string): string {
-    const { handle, input } = item;
-    return requestLine({ traceId: handle.traceId, session: sessionKey(handle.session), recordedAt: at, arrivalSeconds: item.arrival, route: input.route, headers: input.headers, body: input.body });
+    const { handle, input, refusal } = item;
+    const line = { traceId: handle.traceId, session: sessionKey(handle.session), recordedAt: at, arrivalSeconds: item.arrival, route: input.route, headers: input.headers, body: input.body };
+    if (refusal === undefined) return requestLine({ ...line, status: "accepted" });
+    const validationErrors = [{ loc: ["body"], type: refusal.code.toLowerCase(), msg: refusal.message }];
+    return requestLine({ ...line, status: `rejected_${refusal.status}`, validationErrors });
   }
 
   #drop(reason: DropReason, count: number, message: string, error?: unknown): void {

@@ -56,6 +56,10 @@ export interface RequestLine {
   readonly headers: Headers;
   /** The client's body as it sent it (valid JSON: it was parsed). */
   readonly body: Uint8Array;
+  /** `accepted`, or `rejected_<status>` for a request refused before admission. */
+  readonly status: string;
+  /** Why a refused request was refused, in upstream's `validation_errors` shape. */
+  readonly validationErrors?: readonly { readonly loc: readonly string[]; readonly type: string; readonly msg: string }[];
 }
 
 const decoder = new TextDecoder();
@@ -68,11 +72,12 @@ export function requestLine(line: RequestLine): string {
     recorded_at: line.recordedAt,
     server_arrival_time: line.arrivalSeconds,
     route: line.route,
-    status: "accepted",
+    status: line.status,
     headers: redactedHeaders(line.headers),
   };
+  const errors = line.validationErrors === undefined ? "" : `,"validation_errors":${JSON.stringify(line.validationErrors)}`;
   // The body was parsed by its route: it is JSON, and only its line ends need replacing.
-  return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(decoder.decode(line.body))}}\n`;
+  return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(decoder.decode(line.body))}${errors}}\n`;
 }
 
 export interface ResponseLine {

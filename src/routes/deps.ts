@@ -8,6 +8,7 @@ import type { BodyLimits } from "./client-body.ts";
 import type { ClusterStore } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ClusterAccess } from "../security/cluster-access.ts";
+import type { ProxyError } from "../errors.ts";
 
 /** The settings the routes read. */
 export type RouteSettings = Pick<ProxyConfig, "maxSseEventBytes" | "allowRequestChatTemplate" | "subagentAffinityHeader">;
@@ -29,6 +30,11 @@ export interface RouteDeps {
    * called only then).
    */
   startRequest(route: string, stream: boolean, client: Request, traced?: () => TraceInput): Promise<RequestContext>;
+  /**
+   * A model request refused before admission, its body read: recorded in the request trace
+   * when one is written (as upstream records a body refused by validation).
+   */
+  traceRefused?(route: string, headers: Headers, traced: TraceInput, error: ProxyError): void;
   /** The disaggregated pipeline for a started request. */
   runPipeline(ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome>;
   /** One worker call for a started request, placed and reserved like a leg. */

@@ -7,7 +7,7 @@ import { replayChunks } from "../dialects/openai-replay.ts";
 import { readClientBody, readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { errorHeaders } from "./errors.ts";
-import { proxyThroughPipeline, withinRequest, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, withinRequest, type RouteDialect } from "./proxied.ts";
 
 /** A failure outside the stream, in Anthropic's envelope. */
 export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Response {
@@ -23,9 +23,10 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * `?beta=true`) plays no part in routing.
  */
 export async function messages(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const { body, source } = await readClientJson(request, deps.bodyLimits);
+  const read = await readClientJson(request, deps.bodyLimits);
+  const { body, source } = read;
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
-  const chat = toChatRequest(body, randomAnthropicIds.newToolUseId);
+  const chat = checkedBody(deps, "/v1/messages", request, read, () => toChatRequest(body, randomAnthropicIds.newToolUseId));
   const dialect: RouteDialect = {
     openStream: (_body, maxEventBytes) => ({
       stream: anthropicStream({ ...randomAnthropicIds, ...(model === undefined ? {} : { model }), maxEventBytes }),

@@ -6,7 +6,7 @@ import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
-import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
 
 function dialectFor(api: "chat" | "completions"): RouteDialect {
   return {
@@ -21,18 +21,22 @@ const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
 export async function completions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const { body, source } = await readClientJson(request, deps.bodyLimits);
-  check(completionsRequest, body);
+  const read = await readClientJson(request, deps.bodyLimits);
+  const { body, source } = read;
+  checkedBody(deps, "/v1/completions", request, read, () => check(completionsRequest, body));
   return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), source, dialect: COMPLETIONS });
 }
 
 /** POST /v1/chat/completions */
 export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const { body, source } = await readClientJson(request, deps.bodyLimits);
-  check(chatRequest, body);
-  if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {
-    throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
-  }
+  const read = await readClientJson(request, deps.bodyLimits);
+  const { body, source } = read;
+  checkedBody(deps, "/v1/chat/completions", request, read, () => {
+    check(chatRequest, body);
+    if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {
+      throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
+    }
+  });
   return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, source, dialect: CHAT });
 }
 

@@ -1,6 +1,6 @@
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
-import type { JsonSource } from "../json-source.ts";
+import type { JsonSource, ParsedBody } from "../json-source.ts";
 import { affinityOf, parentSessionOf, withoutClientAffinity } from "../pipeline/affinity.ts";
 import { ENGINE_REQUEST_ID_HEADER, type ApiKind, type PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
@@ -53,7 +53,12 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
-  checkNumericBounds(call.body);
+  try {
+    checkNumericBounds(call.body);
+  } catch (error) {
+    if (error instanceof ProxyError) deps.traceRefused?.(call.route, request.headers, traceInputOf(call, call.body), error);
+    throw error;
+  }
   const parent = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
   const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers);
   const body = parent === undefined ? named : withSubagentConversationId(named);
@@ -80,6 +85,21 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     restoreIdle();
     return answer;
   });
+}
+
+/**
+ * A route's checks of a body it read, before admission: a refusal (its 4xx) is recorded in the
+ * request trace with the body, then thrown on to be answered and logged as before.
+ */
+export function checkedBody<T>(deps: RouteDeps, route: string, request: Request, read: ParsedBody, checks: () => T): T {
+  try {
+    return checks();
+  } catch (error) {
+    if (error instanceof ProxyError && error.status < 500) {
+      deps.traceRefused?.(route, request.headers, { body: read.source.bytes, conversationId: conversationIdOf(read.body, request.headers) }, error);
+    }
+    throw error;
+  }
 }
 
 /**

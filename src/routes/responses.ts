@@ -8,7 +8,7 @@ import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check, list } from "./openai-schemas.ts";
-import { proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
 
 const responsesRequest = v.looseObject({
   model: v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty")),
@@ -30,12 +30,15 @@ const dialect: RouteDialect = {
  * is forced off and a request that continues a stored response is refused.
  */
 export async function responses(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const { body, source } = await readClientJson(request, deps.bodyLimits);
-  check(responsesRequest, body);
-  const previous = body["previous_response_id"];
-  if (previous !== undefined && previous !== null) {
-    throw badRequest("previous_response_id is not supported: responses are not stored on a disaggregated deployment");
-  }
+  const read = await readClientJson(request, deps.bodyLimits);
+  const { body, source } = read;
+  checkedBody(deps, "/v1/responses", request, read, () => {
+    check(responsesRequest, body);
+    const previous = body["previous_response_id"];
+    if (previous !== undefined && previous !== null) {
+      throw badRequest("previous_response_id is not supported: responses are not stored on a disaggregated deployment");
+    }
+  });
   body["store"] = false;
   return proxyThroughPipeline({
     deps,

@@ -173,6 +173,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
         logger.error("client key reload failed: keeping the current keys", { error });
       }
     },
+    traceRefused(route, headers, traced, error) {
+      requestTrace?.refused({ route, headers, ...traced }, { status: error.status, code: error.code, message: error.message });
+    },
     runPipeline(ctx, input) {
       return runPipeline(this, ctx, input);
     },
