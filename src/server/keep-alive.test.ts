@@ -10,7 +10,8 @@ describe("server_keep_alive_timeout on the runtime's 4-second timer", () => {
     expect(bound.runtimeS).toBeLessThanOrEqual(seconds + 8);
     expect(bound.runtimeS).toBeLessThanOrEqual(255);
     expect(bound.firstRequestS).toBe(bound.runtimeS);
-    expect(bound.quietCloseS).toBeUndefined();
+    // The sweep closes idle connections sooner when the server is quiet.
+    expect(bound.quietCloseS).toBe(seconds);
   });
 
   test.each([252.5, 256, 3600])("%p s is beyond the runtime's 255 s: idle connections wait for a quiet server, first requests keep a finite bound", (seconds) => {

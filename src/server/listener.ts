@@ -78,7 +78,7 @@ function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispat
     // and close the connection instead of reading the rest.
     maxRequestBodySize: Math.max(config.maxBodyBytes * 4, RUNTIME_BODY_CAP_BYTES),
     fetch(request, server) {
-      if (bound.quietCloseS !== undefined) lastRequestAt = performance.now();
+      lastRequestAt = performance.now();
       // The connection's bound once this answer is written; only a call made before then counts.
       server.timeout(request, bound.runtimeS);
       const answer = dispatch.handle(
