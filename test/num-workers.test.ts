@@ -1,6 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { startEmulatedWorker, type EmulatedWorker } from "../src/emulator/index.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { scratch } from "./support/scratch.ts";
 import { eventually } from "./support/wait.ts";
+
+const dirs = scratch();
+afterAll(() => dirs.removeAll());
 
 /** The proxy as operators run it (`serve --num-workers 4`): the extra event loops are Bun Workers of the program itself. */
 interface Served extends AsyncDisposable {
@@ -107,6 +113,34 @@ describe("num_workers: several event loops serve one port with one load view", (
       await events.body?.cancel().catch(() => undefined);
     } finally {
       await Promise.all([context.stop(), generation.stop()]);
+    }
+  }, 30_000);
+
+  test("SIGHUP's new worker list reaches every event loop: once reloaded, no loop sends to the removed worker", async () => {
+    const context = startEmulatedWorker({ role: "context" });
+    const before = startEmulatedWorker({ role: "generation" });
+    const after = startEmulatedWorker({ role: "generation" });
+    const file = join(dirs.dir("num-workers-"), "disagg_config.yaml");
+    const yaml = (generation: EmulatedWorker): string =>
+      ["num_workers: 3", "context_servers:", "  num_instances: 1", `  urls: ["${context.url}"]`, "generation_servers:", "  num_instances: 1", `  urls: ["${generation.url}"]`, ""].join("\n");
+    try {
+      writeFileSync(file, yaml(before));
+      await using proxy = await serve(["-c", file, "--num-workers", "3"]);
+      const chat = async (): Promise<number> =>
+        (await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", connection: "close" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) })).status;
+      expect(await chat()).toBe(200);
+      writeFileSync(file, yaml(after));
+      proxy.child.kill("SIGHUP");
+      // Each loop brings the new worker in after its own healthy check (one "worker ready" line each);
+      // then 24 requests on new connections (any loop) all go there.
+      const readyLines = (): number => proxy.lines().filter((line) => line.includes('"msg":"worker ready"') && line.includes(after.url)).length;
+      await eventually(() => readyLines() === 3, 10_000, "the new worker ready in all 3 loops");
+      const served = before.requests.length;
+      const statuses = await Promise.all(Array.from({ length: 24 }, () => chat()));
+      expect(statuses.every((status) => status === 200)).toBe(true);
+      expect(before.requests.length).toBe(served);
+    } finally {
+      await Promise.all([context.stop(), before.stop(), after.stop()]);
     }
   }, 30_000);
 
