@@ -154,7 +154,7 @@ describe("a worker's model list is bounded", () => {
 });
 
 describe("a worker whose model list failed as it joined", () => {
-  test("is asked again at its next passed health checks in a fleet of several models, then serves its model", async () => {
+  test("is asked again at its next passed health checks in a fleet of several models until its model is learnt", async () => {
     let asked = 0;
     const late = fakeWorker((request) => {
       if (new URL(request.url).pathname !== "/v1/models") return new Response(null, { status: 404 });
