@@ -53,6 +53,11 @@ export interface ProxyConfig {
   readonly retryDelayMs: number;
   /** Non-streamed upstream calls: total bound. Streamed: bound on silence. */
   readonly requestTimeoutMs: number;
+  /**
+   * A pooled worker connection is never reused once idle this long: below the workers' own
+   * keep-alive (uvicorn's timeout_keep_alive, 5 s in trtllm-serve), so the proxy drops it first.
+   */
+  readonly workerKeepAliveMs: number;
   readonly serverStartTimeoutMs: number;
   /** Interval of the start-up /health poll. */
   readonly serverStartPollMs: number;
@@ -184,6 +189,7 @@ export const DEFAULTS = {
   maxRetries: 1,
   retryDelayMs: 1000,
   requestTimeoutMs: 180_000,
+  workerKeepAliveMs: 4000,
   serverStartTimeoutMs: 180_000,
   serverStartPollMs: 3000,
   streamStartWaitMs: 1000,

@@ -28,6 +28,8 @@ export interface ConnectionFaults {
 
 /** What the front did, for tests and soaks. */
 export interface ConnectionFaultCounts {
+  /** Connections accepted. */
+  readonly opened: number;
   readonly idleClosed: number;
   readonly resets: number;
 }
@@ -58,6 +60,7 @@ export class ConnectionFront {
   readonly #listener: TCPSocketListener<Relay>;
   readonly #faults: ConnectionFaults;
   readonly #backendPort: number;
+  #opened = 0;
   #idleClosed = 0;
   #resets = 0;
 
@@ -82,7 +85,7 @@ export class ConnectionFront {
   }
 
   get counts(): ConnectionFaultCounts {
-    return { idleClosed: this.#idleClosed, resets: this.#resets };
+    return { opened: this.#opened, idleClosed: this.#idleClosed, resets: this.#resets };
   }
 
   stop(): void {
@@ -90,6 +93,7 @@ export class ConnectionFront {
   }
 
   #open(client: Socket<Relay>): void {
+    this.#opened++;
     client.data = { backend: undefined, toBackend: [], toClient: [], framing: new ResponseFraming(), inRequest: false, served: 0, idleTimer: undefined, closed: false, endOnDrain: false };
     void Bun.connect<BackendData>({
       hostname: "127.0.0.1",

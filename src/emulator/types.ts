@@ -137,8 +137,8 @@ export interface EmulatedWorker {
   running(): number;
   /** Context-first hand-offs whose KV no generation request has pulled yet (GET /metrics reports it too). */
   heldKvHandoffs(): number;
-  /** What the connection faults did: idle connections closed, kept-alive requests reset. */
-  connectionFaults(): { readonly idleClosed: number; readonly resets: number };
+  /** What the connection faults did: connections accepted, idle ones closed, kept-alive requests reset. */
+  connectionFaults(): { readonly opened: number; readonly idleClosed: number; readonly resets: number };
   /** Closes the listener and open connections. */
   /** Leaves the etcd cluster but keeps serving, as a worker draining before shutdown does. */
   deregister(): Promise<void>;

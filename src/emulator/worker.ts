@@ -122,8 +122,8 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     return this.heldKv.size;
   }
 
-  connectionFaults(): { readonly idleClosed: number; readonly resets: number } {
-    return this.#front?.counts ?? { idleClosed: 0, resets: 0 };
+  connectionFaults(): { readonly opened: number; readonly idleClosed: number; readonly resets: number } {
+    return this.#front?.counts ?? { opened: 0, idleClosed: 0, resets: 0 };
   }
 
   finishStarting(): void {

@@ -15,7 +15,7 @@ import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
-import { neverReachedEngine } from "./retry.ts";
+import { lostUnread, neverReachedEngine } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
@@ -105,14 +105,21 @@ async function runAttempts<T>(
   // A worker that rejected an optional field gets one more attempt without it (a 400 ran nothing).
   let again: Placed | undefined;
   let protocolRetried = false;
+  // A request a reused connection lost unread goes once more to the same worker, on a fresh
+  // connection, under the same id, outside the retry budget (retry.ts, lostUnread).
+  let fresh = false;
+  let freshRetries = 0;
+  let lastId = plan.id;
   for (let attempt = 0; ; attempt++) {
-    const id = attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
+    const id = fresh ? lastId : attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
+    lastId = id;
     const leg = new LegAttempt(deps, ctx, plan, again ?? placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
     again = undefined;
     const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
     try {
-      const post = leg.post(plan, plan.codec.encode(sent, plan.source));
+      const post = leg.post(plan, plan.codec.encode(sent, plan.source), fresh);
+      fresh = false;
       const result = await (plan.handoff === undefined ? call(post) : watchedCall(call, post, plan.signal, plan.handoff, id));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") leg.answered();
@@ -121,6 +128,14 @@ async function runAttempts<T>(
     } catch (thrown) {
       const error = asProxyError(thrown);
       if (plan.handoff !== undefined && neverReachedEngine(error)) plan.handoff.reached = reachedBefore;
+      if (lostUnread(error) && !plan.signal.aborted) {
+        leg.lostUnread(error);
+        ctx.retried();
+        fresh = true;
+        freshRetries++;
+        again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
+        continue;
+      }
       if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent, plan.path)) {
         protocolRetried = true;
         leg.failed(error, attempt + 1);
@@ -128,7 +143,7 @@ async function runAttempts<T>(
         again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
         continue;
       }
-      const last = attempt >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
+      const last = attempt - freshRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       leg.failed(error, last ? undefined : attempt + 1);
       if (last) throw error;
       failedOn.push(leg.origin);
@@ -205,7 +220,7 @@ class LegAttempt {
     this.#span = ctx.spans.startLeg({ role: plan.role, origin: this.origin, path: plan.path, attempt, disaggRequestId: id });
   }
 
-  post(plan: LegPlan, body: WorkerBody): WorkerPost {
+  post(plan: LegPlan, body: WorkerBody, fresh: boolean): WorkerPost {
     const { ctx, deps } = { ctx: this.#ctx, deps: this.#deps };
     const headers: Record<string, string> = {
       ...plan.headers,
@@ -224,7 +239,20 @@ class LegAttempt {
       maxAnswerBytes: deps.config.maxAnswerBytes,
       fetch: deps.workerFetch,
       headers,
+      ...(fresh ? { fresh } : {}),
     };
+  }
+
+  /** A reused connection was lost before any answer: the worker is fine, and is asked again on a fresh one. */
+  lostUnread(error: ProxyError): void {
+    this.#placed.reservation.release();
+    this.#span.end(error);
+    this.#ctx.hooks.legRetry(this.#role);
+    this.#deps.logger.info(`${this.#role} leg: a reused connection closed before any answer; once more on a fresh connection`, {
+      disagg_request_id: this.#ctx.disaggRequestId,
+      worker: this.origin,
+      error: error.message,
+    });
   }
 
   /** A non-streamed answer: the worker is free again. */

@@ -30,3 +30,22 @@ export function neverReachedEngine(error: ProxyError): boolean {
   if (error.code === "WORKER_UNREACHABLE") return error.neverSent || error.unread;
   return error.code === "WORKER_HTTP_ERROR" && (error.status === 429 || error.status === 503);
 }
+
+/**
+ * A request lost on a reused connection before any byte of an answer: sent once more, at once,
+ * to the same worker on a fresh connection, for both legs and outside --max-retries (as
+ * TensorRT-LLM's client does, with a budget of its own for exactly these failures: #14562).
+ *
+ * Why that never replays work a worker started: a worker (uvicorn) closes a kept-alive
+ * connection only while it is idle: its keep-alive timer starts when a response completes and
+ * the next byte received cancels it, so a request that arrives as the timer fires was never
+ * read (the kernel answers it with a reset). A worker that did read a request answers it: an
+ * error becomes a 500 with a body, which is an answer, not this. The one other way a request
+ * it read ends with no byte is the worker's process dying; then the fresh connection is
+ * refused, nothing is sent, and the request fails as it would have. A transport that knows the
+ * connection was new reports no such loss (ProxyError.unread is false), and a fresh connection's
+ * loss is never retried this way.
+ */
+export function lostUnread(error: ProxyError): boolean {
+  return error.code === "WORKER_UNREACHABLE" && error.unread;
+}

@@ -78,7 +78,7 @@ export interface App extends RouteDeps, PipelineDeps {
 
 /** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
 export function createApp(config: ProxyConfig, logger: Logger, version: string, loop?: LoopShare): App {
-  const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey });
+  const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey, keepAliveMs: config.workerKeepAliveMs });
   const placement = new Placement(config, {
     shared: loop?.shared,
     fetch: workerFetch,

@@ -30,6 +30,8 @@ export interface WorkerPost {
    * non-streamed context request that means the worker finished the phase: its KV is committed.
    */
   readonly onAnswer?: (() => void) | undefined;
+  /** On a connection of its own, never a pooled one (the retry of a request a reused connection lost). */
+  readonly fresh?: boolean | undefined;
 }
 
 export interface JsonAnswer {
@@ -159,9 +161,10 @@ async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
       // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
       // (total for non-streamed calls, silence for streams) bound every call instead.
       timeout: false,
+      ...(post.fresh === true ? { keepalive: false } : {}),
     });
   } catch (error) {
-    throw translateFailure(error, post);
+    throw translateFailure(error, post, "before the answer");
   }
 }
 
@@ -230,11 +233,19 @@ function parseAnswer(text: string): JsonObject {
   return body;
 }
 
+/** What a connection closed under a request looks like to fetch: a reset, or a close it did not expect. */
+const CONNECTION_LOST = new Set(["ECONNRESET", "ConnectionClosed", "EPIPE", "ECONNABORTED"]);
+
 /**
  * Maps what fetch threw onto the domain error. The request's own abort reason wins, so a
  * client that left stays "client gone", never "worker unreachable".
+ *
+ * A connection lost `before the answer` (no status line yet) on a pooled connection is the
+ * keep-alive race (pipeline/retry.ts): `unread`. fetch does not say whether the connection was
+ * a pooled one or new, so every such loss is reported so; a transport that knows reports it for
+ * reused connections only (notes for a transport: /work/notes/faults-to-perf.md).
  */
-export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" | "signal">): ProxyError {
+export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" | "signal" | "fresh">, when?: "before the answer"): ProxyError {
   if (post.signal.aborted && post.signal.reason instanceof ProxyError) return post.signal.reason;
   if (error instanceof ProxyError) return error;
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
@@ -245,5 +256,6 @@ export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" |
   if (code === "ECONNREFUSED" || code === "ConnectionRefused") {
     return new ProxyError("WORKER_UNREACHABLE", 502, `The ${post.role} worker is unreachable`, { cause: error, neverSent: true });
   }
-  return new ProxyError("WORKER_UNREACHABLE", 502, `The connection to the ${post.role} worker failed`, { cause: error });
+  const unread = when === "before the answer" && post.fresh !== true && typeof code === "string" && CONNECTION_LOST.has(code);
+  return new ProxyError("WORKER_UNREACHABLE", 502, `The connection to the ${post.role} worker failed`, { cause: error, unread });
 }

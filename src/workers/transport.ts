@@ -8,15 +8,81 @@ export interface WorkerTransportOptions {
   readonly caFile?: string | undefined;
   /** Sent as `Authorization: Bearer` to workers (never the client's own key). */
   readonly apiKey?: string | undefined;
+  /** A pooled connection idle this long is never reused (--worker-keep-alive-s; default 4 s). */
+  readonly keepAliveMs?: number | undefined;
 }
+
+const DEFAULT_KEEP_ALIVE_MS = 4000;
+/** Origins with a pool of their own; beyond, the longest unused one is closed (workers come and go). */
+const MAX_POOLS = 1024;
 
 export function createWorkerFetch(options: WorkerTransportOptions, readFile = (path: string) => readFileSync(path, "utf8")): WorkerFetch {
   const ca = options.caFile === undefined ? undefined : readFile(options.caFile);
   const authorization = options.apiKey === undefined ? undefined : `Bearer ${options.apiKey}`;
-  if (ca === undefined && authorization === undefined) return (url, init) => fetch(url, init);
+  const pools = new OriginPools(options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS, ca);
+  if (authorization === undefined) return (url, init) => pools.sessionFor(url).fetch(url, init);
   return (url, init = {}) => {
     const headers = new Headers(init.headers);
-    if (authorization !== undefined) headers.set("authorization", authorization);
-    return fetch(url, { ...init, headers, ...(ca === undefined ? {} : { tls: { ca } }) });
+    headers.set("authorization", authorization);
+    return pools.sessionFor(url).fetch(url, { ...init, headers });
   };
+}
+
+/**
+ * Idle expiry of pooled worker connections. A worker (uvicorn) closes a kept-alive connection
+ * `timeout_keep_alive` after its last response (5 s in trtllm-serve); a proxy that reuses it in
+ * that instant loses the request to a reset. So no connection is reused once it may have been
+ * idle `keepAliveMs`, set below the workers' keep-alive.
+ *
+ * Bun's fetch keeps idle sockets 5 minutes, and its own `idleTimeout` moves in 4 s steps (a 1 s
+ * setting closed sockets after 8.0 s idle, measured; BUN_CONFIG_HTTP_IDLE_TIMEOUT=1 and 4 closed
+ * none within 14 s), so it cannot expire a socket before 5 s. Each origin has a FetchSession of
+ * its own instead, and the first request to an origin `keepAliveMs` or more after its last sweep
+ * sweeps it first (`close()`: every idle socket closed). A socket reused at time t was then
+ * either idle at the last sweep s (and closed), or released after s: idle less than t − s <
+ * keepAliveMs. What this costs: at most one reconnect per pooled socket per `keepAliveMs`.
+ */
+class OriginPools {
+  readonly #pools = new Map<string, { readonly session: Bun.FetchSession; sweptAt: number }>();
+  readonly #keepAliveMs: number;
+  readonly #ca: string | undefined;
+
+  constructor(keepAliveMs: number, ca: string | undefined) {
+    this.#keepAliveMs = keepAliveMs;
+    this.#ca = ca;
+  }
+
+  sessionFor(url: string): Bun.FetchSession {
+    const origin = originOf(url);
+    const now = performance.now();
+    const pool = this.#pools.get(origin);
+    if (pool === undefined) return this.#open(origin, now);
+    // Kept in use order: the first entry is the least recently used.
+    this.#pools.delete(origin);
+    this.#pools.set(origin, pool);
+    if (now - pool.sweptAt >= this.#keepAliveMs) {
+      pool.session.close();
+      pool.sweptAt = now;
+    }
+    return pool.session;
+  }
+
+  #open(origin: string, now: number): Bun.FetchSession {
+    if (this.#pools.size >= MAX_POOLS) {
+      const [oldest, pool] = this.#pools.entries().next().value ?? [];
+      if (oldest !== undefined) this.#pools.delete(oldest);
+      pool?.session.close();
+    }
+    // Bun's own idle timer as a backstop (it rounds up to its 4 s steps); the sweep is the bound.
+    const keepAlive = { idleTimeout: Math.max(1, Math.ceil(this.#keepAliveMs / 1000)) };
+    const session = new Bun.FetchSession(this.#ca === undefined ? { keepAlive } : { keepAlive, tls: { ca: this.#ca } });
+    this.#pools.set(origin, { session, sweptAt: now });
+    return session;
+  }
+}
+
+/** `scheme://host:port` of a worker URL, without parsing it whole (this runs on every call). */
+function originOf(url: string): string {
+  const slash = url.indexOf("/", url.indexOf("://") + 3);
+  return slash < 0 ? url : url.slice(0, slash);
 }

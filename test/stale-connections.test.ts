@@ -1,0 +1,55 @@
+/**
+ * No client error from a pooled worker connection: connections are dropped before the
+ * worker's keep-alive closes them, and a request a reused connection loses before any answer
+ * goes once more to the same worker on a fresh connection, for both legs.
+ */
+import { describe, expect, test } from "bun:test";
+import { startCluster } from "./support/cluster.ts";
+
+const chat = (content: string, stream: boolean) => ({ model: "m", messages: [{ role: "user", content }], stream, max_tokens: 3 });
+
+async function ask(post: (path: string, body: unknown) => Promise<Response>, i: number): Promise<number> {
+  try {
+    const response = await post("/v1/chat/completions", chat(`loop ${i}`, i % 2 === 0));
+    const text = await response.text();
+    return response.status === 200 && !text.includes('"error"') ? 0 : 1;
+  } catch {
+    return 1;
+  }
+}
+
+describe("stale pooled connections", () => {
+  test("a worker that resets every kept-alive connection's next request unread costs the client nothing, on both legs", async () => {
+    const faults = { resetKeptAlive: true };
+    await using cluster = await startCluster({ contexts: [{ faults }], generations: [{ faults }] });
+    let errors = 0;
+    for (let i = 0; i < 60; i++) errors += await ask((path, body) => cluster.post(path, body), i);
+    expect(errors).toBe(0);
+    // Both legs met the reset (and were served on a fresh connection).
+    expect(cluster.contexts[0]!.connectionFaults().resets).toBeGreaterThan(10);
+    expect(cluster.generations[0]!.connectionFaults().resets).toBeGreaterThan(10);
+    expect(cluster.logs.filter((line) => String(line["msg"]).includes("a reused connection closed before any answer")).length).toBeGreaterThan(20);
+  });
+
+  test("a load loop whose gaps straddle the workers' keep-alive close sees no client error (2,000 requests, both legs)", async () => {
+    // uvicorn's close at 100 ms after each response; the proxy expires its pooled connections at 60 ms.
+    const faults = { keepAliveTimeoutMs: 100 };
+    await using cluster = await startCluster({ contexts: [{ faults }], generations: [{ faults }], config: { workerKeepAliveMs: 60 } });
+    const loops = 40;
+    const perLoop = 50;
+    let errors = 0;
+    await Promise.all(
+      Array.from({ length: loops }, async (_, loop) => {
+        for (let i = 0; i < perLoop; i++) {
+          errors += await ask((path, body) => cluster.post(path, body), loop * perLoop + i);
+          // Gaps from 40 to 140 ms: some below the proxy's expiry, some past the worker's close.
+          await Bun.sleep(40 + ((loop * 37 + i * 53) % 101));
+        }
+      }),
+    );
+    expect(errors).toBe(0);
+    expect(cluster.contexts[0]!.requests.filter((r) => r.phase === "context")).toHaveLength(loops * perLoop);
+    // The pools were expired many times over (40 loops kept at most ~40 connections each open otherwise).
+    for (const worker of [cluster.contexts[0]!, cluster.generations[0]!]) expect(worker.connectionFaults().opened).toBeGreaterThan(3 * loops);
+  }, 60_000);
+});
