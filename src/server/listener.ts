@@ -79,8 +79,9 @@ function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispat
     maxRequestBodySize: Math.max(config.maxBodyBytes * 4, RUNTIME_BODY_CAP_BYTES),
     fetch(request, server) {
       lastRequestAt = performance.now();
-      // The connection's bound once this answer is written; only a call made before then counts.
-      server.timeout(request, bound.runtimeS);
+      // The connection's bound once this answer is written (only a call made before then counts);
+      // the server's own idleTimeout already is that bound unless they differ (above 252 s).
+      if (bound.runtimeS !== bound.firstRequestS) server.timeout(request, bound.runtimeS);
       const answer = dispatch.handle(
         request,
         () => {
