@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ErrorCode } from "../errors.ts";
 import { memoryLogger } from "./logger.ts";
-import { RequestTraceWriter, traceStatusOf, type TraceClock, type TraceEnd } from "./request-trace.ts";
+import { openRequestTrace, RequestTraceWriter, traceStatusOf, type TraceClock, type TraceEnd } from "./request-trace.ts";
 import { isCredentialHeader, sessionKey } from "./trace-records.ts";
 
 const dirs: string[] = [];
@@ -144,6 +144,19 @@ describe("RequestTraceWriter", () => {
     await writer.close();
     writer.finished(handle, end(200));
     expect(writer.counts()).toMatchObject({ submitted: 2, persisted: 1, dropped: { shutdown: 1 }, pending: 0 });
+  });
+});
+
+describe("openRequestTrace", () => {
+  test("a directory that cannot be made turns the trace off with an error line, and nothing else fails", () => {
+    const dir = scratch();
+    const blocker = join(dir, "traces");
+    writeFileSync(blocker, "not a directory");
+    const logger = memoryLogger();
+    expect(openRequestTrace(blocker, logger)).toBeUndefined();
+    expect(logger.records).toEqual([expect.objectContaining({ level: "error", msg: expect.stringContaining("Disabling request trace output") })]);
+    expect(openRequestTrace(join(dir, "made", "here"), logger)).toBeInstanceOf(RequestTraceWriter);
+    expect(readdirSync(join(dir, "made"))).toEqual(["here"]);
   });
 });
 

@@ -13,6 +13,7 @@
  */
 
 import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ErrorCode, Outcome } from "../errors.ts";
@@ -113,6 +114,22 @@ type Queued = (
   | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number; readonly refusal?: TraceRefusal }
   | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd }
 ) & { readonly bytes: number };
+
+/**
+ * The writer for TRTLLM_REQUEST_TRACE_DIR, its directory made at start-up; a directory that
+ * cannot be made turns the trace off with an error line, as upstream's writer does ("Disabling
+ * request trace output"), and the proxy serves on.
+ */
+export function openRequestTrace(dir: string, logger: Logger): RequestTraceWriter | undefined {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    logger.error(`Disabling request trace output: ${REQUEST_TRACE_DIR_ENV} cannot be created`, { dir, error });
+    return undefined;
+  }
+  logger.info(`Recording request traces to ${dir}`);
+  return new RequestTraceWriter({ dir, logger });
+}
 
 export class RequestTraceWriter {
   readonly #options: RequestTraceOptions;

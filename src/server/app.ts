@@ -27,7 +27,7 @@ import { metricsHooks, modelGauges, workerGauges } from "./metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
-import { RequestTraceWriter, type TraceEnd } from "../observability/request-trace.ts";
+import { openRequestTrace, type RequestTraceWriter, type TraceEnd } from "../observability/request-trace.ts";
 import type { RequestSummary } from "../request/context.ts";
 import type { TraceInput } from "../routes/deps.ts";
 
@@ -112,7 +112,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       : undefined;
   const traffic = dashboard ?? loop?.traffic;
   const ends = requestEnds(metrics, logger, traffic);
-  const requestTrace = config.requestTraceDir === undefined ? undefined : new RequestTraceWriter({ dir: config.requestTraceDir, logger });
+  const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
   const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) => metrics.handoffSettled(reason, settled));
   const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
