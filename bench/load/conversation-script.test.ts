@@ -33,7 +33,7 @@ describe("conversation script", () => {
 
 describe("chatTurn", () => {
   test("reads the first content token's time, the answer's text and its usage from an emulated worker's stream", async () => {
-    await using worker = startEmulatedWorker({ role: "mixed", prefillMs: 30, tokenMs: 10 });
+    await using worker = startEmulatedWorker({ role: "mixed", prefillMs: 30, tokenMs: 60 });
     const endpoint = endpointOf(worker.url);
     const conn = await HttpConnection.open(endpoint.hostname, endpoint.port);
     const body = turnBody(SHAPE, "c", [systemPrompt(SHAPE), userMessage(SHAPE, 0, 0)]);
@@ -44,8 +44,10 @@ describe("chatTurn", () => {
     expect(answer.content.trim().split(" ")).toHaveLength(SHAPE.replyTokens);
     expect(answer.promptTokens).toBe(promptTokensOfTurn(SHAPE, 0));
     expect(answer.cachedTokens).toBe(0);
-    // The first token comes after the prefill, the other three 10 ms apart (timers may fire a little early).
+    // The first token comes after the prefill, the other three 60 ms apart (timers may fire a little
+    // early). Only lower bounds: a loaded machine can read the first token late, and the tokens
+    // behind it then arrive together, so the gap after it is checked with a wide margin (90 of 180 ms).
     expect(answer.ttftMs).toBeGreaterThanOrEqual(28);
-    expect(answer.totalMs - (answer.ttftMs ?? 0)).toBeGreaterThanOrEqual(25);
+    expect(answer.totalMs - (answer.ttftMs ?? 0)).toBeGreaterThanOrEqual(90);
   });
 });
