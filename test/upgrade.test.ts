@@ -54,16 +54,27 @@ async function servingPid(port: number): Promise<number> {
 }
 
 describe("upgrading a running proxy (--take-over)", () => {
-  test("three upgrades in a row under 30 requests/s, new and kept-alive connections, streamed and not: none refused, reset or failed; each stream opened before an upgrade arrives byte for byte; the new process answers within a second of the old one stopping listening", async () => {
-    const report = await runUpgrades({ upgrades: 3, streamSeconds: 5, gapMs: 300, ratePerLoop: 8, command: COMMAND, workDir: temp.dir("upgrade-run-") });
-    expect(problems(report)).toEqual([]);
-    expect(report.requestsPerSecond).toBeGreaterThanOrEqual(20);
-    for (const tally of Object.values(report.loops.byKind)) expect(tally.ok).toBeGreaterThan(10);
-    // Each long stream was in flight on the old process when it stopped listening, and ran for seconds (5 s of tokens; a take-over takes 1.5–3 s here).
-    expect(report.upgrades.map((upgrade) => upgrade.inFlightAtStop >= 1)).toEqual([true, true, true]);
-    expect(report.longStreams.map((stream) => stream.seconds >= 4)).toEqual([true, true, true]);
-    expect(new Set(report.upgrades.map((upgrade) => upgrade.toPid)).size).toBe(3);
-    expect(report.oldExitCodes).toEqual([0, 0, 0]);
+  test("three upgrades in a row under 40 requests/s, new and kept-alive connections, streamed and not: none refused, reset or failed; each stream opened before an upgrade arrives byte for byte; the new process answers within a second of the old one stopping listening", async () => {
+    const report = await runUpgrades({ upgrades: 3, streamSeconds: 5, gapMs: 300, ratePerLoop: 10, command: COMMAND, workDir: temp.dir("upgrade-run-") });
+    // One comparison, so that a failure shows every figure of the run.
+    expect({
+      missed: problems(report),
+      atLeast20PerSecond: report.requestsPerSecond >= 20,
+      everyKindServed: Object.values(report.loops.byKind).every((tally) => tally.ok > 10),
+      // Each long stream was in flight on the old process when it stopped listening (a take-over takes 1.5–3 s here).
+      streamInFlightAtEachStop: report.upgrades.map((upgrade) => upgrade.inFlightAtStop >= 1),
+      streamsRanSeconds: report.longStreams.map((stream) => stream.seconds >= 4),
+      newProcesses: new Set(report.upgrades.map((upgrade) => upgrade.toPid)).size,
+      oldExitCodes: report.oldExitCodes,
+    }).toEqual({
+      missed: [],
+      atLeast20PerSecond: true,
+      everyKindServed: true,
+      streamInFlightAtEachStop: [true, true, true],
+      streamsRanSeconds: [true, true, true],
+      newProcesses: 3,
+      oldExitCodes: [0, 0, 0],
+    });
   }, 90_000);
 
   test("a second copy started on a held port is refused before it listens, naming the running one and --take-over; a killed proxy's socket does not block the next start", async () => {

@@ -131,6 +131,7 @@ export function problems(report: UpgradeReport): string[] {
   for (const [kind, tally] of Object.entries(report.loops.byKind)) {
     if (tally.refused + tally.reset + tally.failed > 0) missed.push(`${kind}: ${JSON.stringify(tally)}`);
   }
+  missed.push(...report.loops.failures);
   for (const stream of report.longStreams) if (stream.problem !== undefined) missed.push(`long stream ${stream.upgrade}: ${stream.problem}`);
   for (const upgrade of report.upgrades) {
     if (upgrade.answeredAfterStopMs === undefined || upgrade.answeredAfterStopMs > 1000) missed.push(`pid ${upgrade.toPid} answered ${upgrade.answeredAfterStopMs} ms after the old stopped listening`);
