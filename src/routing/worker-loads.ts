@@ -68,7 +68,8 @@ export class WorkerLoads {
     const sample = this.#samples.get(origin);
     if (sample === undefined) return own;
     const { running, waiting } = sample.report;
-    return Math.max(own, running + waiting + this.#own(origin) - sample.ownAtReport);
+    const other = this.#table.load(role === "context" ? "generation" : "context", origin);
+    return Math.max(own, running + waiting + own + other - sample.ownAtReport);
   }
 
   /** Requests waiting in the worker's queue by its latest report; undefined without one. */
