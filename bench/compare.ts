@@ -1,5 +1,5 @@
 /**
- * `bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream | --first-event] [--floor-raw]`:
+ * `bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream | --first-event [--paced TOKENS,MS,PER_CLIENT]] [--floor-raw]`:
  * what one change to the proxy bought. Two proxies built from the two commits run on the same
  * two emulated workers, with the floor relay beside them, in rotating rounds of the latency
  * scenario's closed loop (non-streamed chat of 16 tokens; `--stream`: streamed chat of 256).
@@ -7,7 +7,8 @@
  * The table in bench/README.md ("What each change bought") comes from this.
  *
  * `--first-event`: streamed chat of 32 tokens paced 2 ms apart by the generation worker (the
- * streaming scenario's first-event rounds), 40 requests per client per round; prints the time
+ * streaming scenario's first-event rounds), 40 requests per client per round (`--paced 128,5,10`:
+ * 128 tokens 5 ms apart, 10 requests per client per round: streams paced as a model decodes); prints the time
  * to first event too. `--floor-raw`: a second floor whose two legs go through the `Bun.connect`
  * prototype (bench/micro/raw-client.ts, preloaded) instead of fetch, in the same rounds
  * (issue #29: the floor measured with both clients). A "binary" may be a script that execs
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
       seconds: { type: "string", default: "2" },
       stream: { type: "boolean", default: false },
       "first-event": { type: "boolean", default: false },
+      paced: { type: "string", default: "32,2,40" },
       "floor-raw": { type: "boolean", default: false },
     },
   });
@@ -69,13 +71,14 @@ async function main(): Promise<void> {
     const pids: Record<string, number> = { context: context.pid, generation: generation.pid };
     for (const name of present) pids[name] = relays[name]?.pid ?? 0;
     const firstEvent = values["first-event"];
-    const workload = firstEvent ? chatStream(32, "gen.token_ms=2") : values.stream ? chatStream(256) : chatJson(16);
+    const [tokens = 32, tokenMs = 2, perClient = 40] = values.paced.split(",").map(Number);
+    const workload = firstEvent ? chatStream(tokens, `gen.token_ms=${tokenMs}`) : values.stream ? chatStream(256) : chatJson(16);
     const rawColumns = floorRaw === undefined ? "" : " floor on the prototype µs/req | base ÷ that floor | new ÷ that floor |";
     const p50Names = present.join(" / ");
     process.stdout.write(`| clients | base µs/req | new µs/req | new ÷ base (median of per-round ratios) | floor µs/req | base ÷ floor | new ÷ floor |${rawColumns} p50 µs ${p50Names} |${firstEvent ? ` first event p50 µs ${p50Names} |` : ""}\n`);
     for (const clients of values.clients.split(",").map(Number)) {
       const users = Object.fromEntries(present.map((name) => [name, paths(relays[name] as Service, workload, clients)])) as Record<Relay, Path[]>;
-      const round = firstEvent ? { seconds: 60, requests: 40 * clients } : values.stream ? { seconds: 60, requests: 400 } : { seconds: Number(values.seconds) };
+      const round = firstEvent ? { seconds: 120, requests: perClient * clients } : values.stream ? { seconds: 60, requests: 400 } : { seconds: Number(values.seconds) };
       const tally = await alternateRounds(pids, users, { warmup: { seconds: 1, requests: 2000 }, rounds: Number(values.rounds), round });
       for (const list of Object.values<Path[]>(users)) for (const path of list) path.close();
       const cpu = (name: Relay): number => medianCpuPerRequest(tally[name], name, 1e6);
