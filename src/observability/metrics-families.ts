@@ -59,6 +59,7 @@ export interface OwnFamilies {
   readonly modelInFlight: Gauge<"model" | "role">;
   readonly handoffsSettled: Counter<"reason">;
   readonly handoffsUnsettled: Counter<"reason">;
+  readonly requestTraceLines: Gauge<"result">;
 }
 
 function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
@@ -132,6 +133,7 @@ export function ownFamilies(registry: Registry): OwnFamilies {
     modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"], "min"),
     modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"], "max"),
     handoffsSettled: counter(registry, "disagg_proxy_handoffs_settled_total", "Context-first hand-offs the proxy claimed itself (one-token generation request) after their request ended before its generation leg did, by reason", ["reason"]),
+    requestTraceLines: gauge(registry, "disagg_proxy_request_trace_lines", "TRTLLM_REQUEST_TRACE_DIR lines since start, by what became of them: persisted, pending, or dropped (queue_full, write_error, shutdown)", ["result"]),
     handoffsUnsettled: counter(registry, "disagg_proxy_handoffs_unsettled_total", "Hand-offs the proxy tried to settle and could not (left to the context worker's kv_transfer_timeout_ms), by reason", ["reason"]),
   };
 }

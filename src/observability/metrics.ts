@@ -23,12 +23,15 @@
 import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies } from "./metrics-families.ts";
 import type { Role } from "../config/types.ts";
+import type { TraceCounts } from "./request-trace.ts";
 
 export interface WorkerGaugeSource {
   /** Called at scrape time. */
   workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; version?: string }[];
   /** Called at scrape time: each served model's ready workers and in-flight requests by role (none when no worker named its model). */
   models?(): readonly { model: string; role: Role; ready: number; inFlight: number }[];
+  /** Called at scrape time: what became of the request trace's lines (undefined: no trace written). */
+  requestTrace?(): TraceCounts | undefined;
 }
 
 export interface ProxyMetrics {
@@ -98,6 +101,12 @@ function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void 
     own.workerInFlight.set(labels, worker.inFlight);
     own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
     own.workerInfo.set({ ...labels, version: worker.version ?? "unknown" }, 1);
+  }
+  const trace = source.requestTrace?.();
+  if (trace !== undefined) {
+    own.requestTraceLines.set({ result: "persisted" }, trace.persisted);
+    own.requestTraceLines.set({ result: "pending" }, trace.pending);
+    for (const [reason, count] of Object.entries(trace.dropped)) own.requestTraceLines.set({ result: reason }, count);
   }
   own.modelWorkersReady.reset();
   own.modelInFlight.reset();

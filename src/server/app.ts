@@ -93,7 +93,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const active = new Set<RequestContext>();
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
-  const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement) });
+  const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
+  const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement), requestTrace: () => requestTrace?.counts() });
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
   const admission: AdmissionControl =
@@ -112,7 +113,6 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       : undefined;
   const traffic = dashboard ?? loop?.traffic;
   const ends = requestEnds(metrics, logger, traffic);
-  const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
   const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) => metrics.handoffSettled(reason, settled));
   const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
