@@ -4,10 +4,12 @@
  * failed, with the first messages kept.
  */
 
-import { ExchangeError, postRequest, RawHttpConnection, type Answer, type ExchangeFailure } from "./raw-client.ts";
+import { ExchangeError, getRequest, postRequest, RawHttpConnection, type Answer, type ExchangeFailure } from "./raw-client.ts";
 
 export const LOOP_KINDS = ["new connection, not streamed", "new connection, streamed", "kept alive, not streamed", "kept alive, streamed"] as const;
-export type LoopKind = (typeof LOOP_KINDS)[number];
+/** Loops that open connections as fast as they are answered (GET /livez), to fill the listener's accept queue. */
+export const BURST_KIND = "burst: new connections, GET /livez";
+export type LoopKind = (typeof LOOP_KINDS)[number] | typeof BURST_KIND;
 
 export interface Tally {
   ok: number;
@@ -47,10 +49,10 @@ export function answerProblem(answer: Answer, stream: boolean): string | undefin
   }
 }
 
-/** Runs the four loops until `stop` aborts; each sends at most `ratePerLoop` requests a second. */
-export async function runClientLoops(host: string, port: number, ratePerLoop: number, stop: AbortSignal): Promise<LoopResults> {
+/** Runs the four loops until `stop` aborts, each at most `ratePerLoop` requests a second, and `burst` unpaced loops. */
+export async function runClientLoops(host: string, port: number, ratePerLoop: number, stop: AbortSignal, burst = 0): Promise<LoopResults> {
   const results: LoopResults = {
-    byKind: Object.fromEntries(LOOP_KINDS.map((kind) => [kind, { ok: 0, refused: 0, reset: 0, failed: 0 }])) as Record<LoopKind, Tally>,
+    byKind: Object.fromEntries([...LOOP_KINDS, BURST_KIND].map((kind) => [kind, { ok: 0, refused: 0, reset: 0, failed: 0 }])) as Record<LoopKind, Tally>,
     failures: [],
     reconnects: 0,
   };
@@ -91,6 +93,19 @@ export async function runClientLoops(host: string, port: number, ratePerLoop: nu
     }
     connection?.close();
   };
-  await Promise.all(LOOP_KINDS.map(loop));
+  const burstLoop = async (): Promise<void> => {
+    while (!stop.aborted) {
+      try {
+        const connection = await RawHttpConnection.open(host, port, REQUEST_TIMEOUT_MS);
+        const answer = await connection.exchange(getRequest(host, port, "/livez"), REQUEST_TIMEOUT_MS);
+        connection.close();
+        if (answer.status === 200) record(BURST_KIND, "ok");
+        else record(BURST_KIND, "failed", `status ${answer.status}`);
+      } catch (error) {
+        record(BURST_KIND, error instanceof ExchangeError ? error.kind : "failed", error instanceof Error ? error.message : String(error));
+      }
+    }
+  };
+  await Promise.all([...LOOP_KINDS.map(loop), ...Array.from({ length: burst }, burstLoop)]);
   return results;
 }

@@ -23,6 +23,8 @@ export interface UpgradeRunOptions {
   readonly gapMs: number;
   /** Requests a second per client loop (four loops). */
   readonly ratePerLoop: number;
+  /** Unpaced loops of new connections besides (0: none), to show what net.ipv4.tcp_migrate_req changes. */
+  readonly burst?: number;
   /** How a proxy is started: the binary, or the runtime and src/main.ts. */
   readonly command: readonly string[];
   /** Proxy logs (one file per process) and the control socket's directory. */
@@ -94,7 +96,7 @@ export async function runUpgrades(options: UpgradeRunOptions): Promise<UpgradeRe
   try {
     await processes[0]?.waitFor((record) => record["msg"] === "all workers are ready", TAKE_OVER_TIMEOUT_MS, "readiness");
     const started = performance.now();
-    const loops = runClientLoops(host, port, options.ratePerLoop, stopLoops.signal);
+    const loops = runClientLoops(host, port, options.ratePerLoop, stopLoops.signal, options.burst ?? 0);
     const streams: Promise<LongStream>[] = [];
     const upgrades: UpgradeFigures[] = [];
     for (let index = 1; index <= options.upgrades; index += 1) {
