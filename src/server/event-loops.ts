@@ -169,6 +169,13 @@ export class EventLoops {
         this.#logger.error("an event loop failed", { loop: data.index, error });
         reject(error);
       });
+      // Stopped by stop() it has left #loops; otherwise its connections are gone and the others serve on.
+      loop.once("exit", (code) => {
+        const at = this.#loops.indexOf(loop);
+        if (at < 0) return;
+        this.#loops.splice(at, 1);
+        this.#logger.error("an event loop stopped; the others serve on", { loop: data.index, code });
+      });
     });
   }
 

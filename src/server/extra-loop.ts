@@ -12,6 +12,8 @@ import { startProxy, type RunningProxy } from "./serve.ts";
  */
 export async function runExtraLoop(data: LoopData, port: MessagePort, version: string): Promise<void> {
   const logger = createLogger(data.config.logLevel);
+  // As the main loop does (main.ts): in a Worker a stray rejection would end the thread, and with it this loop's listener.
+  process.on("unhandledRejection", (reason) => logger.error("unhandled rejection", { error: reason, loop: data.index }));
   const share = extraLoopShare(data, port);
   let proxy: RunningProxy;
   try {
