@@ -160,14 +160,14 @@ async function abandonTakeOver(proxy: RunningProxy, predecessor: Predecessor, lo
 async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<void> {
   const { predecessor } = port;
   const late = await predecessor.release().catch((error: unknown) => {
-    // It may have exited meanwhile: the port is this process's either way.
+    // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
     logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
-    return [];
+    return undefined;
   });
-  const added = proxy.adoptRegistrations(late);
+  const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
   holdPort(await holdAfterRelease(port.path));
   notifyReady(logger);
-  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, late_registrations: added });
+  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
 }
 
 /** systemd (Type=notify) learns the service is up: listening, or, when taking over, the old process released the port. */

@@ -57,4 +57,16 @@ describe("ClusterStore hand-over between two processes", () => {
     expect(next.adopt(handed)).toBe(2);
     expect(Object.keys(next.getPrefix("/w/", true))).toEqual(["/w/a", "/w/b"]);
   });
+  test("at the release, an item handed over earlier that the old store no longer holds goes with a delete event, unless set or refreshed here since", () => {
+    const next = new ClusterStore();
+    const handed = ["/w/gone", "/w/kept", "/w/reset", "/w/refreshed"].map((key) => ({ key, value: `v:${key}`, ttlMs: 60_000, from: undefined }));
+    expect(next.adopt(handed)).toBe(4);
+    set(next, "/w/reset", 30);
+    expect(next.expire("/w/refreshed", 30)).toBe(true);
+    const events: StoreEvent[] = [];
+    next.watch("/w/", (event) => events.push(event));
+    expect(next.forgetHandedExcept(new Set(["/w/kept"]))).toBe(1);
+    expect(events.map((event) => [event.kind, event.item.key])).toEqual([["delete", "/w/gone"]]);
+    expect(Object.keys(next.getPrefix("/w/", true)).toSorted()).toEqual(["/w/kept", "/w/refreshed", "/w/reset"]);
+  });
 });

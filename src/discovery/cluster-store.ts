@@ -80,6 +80,8 @@ export class ClusterStore {
   readonly #maxKeys: number;
   readonly #maxBytes: number;
   #bytes = 0;
+  /** Items as a hand-over added them; one set or refreshed here since is another object. */
+  readonly #adopted = new WeakSet<StorageItem>();
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: ClusterStoreOptions = {}) {
@@ -197,11 +199,28 @@ export class ClusterStore {
       if (this.#items.size >= this.#maxKeys || this.#bytes + bytes > this.#maxBytes) break;
       const item: StorageItem = { key: handed.key, value: handed.value, expiresAt, from: handed.from };
       this.#items.set(item.key, item);
+      this.#adopted.add(item);
       this.#bytes += bytes;
       this.#notify({ kind: "set", item });
       added += 1;
     }
     return added;
+  }
+
+  /**
+   * The old process's last word at the release: an item an earlier hand-over added and it no
+   * longer holds (the worker deregistered meanwhile) goes, with a delete event, unless it was
+   * set or refreshed here since. Returns how many went.
+   */
+  forgetHandedExcept(keys: ReadonlySet<string>): number {
+    let gone = 0;
+    for (const item of this.#items.values()) {
+      if (!this.#adopted.has(item) || keys.has(item.key)) continue;
+      this.#drop(item);
+      this.#notify({ kind: "delete", item });
+      gone += 1;
+    }
+    return gone;
   }
 
   /** Drops every expired item, each with a delete event. */

@@ -61,8 +61,11 @@ export interface RunningProxy {
   handOver(timeoutMs: number): { readonly listenerClosed: Promise<void>; readonly finished: Promise<void> };
   /** The HTTP cluster storage's items (registered workers), for the process taking over. */
   registrations(): HandedItem[];
-  /** Items handed over late (after the old process stopped listening); returns how many were new. */
-  adoptRegistrations(items: readonly HandedItem[]): number;
+  /**
+   * The old process's registrations when it stopped listening, all of them: those new since the
+   * first hand-over are added, those it no longer holds (deregistered meanwhile) removed.
+   */
+  adoptRegistrations(items: readonly HandedItem[]): { readonly added: number; readonly gone: number };
   /** Stops at once, dropping open connections. */
   stop(): Promise<void>;
 }
@@ -177,7 +180,12 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       return { listenerClosed, finished };
     },
     registrations: () => app.clusterStorage?.store.handOver() ?? [],
-    adoptRegistrations: (items) => app.clusterStorage?.store.adopt(items) ?? 0,
+    adoptRegistrations(items) {
+      const store = app.clusterStorage?.store;
+      if (store === undefined) return { added: 0, gone: 0 };
+      const gone = store.forgetHandedExcept(new Set(items.map((item) => item.key)));
+      return { added: store.adopt(items), gone };
+    },
     stop,
   };
 }
