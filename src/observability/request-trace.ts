@@ -6,23 +6,25 @@
  *     $TRTLLM_REQUEST_TRACE_DIR/2026-09-03T14/requests-<pid>.jsonl    one line per accepted request
  *     $TRTLLM_REQUEST_TRACE_DIR/2026-09-03T14/responses-<pid>.jsonl   one line when it ends
  *
- * Never in a request's way: `accepted` and `finished` only queue (a bounded queue, 1024 lines as
- * upstream's; a full queue drops the line and counts it), and a drain that starts on a later
- * turn of the event loop builds the lines and appends them in batches of 32, one append per
- * file. Unset, nothing is built at all.
+ * Never in a request's way: `accepted` and `finished` only queue (bounded: 1,024 lines as
+ * upstream's, and 64 MiB; past either a line is dropped and counted), and a drain that starts on
+ * a later turn of the event loop builds the lines and appends them in batches of 32, one append
+ * per file. Unset, nothing is built at all.
  */
 
-import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { ErrorCode, Outcome } from "../errors.ts";
+import type { ErrorCode } from "../errors.ts";
 import { withDeadline } from "../timers.ts";
 import type { Logger } from "./logger.ts";
-import { concatBytes } from "../sse/bytes.ts";
 import { steadySeconds } from "./steady-clock.ts";
-import { TraceCapture } from "./trace-capture.ts";
-import { hourBucket, isoUtc, requestLine, responseLine, sessionKey } from "./trace-records.ts";
+import { TraceHandle } from "./trace-handle.ts";
+import { hourBucket, isoUtc, requestLine, sessionKey } from "./trace-records.ts";
+import { responseLineOf, type TraceEnd } from "./trace-terminal.ts";
+
+export { TraceHandle } from "./trace-handle.ts";
+export { traceStatusOf, type TraceEnd } from "./trace-terminal.ts";
 
 export const REQUEST_TRACE_DIR_ENV = "TRTLLM_REQUEST_TRACE_DIR";
 
@@ -57,24 +59,6 @@ export interface RequestTraceOptions {
   readonly append?: (path: string, data: string) => Promise<void>;
 }
 
-/** One accepted request's trace: the id its two lines join on, and what its client received. */
-export class TraceHandle {
-  readonly traceId: string;
-  readonly capture: TraceCapture;
-  /** The conversation id routing keys on (the lines' session). */
-  readonly session: string | undefined;
-  readonly route: string;
-  /** Its terminal line was submitted (only one ever is). */
-  ended = false;
-
-  constructor(route: string, session: string | undefined, maxResponseBytes: number) {
-    this.traceId = `tr_${randomUUID().replaceAll("-", "")}`;
-    this.route = route;
-    this.session = session;
-    this.capture = new TraceCapture(maxResponseBytes);
-  }
-}
-
 /** What an accepted request's line records of it. */
 export interface TracedRequestInput {
   readonly route: string;
@@ -83,15 +67,6 @@ export interface TracedRequestInput {
   readonly body: Uint8Array;
   /** The conversation id routing keys on (the line's session). */
   readonly conversationId: string | undefined;
-}
-
-/** How the request ended, as its one end reports it. */
-export interface TraceEnd {
-  readonly httpStatus: number;
-  readonly errorCode: ErrorCode | undefined;
-  readonly outcome: Outcome;
-  readonly message: string | undefined;
-  readonly disaggRequestId: bigint;
 }
 
 export interface TraceCounts {
@@ -268,54 +243,6 @@ export class RequestTraceWriter {
       this.#options.logger.warn(message, { reason, dropped_records: this.#dropped[reason], error });
     }
   }
-}
-
-const decoder = new TextDecoder();
-
-async function responseLineOf(handle: TraceHandle, end: TraceEnd, at: string): Promise<string> {
-  const { capture } = handle;
-  const status = traceStatusOf(end);
-  const answer = capture.answer === undefined ? undefined : await capture.answer.catch(() => undefined);
-  const text = capture.kind === "sse_text" ? decoder.decode(concatBytes(capture.pieces) ?? new Uint8Array()) : answer === undefined ? undefined : decoder.decode(answer);
-  const unconverted = status === "conversion_error" ? capture.upstream : undefined;
-  return responseLine({
-    traceId: handle.traceId,
-    session: sessionKey(handle.session),
-    finishedAt: at,
-    status,
-    disaggRequestId: end.disaggRequestId,
-    httpStatus: status.startsWith("rejected_") || (status === "error" && end.httpStatus !== 200) ? end.httpStatus : undefined,
-    termination: terminationOf(end, status),
-    kind: capture.kind,
-    text,
-    omittedBytes: capture.omittedBytes,
-    upstream: unconverted === undefined ? undefined : decoder.decode(unconverted),
-    responses: handle.route === "/v1/responses",
-  });
-}
-
-/**
- * Upstream's terminal vocabulary: `completed` (whatever the reply says of the generation: a
- * Responses stream that states a context overflow in full is completed), `rejected_<status>`
- * for an error answer below 500 and `error` from 500 (or a stream broken off), `cancelled` for
- * a request the shutdown aborted, `client_disconnected`, `conversion_error` for a worker answer
- * that could not be converted for an Anthropic client.
- */
-export function traceStatusOf(end: Pick<TraceEnd, "httpStatus" | "errorCode">): string {
-  const { httpStatus, errorCode } = end;
-  if (errorCode === undefined) return "completed";
-  if (errorCode === "CLIENT_GONE") return "client_disconnected";
-  if (errorCode === "DRAINING") return "cancelled";
-  if (errorCode === "CONVERSION_ERROR") return "conversion_error";
-  if (httpStatus === 200) return errorCode === "CONTEXT_OVERFLOW" ? "completed" : "error";
-  return httpStatus < 500 ? `rejected_${httpStatus}` : "error";
-}
-
-/** Why a request failed where its answer does not say: a stream broken off, or a fault of the proxy's own. */
-function terminationOf(end: TraceEnd, status: string): { cause: string; detail: string } | undefined {
-  if (status !== "error" && status !== "cancelled") return undefined;
-  const cause = end.outcome === "internal_error" ? "internal_error" : status === "cancelled" ? "shutdown" : "upstream_error";
-  return { cause, detail: end.message ?? "" };
 }
 
 function appendMakingDirs(): (path: string, data: string) => Promise<void> {
