@@ -58,6 +58,12 @@ export interface ProxyConfig {
    * keep-alive (uvicorn's timeout_keep_alive, 5 s in trtllm-serve), so the proxy drops it first.
    */
   readonly workerKeepAliveMs: number;
+  /** Consecutive failed attempts that eject a worker from rotation (0: no passive ejection). */
+  readonly outlierFailures: number;
+  /** A worker's first ejection; its n-th lasts n times this. */
+  readonly outlierEjectionMs: number;
+  /** Most of a role's workers ejected at once, in percent (at least one; never the last in rotation). */
+  readonly outlierMaxEjectionPercent: number;
   readonly serverStartTimeoutMs: number;
   /** Interval of the start-up /health poll. */
   readonly serverStartPollMs: number;
@@ -190,6 +196,9 @@ export const DEFAULTS = {
   retryDelayMs: 1000,
   requestTimeoutMs: 180_000,
   workerKeepAliveMs: 4000,
+  outlierFailures: 5,
+  outlierEjectionMs: 30_000,
+  outlierMaxEjectionPercent: 50,
   serverStartTimeoutMs: 180_000,
   serverStartPollMs: 3000,
   streamStartWaitMs: 1000,

@@ -33,7 +33,7 @@ td.msg{white-space:normal;min-width:14rem;max-width:40rem}
 td.empty{color:var(--mute);text-align:center}
 .badge,.state{font-weight:600}
 .good,.s-healthy{color:var(--good)}
-.bad,.s-unhealthy{color:var(--bad)}
+.bad,.s-unhealthy,.s-ejected{color:var(--bad)}
 .s-failing,.s-joining,.s-starting,.s-unchecked{color:var(--warn)}
 .o-ok{color:var(--ok);stroke:var(--ok)}.o-worker_error{color:var(--worker_error);stroke:var(--worker_error)}
 .o-client_disconnected{color:var(--client_disconnected);stroke:var(--client_disconnected)}.o-timeout{color:var(--timeout);stroke:var(--timeout)}

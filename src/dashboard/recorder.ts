@@ -236,7 +236,7 @@ export class DashboardRecorder implements TrafficObserver {
       url: worker.url,
       id: worker.id,
       version: worker.version,
-      state: stateOf(worker.ready, health),
+      state: worker.ejectedFor === undefined ? stateOf(worker.ready, health) : "ejected",
       lastCheckAt: health?.at,
       inFlight: worker.inFlight,
       perSecond: figures?.perSecond ?? 0,

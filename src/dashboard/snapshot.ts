@@ -19,6 +19,8 @@ export interface WorkerView {
   readonly inFlight: number;
   /** The version the worker reported, when known. */
   readonly version: string | undefined;
+  /** Why its requests got it ejected, while it is (outlier-detector.ts). */
+  readonly ejectedFor?: string | undefined;
 }
 
 /** Where the worker list comes from and, for etcd, how that is going. */
@@ -42,9 +44,10 @@ export interface AdmissionView {
 
 /**
  * "healthy": in rotation, last check passed; "failing": in rotation, last check failed; "unhealthy": out of rotation after failed checks;
- * "joining": passing checks, not yet in rotation; "starting": it answered that it is still loading its model (x-trtllm-server-state); "unchecked": no check yet.
+ * "joining": passing checks, not yet in rotation; "starting": it answered that it is still loading its model (x-trtllm-server-state); "unchecked": no check yet;
+ * "ejected": out of rotation because its requests kept failing, whatever its checks say.
  */
-export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "starting" | "unchecked";
+export type HealthState = "healthy" | "failing" | "unhealthy" | "joining" | "starting" | "unchecked" | "ejected";
 
 /** A worker's row: what the server knows of it now, and its figures over the last minute. */
 export interface WorkerRow extends WorkerFigures {

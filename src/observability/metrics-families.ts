@@ -54,6 +54,7 @@ export interface OwnFamilies {
   readonly streamsOpen: Gauge;
   readonly workerInFlight: Gauge<"role" | "url">;
   readonly workerHealthy: Gauge<"role" | "url">;
+  readonly workerEjected: Gauge<"role" | "url">;
   readonly workerInfo: Gauge<"role" | "url" | "version">;
   readonly modelWorkersReady: Gauge<"model" | "role">;
   readonly modelInFlight: Gauge<"model" | "role">;
@@ -129,6 +130,7 @@ export function ownFamilies(registry: Registry): OwnFamilies {
     streamsOpen: gauge(registry, "disagg_proxy_streams_open", "Client streams open now"),
     workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker, "max"),
     workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker, "min"),
+    workerEjected: gauge(registry, "disagg_proxy_worker_ejected", "1 while the worker is ejected because its requests kept failing (its health checks may pass), else 0", worker, "max"),
     workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"], "max"),
     modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"], "min"),
     modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"], "max"),

@@ -27,7 +27,7 @@ import type { TraceCounts } from "./request-trace.ts";
 
 export interface WorkerGaugeSource {
   /** Called at scrape time. */
-  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; version?: string }[];
+  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; ejected?: boolean; version?: string }[];
   /** Called at scrape time: each served model's ready workers and in-flight requests by role (none when no worker named its model). */
   models?(): readonly { model: string; role: Role; ready: number; inFlight: number }[];
   /** Called at scrape time: what became of the request trace's lines (undefined: no trace written). */
@@ -96,10 +96,12 @@ function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void 
   own.workerInFlight.reset();
   own.workerHealthy.reset();
   own.workerInfo.reset();
+  own.workerEjected.reset();
   for (const worker of source.workers()) {
     const labels = { role: worker.role, url: worker.url };
     own.workerInFlight.set(labels, worker.inFlight);
     own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
+    own.workerEjected.set(labels, worker.ejected === true ? 1 : 0);
     own.workerInfo.set({ ...labels, version: worker.version ?? "unknown" }, 1);
   }
   const trace = source.requestTrace?.();

@@ -257,6 +257,7 @@ class LegAttempt {
 
   /** A non-streamed answer: the worker is free again. */
   answered(): void {
+    this.#deps.outliers?.observed(this.#role, this.origin, undefined);
     this.#placed.reservation.release();
     this.#learn(true);
     this.#span.end();
@@ -271,6 +272,7 @@ class LegAttempt {
 
   /** The request whose stream this attempt served ended (its reservation goes with it). */
   streamEnded(error: ProxyError | undefined): void {
+    this.#observe(error);
     this.#learn(error === undefined);
     this.#span.end(error);
     const ttftMs = this.#ctx.ttftMs;
@@ -288,6 +290,7 @@ class LegAttempt {
 
   /** Logs and counts a failed attempt; `retry` is the number of the retry that follows, if any. */
   failed(error: ProxyError, retry: number | undefined): void {
+    this.#observe(error);
     this.#placed.reservation.release();
     this.#learn(false);
     this.#span.end(error);
@@ -308,9 +311,41 @@ class LegAttempt {
     });
   }
 
+  /** The outlier detector hears how the attempt ended, when it says anything of the worker. */
+  #observe(error: ProxyError | undefined): void {
+    if (error === undefined) {
+      this.#deps.outliers?.observed(this.#role, this.origin, undefined);
+      return;
+    }
+    const failure = outlierFailureOf(error);
+    if (failure !== undefined) this.#deps.outliers?.observed(this.#role, this.origin, failure);
+  }
+
   /** Routers that learn from placements hear how the attempt ended. */
   #learn(success: boolean): void {
     void this.#deps.placement.finished(this.#role, this.origin, this.#routing, success);
+  }
+}
+
+/**
+ * What a failed attempt says of its worker: a failure to count toward its ejection, or
+ * undefined for no verdict (the client left, the proxy drained, the worker refused a bad or excess request and
+ * so is alive, or a reused connection was lost unread).
+ */
+function outlierFailureOf(error: ProxyError): string | undefined {
+  switch (error.code) {
+    case "WORKER_TIMEOUT":
+      return "timeout";
+    case "WORKER_UNREACHABLE":
+      return error.unread ? undefined : error.neverSent ? "connection refused" : "connection lost";
+    case "WORKER_HTTP_ERROR":
+      return error.status >= 500 && error.status !== 503 ? `http ${error.status}` : undefined;
+    case "WORKER_BAD_ANSWER":
+      return "bad answer";
+    case "WORKER_STREAM_BROKEN":
+      return "stream broken";
+    default:
+      return undefined;
   }
 }
 

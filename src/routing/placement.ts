@@ -7,7 +7,7 @@ import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
-import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
+import { inRotation, WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
 
 export interface PlacementRequest {
@@ -122,7 +122,7 @@ export class Placement {
     const ofRole = (role: Role, model: string): ModelRoleStatus => {
       const workers = this.pool.all(role).filter((worker) => worker.models?.includes(model) === true);
       const inFlight = workers.reduce((sum, worker) => sum + this.table.load(role, worker.origin), 0);
-      return { workers: workers.length, ready: workers.filter((worker) => worker.ready).length, inFlight };
+      return { workers: workers.length, ready: workers.filter(inRotation).length, inFlight };
     };
     return this.pool.servedModels().map((model) => ({ model, context: ofRole("context", model), generation: ofRole("generation", model) }));
   }
@@ -138,7 +138,7 @@ export class Placement {
     let candidates = 0;
     let ready: WorkerEntry[] = [];
     for (const worker of this.pool.all(role)) {
-      if (!worker.ready || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
+      if (!inRotation(worker) || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
       candidates++;
       if (!this.#full(role, worker.origin)) ready.push(worker);
     }

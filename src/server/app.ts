@@ -19,6 +19,7 @@ import type { RouteDeps } from "../routes/deps.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { HandoffSettler } from "../pipeline/handoff-settler.ts";
+import { OutlierDetector } from "../workers/outlier-detector.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { modelListOf, modelReadyOf } from "./model-list.ts";
 import { Admission, SharedAdmission, type AdmissionControl } from "./admission.ts";
@@ -74,6 +75,8 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly dashboard: DashboardRecorder | undefined;
   /** Claims the hand-offs of requests that ended before their generation leg did. */
   readonly handoffs: HandoffSettler;
+  /** Ejects workers whose requests keep failing although their health checks pass. */
+  readonly outliers: OutlierDetector;
 }
 
 /** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
@@ -131,6 +134,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     workerFetch,
     bodyCodec,
     handoffs,
+    outliers: new OutlierDetector(placement.pool, config, logger),
     telemetry,
     requestTrace,
     version,

@@ -24,7 +24,9 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
       url: w.origin,
       ready: w.ready,
       // "starting": it said it is loading its model (x-trtllm-server-state), which is no failure.
-      state: w.ready ? "ready" : w.starting === true ? "starting" : "not_ready",
+      state: w.outlier?.ejected !== undefined ? "ejected" : w.ready ? "ready" : w.starting === true ? "starting" : "not_ready",
+      // Out of rotation because its requests kept failing (outlier-detector.ts): why, and for how much longer at least.
+      ejected: w.outlier?.ejected === undefined ? null : { reason: w.outlier.ejected.reason, remaining_s: Math.max(0, Math.round((w.outlier.ejected.until - performance.now()) / 100) / 10), ejections: w.outlier.ejections },
       in_flight: table.load(role, w.origin),
       // The load the routers weigh: the worker's own report blended in when reports are read (--worker-load-interval-ms).
       load: placement.loads?.load(role, w.origin) ?? table.load(role, w.origin),

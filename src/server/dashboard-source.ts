@@ -42,6 +42,7 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
             ready: worker.ready,
             inFlight: placement.table.load(role, worker.origin),
             version: versionOf(worker),
+            ejectedFor: worker.outlier?.ejected?.reason,
           }),
         ),
       );

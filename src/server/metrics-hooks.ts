@@ -56,6 +56,7 @@ export function workerGauges(placement: Placement): ReturnType<WorkerGaugeSource
       url: worker.origin,
       inFlight: placement.table.load(role, worker.origin),
       healthy: worker.ready,
+      ejected: worker.outlier?.ejected !== undefined,
       version: worker.protocol.version ?? "unknown",
     })),
   );

@@ -87,7 +87,11 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   app.boundPort = servers[0]?.port;
   const stopping = new AbortController();
   const dashboard = app.dashboard;
-  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, dashboard && ((origin, ok, ready, starting) => dashboard.healthChecked(origin, ok, ready, starting)));
+  const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, (origin, ok, ready, starting) => {
+    // A passing check brings an ejected worker back once its ejection is over.
+    app.outliers.checked(origin, ok);
+    dashboard?.healthChecked(origin, ok, ready, starting);
+  });
   const workersChanged = (): void => {
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);

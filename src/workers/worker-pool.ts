@@ -3,11 +3,26 @@ import type { JsonObject } from "../json.ts";
 import { workerProtocol, type WorkerProtocol } from "./protocol.ts";
 
 
+/** A worker's record of consecutive failed attempts and ejections (outlier-detector.ts). */
+export interface OutlierState {
+  failures: number;
+  ejections: number;
+  /** Out of rotation until `until` (performance.now ms) has passed and a request or check succeeds. */
+  ejected: { readonly until: number; readonly reason: string } | undefined;
+}
+
+/** Takes requests: ready by its health checks and not ejected for its requests' failures. */
+export function inRotation(worker: WorkerEntry): boolean {
+  return worker.ready && worker.outlier?.ejected === undefined;
+}
+
 /** One worker as one role sees it. A URL in both lists is two entries with the same origin. */
 export interface WorkerEntry {
   readonly origin: string;
   readonly role: Role;
   ready: boolean;
+  /** Its requests' recent failures and its ejections (outlier-detector.ts); unset until one ends. */
+  outlier?: OutlierState | undefined;
   /**
    * Its last /health said it is still loading its model (503 with `x-trtllm-server-state:
    * starting`, tensorrt_llm/serve/readiness.py): not ready, but not failing either. Unset until checked.
@@ -63,8 +78,9 @@ export class WorkerPool {
     return this.#byRole[role];
   }
 
+  /** In rotation: ready (health checks) and not ejected (its requests, outlier-detector.ts). */
   ready(role: Role): WorkerEntry[] {
-    return this.#byRole[role].filter((worker) => worker.ready);
+    return this.#byRole[role].filter(inRotation);
   }
 
   /**

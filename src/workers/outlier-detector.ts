@@ -1,0 +1,88 @@
+import type { Role } from "../config/types.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { OutlierState, WorkerEntry, WorkerPool } from "./worker-pool.ts";
+
+/**
+ * Passive outlier ejection, as Envoy's outlier detection: a worker whose requests fail
+ * `outlierFailures` times in a row (timeouts, lost connections, 5xx, broken answers) leaves
+ * rotation for `outlierEjectionMs` × the number of times it was ejected, then comes back once a
+ * request to it or a health check succeeds. Active /health checks cannot see a worker that
+ * answers them while every request hangs (TensorRT-LLM #13713: "workers up, /health 200, every
+ * post-burst request times out"); its requests can.
+ *
+ * Never more than `outlierMaxEjectionPercent` of a role's workers are ejected at once (at least
+ * one may be), and never a role's last worker in rotation.
+ */
+
+export interface OutlierSettings {
+  /** Consecutive failed attempts that eject a worker; 0 turns ejection off. */
+  readonly outlierFailures: number;
+  /** The first ejection's length; each later one is this times the number of ejections. */
+  readonly outlierEjectionMs: number;
+  readonly outlierMaxEjectionPercent: number;
+}
+
+export class OutlierDetector {
+  readonly #pool: WorkerPool;
+  readonly #settings: OutlierSettings;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+
+  constructor(pool: WorkerPool, settings: OutlierSettings, logger: Logger, now: () => number = () => performance.now()) {
+    this.#pool = pool;
+    this.#settings = settings;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** An attempt on the worker ended: `failure` says why it counts as one, undefined a success. */
+  observed(role: Role, origin: string, failure: string | undefined): void {
+    if (this.#settings.outlierFailures <= 0) return;
+    const entry = this.#pool.all(role).find((worker) => worker.origin === origin);
+    if (entry === undefined) return;
+    const state = (entry.outlier ??= { failures: 0, ejections: 0, ejected: undefined });
+    if (failure === undefined) {
+      state.failures = 0;
+      this.#restoreIfDue(entry, "a request succeeded");
+      return;
+    }
+    state.failures++;
+    if (state.ejected === undefined && state.failures >= this.#settings.outlierFailures) this.#eject(entry, state, failure);
+  }
+
+  /** A health check of the origin ended: a passing one brings its ejected entries back once their time is over. */
+  checked(origin: string, ok: boolean): void {
+    if (!ok) return;
+    for (const entry of this.#pool.entriesOf(origin)) this.#restoreIfDue(entry, "a health check passed");
+  }
+
+  #eject(entry: WorkerEntry, state: OutlierState, reason: string): void {
+    const role = this.#pool.all(entry.role);
+    const ejected = role.filter((worker) => worker.outlier?.ejected !== undefined).length;
+    const allowed = Math.max(1, Math.floor((role.length * this.#settings.outlierMaxEjectionPercent) / 100));
+    const serving = this.#pool.ready(entry.role).filter((worker) => worker !== entry).length;
+    if (ejected >= allowed || serving === 0) {
+      this.#logger.debug("worker not ejected: its role keeps it", { worker: entry.origin, role: entry.role, reason, ejected, allowed, serving });
+      return;
+    }
+    state.ejections++;
+    const ms = this.#settings.outlierEjectionMs * state.ejections;
+    state.ejected = { until: this.#now() + ms, reason };
+    this.#logger.warn("worker ejected: its requests keep failing", {
+      worker: entry.origin,
+      role: entry.role,
+      reason,
+      consecutive_failures: state.failures,
+      ejection_s: ms / 1000,
+      ejections: state.ejections,
+    });
+    state.failures = 0;
+  }
+
+  #restoreIfDue(entry: WorkerEntry, why: string): void {
+    const ejected = entry.outlier?.ejected;
+    if (ejected === undefined || this.#now() < ejected.until || entry.outlier === undefined) return;
+    entry.outlier.ejected = undefined;
+    this.#logger.info("worker back in rotation after its ejection", { worker: entry.origin, role: entry.role, because: why, ejections: entry.outlier.ejections });
+  }
+}
