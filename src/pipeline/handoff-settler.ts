@@ -1,6 +1,6 @@
 import { isJsonObject, type JsonObject } from "../json.ts";
 import type { JsonSource } from "../json-source.ts";
-import { asProxyError, type ProxyError } from "../errors.ts";
+import { asProxyError, ProxyError } from "../errors.ts";
 import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { delay } from "../timers.ts";
@@ -10,7 +10,9 @@ import { neverReachedEngine } from "./retry.ts";
 import { WORKER_PATH, type ApiKind } from "./api-kind.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { Placement } from "../routing/placement.ts";
+import type { Placed, Placement } from "../routing/placement.ts";
+import { servesChoice } from "../routing/model-choice.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
@@ -171,9 +173,10 @@ export class HandoffSettler {
     const fields = { disagg_request_id: handoff.disaggRequestId, context_worker: handoff.contextWorker, reason };
     let lastError: ProxyError | undefined;
     let turnedAway = 0;
+    const tried: string[] = [];
     while (!this.#stopping.signal.aborted && performance.now() < deadline && turnedAway < SETTLE_ATTEMPTS) {
       try {
-        const worker = await this.#claimOnce(handoff, deadline - performance.now());
+        const worker = await this.#claimOnce(handoff, deadline - performance.now(), tried);
         deps.logger.info("hand-off settled", { ...fields, generation_worker: worker });
         this.#onSettled(reason, true);
         return;
@@ -189,17 +192,23 @@ export class HandoffSettler {
     this.#onSettled(reason, false);
   }
 
+  #place(handoff: UnclaimedHandoff, tried: readonly string[]): Placed {
+    const { placement } = this.#deps;
+    const requires = handoff.api === "responses" ? "responses_disaggregation" : undefined;
+    const choice = placement.chooseModel(handoff.routing.model);
+    const candidates = placement.pool
+      .ready("generation")
+      .filter((worker) => worker.origin !== handoff.contextWorker && (requires === undefined || worker.protocol.accepts.has(requires)) && servesChoice(worker, choice));
+    const worker = leastLoaded(candidates, (origin) => placement.table.load("generation", origin), tried);
+    if (worker === undefined) throw new ProxyError("NO_WORKER", 503, "No generation worker can take the hand-off");
+    return placement.reserveAgain("generation", handoff.disaggRequestId, worker, handoff.routing);
+  }
+
   /** One claim: a generation worker placed (not the context worker), the capped request sent. */
-  async #claimOnce(handoff: UnclaimedHandoff, remainingMs: number): Promise<string> {
+  async #claimOnce(handoff: UnclaimedHandoff, remainingMs: number, tried: string[]): Promise<string> {
     const deps = this.#deps;
-    const placed = deps.placement.place({
-      role: "generation",
-      requestKey: handoff.disaggRequestId,
-      exclude: handoff.contextWorker,
-      avoid: [],
-      routing: handoff.routing,
-      requires: handoff.api === "responses" ? "responses_disaggregation" : undefined,
-    });
+    const placed = this.#place(handoff, tried);
+    tried.push(placed.worker.origin);
     try {
       const codec = deps.bodyCodec ?? JSON_CODEC;
       const body = cappedBody(handoff.api, handoff.body);
@@ -219,6 +228,15 @@ export class HandoffSettler {
       placed.reservation.release();
     }
   }
+}
+
+/**
+ * The least loaded generation worker in rotation that can take the hand-off, one not tried yet
+ * first. Not the routers' pick: a settle must not move a round robin or teach a router.
+ */
+function leastLoaded(candidates: readonly WorkerEntry[], load: (origin: string) => number, tried: readonly string[]): WorkerEntry | undefined {
+  const fresh = candidates.filter((worker) => !tried.includes(worker.origin));
+  return (fresh.length > 0 ? fresh : candidates).toSorted((a, b) => load(a.origin) - load(b.origin))[0];
 }
 
 /** The generation body capped at one token, not streamed: the worker pulls the KV and stops. */

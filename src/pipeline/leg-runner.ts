@@ -178,12 +178,21 @@ async function watchedCall<T>(call: (post: WorkerPost) => Promise<T>, post: Work
   else request.addEventListener("abort", onEnd, { once: true });
   try {
     const value = await Promise.race([pending, ended]);
-    // Answered: from now on the request's end stops it, as any leg's.
-    request.addEventListener("abort", () => own.abort(request.reason), { once: true });
+    stopAtRequestEnd(request, own);
     return value;
   } finally {
     request.removeEventListener("abort", onEnd);
   }
+}
+
+/**
+ * Answered: from now on the request's end stops the attempt, as any leg's. Made apart from
+ * watchedCall so the listener, which lives as long as the request, keeps nothing of its frame
+ * (the worker body among it).
+ */
+function stopAtRequestEnd(request: AbortSignal, own: AbortController): void {
+  if (request.aborted) own.abort(request.reason);
+  else request.addEventListener("abort", () => own.abort(request.reason), { once: true });
 }
 
 /**
@@ -339,7 +348,8 @@ function outlierFailureOf(error: ProxyError): string | undefined {
     case "WORKER_UNREACHABLE":
       return error.unread ? undefined : error.neverSent ? "connection refused" : "connection lost";
     case "WORKER_HTTP_ERROR":
-      return error.status >= 500 && error.status !== 503 ? `http ${error.status}` : undefined;
+      // 503 and 529 say "overloaded, try later" (a worker alive and answering), not "broken".
+      return error.status >= 500 && error.status !== 503 && error.status !== 529 ? `http ${error.status}` : undefined;
     case "WORKER_BAD_ANSWER":
       return "bad answer";
     case "WORKER_STREAM_BROKEN":

@@ -23,12 +23,12 @@ export function generationLegRetryable(error: ProxyError): boolean {
 
 /**
  * The worker's engine never took the request: it was refused (connection refused, reset unread),
- * or the worker turned it away as overloaded or unavailable (429, 503) before scheduling it. A
+ * or the worker turned it away as overloaded or unavailable (429, 503, 529) before scheduling it. A
  * generation request that failed so never pulled its hand-off's KV.
  */
 export function neverReachedEngine(error: ProxyError): boolean {
   if (error.code === "WORKER_UNREACHABLE") return error.neverSent || error.unread;
-  return error.code === "WORKER_HTTP_ERROR" && (error.status === 429 || error.status === 503);
+  return error.code === "WORKER_HTTP_ERROR" && (error.status === 429 || error.status === 503 || error.status === 529);
 }
 
 /**
