@@ -24,6 +24,7 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
 
 /** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
 function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: ProxyError): Answer {
+  request.ctx.markFirstByte();
   request.ctx.sent(bytes.byteLength);
   request.ctx.traced?.capture.streamed(bytes);
   request.beforeClose?.();
