@@ -160,15 +160,17 @@ describe("request trace: requests refused before admission", () => {
       cluster.post("/v1/chat/completions", chat("sixteenth", { max_tokens: 2 ** 40 })),
     ];
     for (const response of await Promise.all(refusals)) expect(response.status).toBe(400);
+    const words = ["thirteenth", "fourteenth", "fifteenth", "sixteenth"];
     await eventually(async () => {
       await cluster.proxy.app.requestTrace?.flush();
-      return traceLines(dir, "requests").length === 4;
-    }, 3000, "four request lines");
+      const written = traceLines(dir, "requests");
+      return words.every((word) => written.some(contentIs(word)));
+    }, 3000, "the four refused requests' lines");
     const lines = traceLines(dir, "requests");
     const errors = (word: string): { loc: string[]; type: string; msg: string }[] => lines.find(contentIs(word))!["validation_errors"] as { loc: string[]; type: string; msg: string }[];
     expect(errors("thirteenth")[0]!.msg).toContain("chat_template");
     expect(errors("sixteenth")[0]!.msg).toContain("max_tokens");
-    for (const word of ["thirteenth", "fourteenth", "fifteenth", "sixteenth"]) {
+    for (const word of words) {
       const line = lines.find(contentIs(word))!;
       expect([line["event"], line["status"]]).toEqual(["request", "rejected_400"]);
       expect(errors(word)).toHaveLength(1);
@@ -176,6 +178,19 @@ describe("request trace: requests refused before admission", () => {
       expect(errors(word)[0]!.type).toBe("bad_request");
     }
     expect(readdirSync(dir).flatMap((hour) => readdirSync(join(dir, hour))).some((file) => file.startsWith("responses-"))).toBe(false);
+  });
+
+  test("a body that is not a JSON object is recorded as the text it was, with body_parse_error", async () => {
+    const response = await cluster.post("/v1/chat/completions", '{"model": "m", "messages": [eighteenth');
+    expect(response.status).toBe(400);
+    await eventually(async () => {
+      await cluster.proxy.app.requestTrace?.flush();
+      return traceLines(dir, "requests").some((line) => line["body"] === '{"model": "m", "messages": [eighteenth');
+    }, 3000, "the unparsed body's line");
+    const line = traceLines(dir, "requests").find((candidate) => candidate["body"] === '{"model": "m", "messages": [eighteenth')!;
+    expect(line["status"]).toBe("rejected_400");
+    expect(line["body_parse_error"]).toBe("Request body is not valid JSON");
+    expect(line["route"]).toBe("/v1/chat/completions");
   });
 });
 

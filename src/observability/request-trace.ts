@@ -67,6 +67,8 @@ export interface TracedRequestInput {
   readonly body: Uint8Array;
   /** The conversation id routing keys on (the line's session). */
   readonly conversationId: string | undefined;
+  /** The body is not a JSON object: recorded as text, with `body_parse_error`. */
+  readonly unparsed?: boolean | undefined;
 }
 
 export interface TraceCounts {
@@ -232,7 +234,8 @@ export class RequestTraceWriter {
     const line = { traceId: handle.traceId, session: sessionKey(handle.session), recordedAt: at, arrivalSeconds: item.arrival, route: input.route, headers: input.headers, body: input.body };
     if (refusal === undefined) return requestLine({ ...line, status: "accepted" });
     const validationErrors = [{ loc: ["body"], type: refusal.code.toLowerCase(), msg: refusal.message }];
-    return requestLine({ ...line, status: `rejected_${refusal.status}`, validationErrors });
+    const parseError = input.unparsed === true ? refusal.message : undefined;
+    return requestLine({ ...line, status: `rejected_${refusal.status}`, validationErrors, parseError });
   }
 
   #drop(reason: DropReason, count: number, message: string, error?: unknown): void {

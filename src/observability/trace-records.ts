@@ -58,6 +58,8 @@ export interface RequestLine {
   readonly body: Uint8Array;
   /** `accepted`, or `rejected_<status>` for a request refused before admission. */
   readonly status: string;
+  /** Set when the body is not JSON: it is then recorded as text, and this says why (upstream's `body_parse_error`). */
+  readonly parseError?: string | undefined;
   /** Why a refused request was refused, in upstream's `validation_errors` shape. */
   readonly validationErrors?: readonly { readonly loc: readonly string[]; readonly type: string; readonly msg: string }[];
 }
@@ -76,6 +78,10 @@ export function requestLine(line: RequestLine): string {
     headers: redactedHeaders(line.headers),
   };
   const errors = line.validationErrors === undefined ? "" : `,"validation_errors":${JSON.stringify(line.validationErrors)}`;
+  if (line.parseError !== undefined) {
+    const text = JSON.stringify(decoder.decode(line.body));
+    return `${JSON.stringify(head).slice(0, -1)},"body":${text},"body_parse_error":${JSON.stringify(line.parseError)}${errors}}\n`;
+  }
   // The body was parsed by its route: it is JSON, and only its line ends need replacing.
   return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(decoder.decode(line.body))}${errors}}\n`;
 }

@@ -35,8 +35,9 @@ export async function readClientBody(request: Request, limits: BodyLimits): Prom
  * its framing), in nesting depth (400) and in values for its size (413), the last two
  * checked on the bytes as they arrive, so a hostile body is refused before it is parsed.
  * The bytes come back with it, laid out by member, for workers to be sent them again.
+ * `unparsed` hears of a body read whole that is not a JSON object, with its bytes.
  */
-export async function readClientJson(request: Request, limits: BodyLimits): Promise<ParsedBody> {
+export async function readClientJson(request: Request, limits: BodyLimits, unparsed?: (bytes: Uint8Array, error: ProxyError) => void): Promise<ParsedBody> {
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
   const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
@@ -47,7 +48,13 @@ export async function readClientJson(request: Request, limits: BodyLimits): Prom
   });
   const problem = guard.finish(bytes.length);
   if (problem) throw shapeError(problem);
-  return parseJsonSource(bytes, guard.layout());
+  try {
+    return parseJsonSource(bytes, guard.layout());
+  } catch (error) {
+    // A body read whole that is not a JSON object (or not UTF-8): its bytes go to `unparsed`.
+    if (error instanceof ProxyError) unparsed?.(bytes, error);
+    throw error;
+  }
 }
 
 function declaredLength(request: Request): number | undefined {

@@ -63,6 +63,8 @@ export interface TraceInput {
   readonly body: Uint8Array;
   /** The conversation id routing keys on. */
   readonly conversationId: string | undefined;
+  /** The body is not a JSON object: it is recorded as text, with why it was refused. */
+  readonly unparsed?: boolean;
 }
 
 /** The store and who may use it. */

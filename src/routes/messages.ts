@@ -4,10 +4,10 @@ import { toChatRequest, toCountTokensRequest } from "../dialects/anthropic-reque
 import { anthropicErrorFor, toAnthropicMessage } from "../dialects/anthropic-response.ts";
 import { ProxyError } from "../errors.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
-import { readClientBody, readClientJson } from "./client-body.ts";
+import { readClientBody } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { errorHeaders } from "./errors.ts";
-import { checkedBody, proxyThroughPipeline, withinRequest, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, readModelBody, withinRequest, type RouteDialect } from "./proxied.ts";
 
 /** A failure outside the stream, in Anthropic's envelope. */
 export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Response {
@@ -23,7 +23,7 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * `?beta=true`) plays no part in routing.
  */
 export async function messages(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const read = await readClientJson(request, deps.bodyLimits);
+  const read = await readModelBody(deps, "/v1/messages", request);
   const { body, source } = read;
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   const chat = checkedBody(deps, "/v1/messages", request, read, () => toChatRequest(body, randomAnthropicIds.newToolUseId));

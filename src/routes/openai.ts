@@ -2,11 +2,10 @@ import { openAiStream } from "../dialects/openai.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
-import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
-import { checkedBody, proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } from "./proxied.ts";
 
 function dialectFor(api: "chat" | "completions"): RouteDialect {
   return {
@@ -21,7 +20,7 @@ const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
 export async function completions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const read = await readClientJson(request, deps.bodyLimits);
+  const read = await readModelBody(deps, "/v1/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/completions", request, read, () => check(completionsRequest, body));
   return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), source, dialect: COMPLETIONS });
@@ -29,7 +28,7 @@ export async function completions(deps: RouteDeps, request: Request, keepOpen: K
 
 /** POST /v1/chat/completions */
 export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const read = await readClientJson(request, deps.bodyLimits);
+  const read = await readModelBody(deps, "/v1/chat/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/chat/completions", request, read, () => {
     check(chatRequest, body);

@@ -12,6 +12,7 @@ import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
 import type { KeepOpen, RouteDeps, TraceInput } from "./deps.ts";
+import { readClientJson } from "./client-body.ts";
 import { checkNumericBounds } from "./numeric-bounds.ts";
 
 /** How one proxied route speaks: its dialect for streams and for failures. */
@@ -85,6 +86,11 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     restoreIdle();
     return answer;
   });
+}
+
+/** The client's JSON body; one that is not a JSON object is recorded in the request trace as it came. */
+export function readModelBody(deps: RouteDeps, route: string, request: Request): Promise<ParsedBody> {
+  return readClientJson(request, deps.bodyLimits, (bytes, error) => deps.traceRefused?.(route, request.headers, { body: bytes, conversationId: undefined, unparsed: true }, error));
 }
 
 /**

@@ -4,11 +4,10 @@ import { replayResponseEvents } from "../dialects/responses-replay.ts";
 import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
-import { readClientJson } from "./client-body.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check, list } from "./openai-schemas.ts";
-import { checkedBody, proxyThroughPipeline, type RouteDialect } from "./proxied.ts";
+import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } from "./proxied.ts";
 
 const responsesRequest = v.looseObject({
   model: v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty")),
@@ -30,7 +29,7 @@ const dialect: RouteDialect = {
  * is forced off and a request that continues a stored response is refused.
  */
 export async function responses(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
-  const read = await readClientJson(request, deps.bodyLimits);
+  const read = await readModelBody(deps, "/v1/responses", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/responses", request, read, () => {
     check(responsesRequest, body);
