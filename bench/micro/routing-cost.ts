@@ -16,8 +16,11 @@ import { Placement, type PlacementConfig } from "../../src/routing/placement.ts"
 import type { RoutingRequest } from "../../src/routing/routing-request.ts";
 import type { RouterType } from "../../src/config/types.ts";
 
-const SIZES = [8, 64, 512] as const;
-const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"];
+// A short run of one change: ROUTERS=load_balancing,conversation SIZES=512 SETUPS=one,two,reports.
+const SIZES: readonly number[] = (process.env["SIZES"] ?? "8,64,512").split(",").map(Number);
+const ALL_ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"];
+const ROUTERS = new Set(ALL_ROUTERS.filter((router) => process.env["ROUTERS"]?.split(",").includes(router) ?? true));
+const SETUPS = process.env["SETUPS"]?.split(",");
 const REQUESTS = Number(process.env["N"] ?? 4000);
 const ROUNDS = Number(process.env["ROUNDS"] ?? 5);
 const CONVERSATIONS = 1000;
@@ -77,17 +80,18 @@ async function measure(router: RouterType, size: number, models: number, reports
   return best;
 }
 
-const rows: string[] = ["| router | setup | 8 per role | 64 per role | 512 per role | 512 ÷ 8 |", "|---|---|---|---|---|---|"];
-const setups: readonly { name: string; models: number; reports: boolean; routers: readonly RouterType[] }[] = [
-  { name: "one model", models: 1, reports: false, routers: ROUTERS },
-  { name: "two models", models: 2, reports: false, routers: ROUTERS },
-  { name: "one model, worker load reports", models: 1, reports: true, routers: ["load_balancing", "kv_cache_aware"] },
+const rows: string[] = [`| router | setup | ${SIZES.map((size) => `${size} per role`).join(" | ")} | last ÷ first |`, `|---|---|${SIZES.map(() => "---|").join("")}---|`];
+const setups: readonly { key: string; name: string; models: number; reports: boolean; routers: readonly RouterType[] }[] = [
+  { key: "one", name: "one model", models: 1, reports: false, routers: ALL_ROUTERS },
+  { key: "two", name: "two models", models: 2, reports: false, routers: ALL_ROUTERS },
+  { key: "reports", name: "one model, worker load reports", models: 1, reports: true, routers: ["load_balancing", "kv_cache_aware"] },
 ];
 for (const setup of setups) {
-  for (const router of setup.routers) {
+  if (SETUPS !== undefined && !SETUPS.includes(setup.key)) continue;
+  for (const router of setup.routers.filter((name) => ROUTERS.has(name))) {
     const us: number[] = [];
     for (const size of SIZES) us.push(await measure(router, size, setup.models, setup.reports));
-    rows.push(`| ${router} | ${setup.name} | ${us.map((v) => v.toFixed(2)).join(" | ")} | ${((us[2] ?? 0) / (us[0] ?? 1)).toFixed(1)} × |`);
+    rows.push(`| ${router} | ${setup.name} | ${us.map((v) => v.toFixed(2)).join(" | ")} | ${((us.at(-1) ?? 0) / (us[0] ?? 1)).toFixed(1)} × |`);
     console.error(rows.at(-1));
   }
 }
