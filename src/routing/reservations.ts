@@ -8,7 +8,7 @@ import type { SharedLoad } from "./shared-load.ts";
  * counts live in memory every event loop shares (`SharedLoad`), so they are the process's.
  */
 export class ReservationTable {
-  readonly #counts: LoadCounts;
+  readonly #counts: LoadCounts<unknown>;
 
   constructor(shared?: SharedLoad) {
     this.#counts = shared === undefined ? new LocalCounts() : new SharedCounts(shared);
@@ -28,8 +28,7 @@ export class ReservationTable {
   tryReserve(requestKey: bigint, role: Role, origin: string, weight: number, limit: number): Reservation | undefined {
     const counts = this.#counts;
     const slot = counts.slot(role, origin);
-    if (!counts.tryAdd(slot, limit)) return undefined;
-    if (weight > 0) counts.addWeight(slot, weight);
+    if (!counts.take(slot, limit, weight)) return undefined;
     let held = true;
     return {
       requestKey,
@@ -38,19 +37,18 @@ export class ReservationTable {
       release: () => {
         if (!held) return;
         held = false;
-        counts.remove(slot);
-        if (weight > 0) counts.addWeight(slot, -weight);
+        counts.give(slot, weight);
       },
     };
   }
 
   load(role: Role, origin: string): number {
-    return this.#counts.load(this.#counts.slot(role, origin));
+    return this.#counts.load(role, origin);
   }
 
   /** Sum of the weights of the reservations held on the worker. */
   weight(role: Role, origin: string): number {
-    return this.#counts.weight(this.#counts.slot(role, origin));
+    return this.#counts.weight(role, origin);
   }
 
   /** Reservations not yet released, across all workers. */
@@ -76,51 +74,69 @@ export interface Reservation {
   release(): void;
 }
 
-/** Where the counts live: this loop's maps, or the memory the loops share. */
-interface LoadCounts {
-  slot(role: Role, origin: string): number | string;
-  tryAdd(slot: number | string, limit: number): boolean;
-  remove(slot: number | string): void;
-  addWeight(slot: number | string, delta: number): void;
-  load(slot: number | string): number;
-  weight(slot: number | string): number;
+/**
+ * Where the counts live: this loop's maps, or the memory the loops share. Workers are found by
+ * role, then origin: the routers read a candidate's load on every pick (hundreds per placement
+ * in a large fleet), so a read builds no key.
+ */
+interface LoadCounts<Slot> {
+  /** A worker's counts, for a reservation on it. */
+  slot(role: Role, origin: string): Slot;
+  /** One more request and its weight, unless the worker is at `limit` (0: no limit). */
+  take(slot: Slot, limit: number, weight: number): boolean;
+  /** Undoes one `take`. */
+  give(slot: Slot, weight: number): void;
+  load(role: Role, origin: string): number;
+  weight(role: Role, origin: string): number;
   active(): number;
   turn(role: Role): number;
   snapshot(): Record<string, number>;
 }
 
-class LocalCounts implements LoadCounts {
-  readonly #load = new Map<string, number>();
-  readonly #weight = new Map<string, number>();
+interface Counter {
+  readonly role: Role;
+  readonly origin: string;
+  load: number;
+  weight: number;
+}
+
+class LocalCounts implements LoadCounts<Counter> {
+  /** Workers holding reservations only: a counter back at zero is dropped, so idle workers leave no entry behind. */
+  readonly #byRole: Record<Role, Map<string, Counter>> = { context: new Map(), generation: new Map() };
   readonly #turns: Record<Role, number> = { context: 0, generation: 0 };
   #active = 0;
 
-  slot(role: Role, origin: string): string {
-    return `${role} ${origin}`;
+  slot(role: Role, origin: string): Counter {
+    const counters = this.#byRole[role];
+    let counter = counters.get(origin);
+    if (counter === undefined) {
+      counter = { role, origin, load: 0, weight: 0 };
+      counters.set(origin, counter);
+    }
+    return counter;
   }
 
-  tryAdd(key: string, limit: number): boolean {
-    if (limit > 0 && (this.#load.get(key) ?? 0) >= limit) return false;
-    add(this.#load, key, 1);
+  take(counter: Counter, limit: number, weight: number): boolean {
+    if (limit > 0 && counter.load >= limit) return false;
+    counter.load++;
+    counter.weight += weight;
     this.#active++;
     return true;
   }
 
-  remove(key: string): void {
-    add(this.#load, key, -1);
+  give(counter: Counter, weight: number): void {
+    counter.load--;
+    counter.weight -= weight;
     this.#active--;
+    if (counter.load <= 0) this.#byRole[counter.role].delete(counter.origin);
   }
 
-  addWeight(key: string, delta: number): void {
-    add(this.#weight, key, delta);
+  load(role: Role, origin: string): number {
+    return this.#byRole[role].get(origin)?.load ?? 0;
   }
 
-  load(key: string): number {
-    return this.#load.get(key) ?? 0;
-  }
-
-  weight(key: string): number {
-    return this.#weight.get(key) ?? 0;
+  weight(role: Role, origin: string): number {
+    return this.#byRole[role].get(origin)?.weight ?? 0;
   }
 
   active(): number {
@@ -134,11 +150,15 @@ class LocalCounts implements LoadCounts {
   }
 
   snapshot(): Record<string, number> {
-    return Object.fromEntries(this.#load);
+    const out: Record<string, number> = {};
+    for (const role of ["context", "generation"] as const) {
+      for (const [origin, counter] of this.#byRole[role]) if (counter.load > 0) out[`${role} ${origin}`] = counter.load;
+    }
+    return out;
   }
 }
 
-class SharedCounts implements LoadCounts {
+class SharedCounts implements LoadCounts<number> {
   readonly #shared: SharedLoad;
 
   constructor(shared: SharedLoad) {
@@ -149,24 +169,23 @@ class SharedCounts implements LoadCounts {
     return this.#shared.slot(role, origin);
   }
 
-  tryAdd(slot: number, limit: number): boolean {
-    return this.#shared.tryAdd(slot, limit);
+  take(slot: number, limit: number, weight: number): boolean {
+    if (!this.#shared.tryAdd(slot, limit)) return false;
+    if (weight > 0) this.#shared.addWeight(slot, weight);
+    return true;
   }
 
-  remove(slot: number): void {
+  give(slot: number, weight: number): void {
     this.#shared.remove(slot);
+    if (weight > 0) this.#shared.addWeight(slot, -weight);
   }
 
-  addWeight(slot: number, delta: number): void {
-    this.#shared.addWeight(slot, delta);
+  load(role: Role, origin: string): number {
+    return this.#shared.load(this.#shared.slot(role, origin));
   }
 
-  load(slot: number): number {
-    return this.#shared.load(slot);
-  }
-
-  weight(slot: number): number {
-    return this.#shared.weight(slot);
+  weight(role: Role, origin: string): number {
+    return this.#shared.weight(this.#shared.slot(role, origin));
   }
 
   active(): number {
@@ -180,11 +199,4 @@ class SharedCounts implements LoadCounts {
   snapshot(): Record<string, number> {
     return this.#shared.snapshot();
   }
-}
-
-/** Adds `delta` to a counter, dropping it at zero so idle workers leave no entry behind. */
-function add(counters: Map<string, number>, key: string, delta: number): void {
-  const next = (counters.get(key) ?? 0) + delta;
-  if (next <= 0) counters.delete(key);
-  else counters.set(key, next);
 }

@@ -62,8 +62,8 @@ export class SharedLoad {
   readonly words: Int32Array;
   readonly #weights: BigInt64Array;
   readonly #keys: Uint8Array;
-  /** This loop's cache of the directory: key → slot, and back. */
-  readonly #slots = new Map<string, number>();
+  /** This loop's cache of the directory: role, then origin → slot (a lookup builds no key), and slot → key. */
+  readonly #slots: Record<Role, Map<string, number>> = { context: new Map(), generation: new Map() };
   readonly #names: string[] = [];
 
   constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(TOTAL_BYTES)) {
@@ -76,11 +76,11 @@ export class SharedLoad {
 
   /** The slot of a worker in a role, added to the directory on first sight. */
   slot(role: Role, origin: string): number {
-    const key = `${role} ${origin}`;
-    const known = this.#slots.get(key);
+    const known = this.#slots[role].get(origin);
     if (known !== undefined) return known;
+    const key = `${role} ${origin}`;
     const slot = this.#lookUp(key);
-    this.#slots.set(key, slot);
+    this.#slots[role].set(origin, slot);
     this.#names[slot] = key;
     return slot;
   }
