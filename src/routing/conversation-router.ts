@@ -79,11 +79,10 @@ export class ConversationRouter implements Router {
   pick(candidates: readonly WorkerEntry[], request: RoutingRequest | undefined): RouterPick | undefined {
     if (request === undefined) return plainPick(this.#leastLoaded(candidates), request);
     const blocks = promptBlocks(request, this.#blocks);
-    const byOrigin = new Map(candidates.map((worker) => [worker.origin, worker]));
     // A sub-agent goes where its parent's conversation went (docs/source/features/subagent-routing.md @ 83dd989e).
     const key = routingKeyOf(request);
     const id = key === "" ? undefined : key;
-    const continued = id === undefined ? this.#implicit(blocks, byOrigin) : this.#sticky(id, blocks, byOrigin);
+    const continued = id === undefined ? this.#implicit(blocks, candidates) : this.#sticky(id, blocks, candidates);
     if (continued !== undefined) {
       this.#remember(continued.conversation, continued.worker.origin, blocks.hashes);
       return { worker: continued.worker, matchedTokens: matchedTokensOf(blocks, continued.depth), totalTokens: blocks.totalTokens };
@@ -94,19 +93,23 @@ export class ConversationRouter implements Router {
     return { worker, matchedTokens: 0, totalTokens: blocks.totalTokens };
   }
 
-  #sticky(id: string, blocks: PromptBlocks, byOrigin: ReadonlyMap<string, WorkerEntry>): Continued | undefined {
+  #sticky(id: string, blocks: PromptBlocks, candidates: readonly WorkerEntry[]): Continued | undefined {
     const known = this.#conversations.get(id);
-    const worker = known === undefined ? undefined : byOrigin.get(known.origin);
+    // One scan, no allocation: a pick in a fleet of hundreds builds nothing per candidate.
+    const worker = known === undefined ? undefined : candidates.find((candidate) => candidate.origin === known.origin);
     if (known === undefined || worker === undefined) return undefined;
     let depth = 0;
     while (depth < known.hashes.length && known.hashes[depth] === blocks.hashes[depth]) depth++;
     return { conversation: id, worker, depth };
   }
 
-  #implicit(blocks: PromptBlocks, byOrigin: ReadonlyMap<string, WorkerEntry>): Continued | undefined {
+  #implicit(blocks: PromptBlocks, candidates: readonly WorkerEntry[]): Continued | undefined {
     if (blocks.hashes.length === 0) return undefined;
-    const match = this.#index.longestMatch(blocks.hashes, (origin) => byOrigin.has(origin));
-    const worker = match === undefined ? undefined : byOrigin.get(match.origin);
+    // The candidates by origin, made only when the index holds some prefix of the prompt.
+    let byOrigin: ReadonlyMap<string, WorkerEntry> | undefined;
+    const candidate = (origin: string): WorkerEntry | undefined => (byOrigin ??= new Map(candidates.map((worker) => [worker.origin, worker]))).get(origin);
+    const match = this.#index.longestMatch(blocks.hashes, (origin) => candidate(origin) !== undefined);
+    const worker = match === undefined ? undefined : candidate(match.origin);
     if (match === undefined || worker === undefined) return undefined;
     if (match.depth / blocks.hashes.length < this.#threshold) return undefined;
     return { conversation: match.conversation, worker, depth: match.depth };
