@@ -140,6 +140,13 @@ describe("toAnthropicMessage", () => {
 });
 
 describe("Anthropic errors", () => {
+  test("a context overflow is Anthropic's 'prompt is too long', its counts when the worker gave them, its text when not", () => {
+    const counted = new ProxyError("CONTEXT_OVERFLOW", 400, "This model's maximum context length is 8 tokens.", { overflow: { promptTokens: 9, maxTokens: 8 } });
+    expect(anthropicErrorFor(counted)).toEqual({ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9 tokens > 8 maximum" } } });
+    const uncounted = new ProxyError("CONTEXT_OVERFLOW", 400, "too long for http://10.0.0.7:8001", { overflow: { promptTokens: undefined, maxTokens: 8 } });
+    expect(anthropicErrorMessage(uncounted)).toBe("prompt is too long: too long for <url>");
+  });
+
   test("the error type follows the status class", () => {
     expect(anthropicErrorBody(400, "bad")).toEqual({
       type: "error",
