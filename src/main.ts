@@ -165,7 +165,9 @@ async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { 
     return undefined;
   });
   const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
-  holdPort(await holdAfterRelease(port.path));
+  const control = await holdAfterRelease(port.path);
+  if (typeof control === "string") logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${control}`);
+  else holdPort(control);
   notifyReady(logger);
   logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
 }

@@ -14,7 +14,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import { isRecord, claimControlSocket, controlSocketPath, ensureRuntimeDir, holdControlSocket, runtimeDirOf, type ControlClient, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { isRecord, claimControlSocket, controlSocketPath, ensureRuntimeDir, runtimeDirOf, type ControlClient, type ControlHandler, type ControlServer } from "./control-socket.ts";
 import type { RunningProxy } from "./serve.ts";
 
 /** Who serves a port, as the control socket's hello says. */
@@ -81,13 +81,20 @@ function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: 
   };
 }
 
-/** After the old process released the port, this one holds its control socket. */
-export async function holdAfterRelease(path: string): Promise<ControlServer> {
-  const claim = await claimControlSocket(path);
-  if ("held" in claim) return claim.held;
-  claim.holder.close();
-  // A third process took the path in the moment between: hold it anyway, so this one can be upgraded.
-  return holdControlSocket(path);
+/**
+ * After the old process released the port, this one holds its control socket; when it cannot,
+ * why (it serves on regardless: only a later take-over or refusal of a second copy needs the socket).
+ */
+export async function holdAfterRelease(path: string): Promise<ControlServer | string> {
+  try {
+    const claim = await claimControlSocket(path);
+    if ("held" in claim) return claim.held;
+    claim.holder.close();
+    // A third process took the path in the moment between. This one serves on all the same.
+    return `another process holds ${path}`;
+  } catch (error) {
+    return `cannot hold ${path}: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
 
 export interface OldSide {
