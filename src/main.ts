@@ -5,7 +5,7 @@ import { unresolvedName } from "./config/named-hosts.ts";
 import type { ProxyConfig } from "./config/types.ts";
 import { claimNodeId, etcdRegistrar, httpRegistrar } from "./discovery/index.ts";
 import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
-import { createLogger, type Logger } from "./observability/logger.ts";
+import { batchedStdout, createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
 import { withLoops } from "./server/all-loops.ts";
@@ -51,7 +51,8 @@ async function main(argv: readonly string[]): Promise<void> {
 }
 
 async function runServe(command: Extract<Command, { kind: "serve" }>, argv: readonly string[], capacity: CapacityState): Promise<void> {
-  const logger = createLogger(command.config.logLevel);
+  const stdout = batchedStdout();
+  const logger = createLogger(command.config.logLevel, stdout);
   keepServingOnStrayRejections(logger);
   const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
   if (unresolved !== undefined) exit(2, unresolved);
@@ -60,7 +61,8 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
-  const loops = config.numWorkers > 1 ? new EventLoops(logger) : undefined;
+  // Extra loops' log lines come here and go out through this thread's stdout: one writer, none lost at exit.
+  const loops = config.numWorkers > 1 ? new EventLoops(logger, stdout) : undefined;
   // Taking over, it listens only once its workers are ready (below).
   const mainLoop = await startOrExit(config, logger, predecessor, loops);
   // What signals and an upgrade's release do, they do to every event loop.

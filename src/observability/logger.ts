@@ -12,7 +12,7 @@ export type LogFields = Readonly<Record<string, unknown>>;
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-type Sink = (line: string) => void;
+export type Sink = (line: string) => void;
 
 /** Causes followed this deep at most (a cycle or a long chain stays one bounded line). */
 const MAX_CAUSE_DEPTH = 4;

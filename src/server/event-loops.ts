@@ -19,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import { Worker, type MessagePort } from "node:worker_threads";
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardHttp } from "../dashboard/http.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { Logger, Sink } from "../observability/logger.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import { dashboardForwarder, forwardingObserver, privateDashboard, replay, type TrafficEvent } from "./loop-dashboard.ts";
 import { renderAll, type LoopMetrics } from "../observability/metrics.ts";
@@ -71,6 +71,7 @@ export type FromLoop =
   | { readonly kind: "gather"; readonly id: number }
   | { readonly kind: "traffic"; readonly events: TrafficEvent[] }
   | { readonly kind: "listener-closed" }
+  | { readonly kind: "log"; readonly text: string }
   | { readonly kind: "drained" };
 
 /** A loop that does not answer a metrics question in this long is left out of that exposition. */
@@ -83,13 +84,16 @@ export class EventLoops {
   readonly #loops: Worker[] = [];
   readonly #pending = new Map<number, (metrics: LoopMetrics | undefined) => void>();
   readonly #logger: Logger;
+  readonly #stdout: Sink;
   #own: (() => Promise<LoopMetrics>) | undefined;
   #recorder: TrafficObserver | undefined;
   #dashboard: { readonly server: Bun.Server<undefined>; readonly token: string } | undefined;
   #nextId = 0;
 
-  constructor(logger: Logger) {
+  /** `stdout`: where the extra loops' log lines are written, the main loop's own stdout. */
+  constructor(logger: Logger, stdout: Sink) {
     this.#logger = logger;
+    this.#stdout = stdout;
     this.share = {
       index: 0,
       shared: this.#shared,
@@ -164,6 +168,7 @@ export class EventLoops {
         else if (message.kind === "values") this.#pending.get(message.id)?.(message.metrics);
         else if (message.kind === "gather") void this.#answerGather(loop, message.id);
         else if (message.kind === "traffic" && this.#recorder !== undefined) replay(message.events, this.#recorder);
+        else if (message.kind === "log") this.#stdout(message.text);
       });
       loop.on("error", (error) => {
         this.#logger.error("an event loop failed", { loop: data.index, error });
@@ -246,4 +251,31 @@ export function extraLoopShare(data: LoopData, port: MessagePort): LoopShare {
 export function send(target: Worker | MessagePort, message: ToLoop | FromLoop): void {
   // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a worker thread's port, not a window
   target.postMessage(message, []);
+}
+
+/**
+ * An extra loop's log lines, sent to the main thread once per turn: its stdout is the one
+ * writer (a Worker's own stdout writes are asynchronous and were lost when the process exited
+ * right after a drain). `flush` sends what is held at once (before the loop says it drained).
+ */
+export function mainThreadLog(port: MessagePort): { readonly sink: Sink; flush(): void } {
+  let held = "";
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (held === "") return;
+    const text = held;
+    held = "";
+    send(port, { kind: "log", text });
+  };
+  return {
+    sink(line) {
+      held += line;
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
 }

@@ -1,6 +1,6 @@
 import type { MessagePort } from "node:worker_threads";
 import { createLogger } from "../observability/logger.ts";
-import { extraLoopShare, send, type LoopData, type ToLoop } from "./event-loops.ts";
+import { extraLoopShare, mainThreadLog, send, type LoopData, type ToLoop } from "./event-loops.ts";
 import { startProxy, type RunningProxy } from "./serve.ts";
 
 /**
@@ -11,7 +11,8 @@ import { startProxy, type RunningProxy } from "./serve.ts";
  * the main loop does.
  */
 export async function runExtraLoop(data: LoopData, port: MessagePort, version: string): Promise<void> {
-  const logger = createLogger(data.config.logLevel);
+  const log = mainThreadLog(port);
+  const logger = createLogger(data.config.logLevel, log.sink);
   // As the main loop does (main.ts): in a Worker a stray rejection would end the thread, and with it this loop's listener.
   process.on("unhandledRejection", (reason) => logger.error("unhandled rejection", { error: reason, loop: data.index }));
   const share = extraLoopShare(data, port);
@@ -29,11 +30,17 @@ export async function runExtraLoop(data: LoopData, port: MessagePort, version: s
       proxy.reloadTls();
       proxy.app.reloadClientKeys();
     } else if (message.kind === "drain") {
-      void proxy.drain(message.timeoutMs).finally(() => send(port, { kind: "drained" }));
+      void proxy.drain(message.timeoutMs).finally(() => {
+        log.flush();
+        send(port, { kind: "drained" });
+      });
     } else if (message.kind === "hand-over") {
       const { listenerClosed, finished } = proxy.handOver(message.timeoutMs);
       void listenerClosed.finally(() => send(port, { kind: "listener-closed" }));
-      void finished.finally(() => send(port, { kind: "drained" }));
+      void finished.finally(() => {
+        log.flush();
+        send(port, { kind: "drained" });
+      });
     }
   });
   await proxy.waitForWorkers();
