@@ -217,6 +217,17 @@ describe("request trace: failures the proxy itself answers", () => {
     await reader.cancel().catch(() => {});
   });
 
+  test("a /v1/messages client that leaves before any answer (during the prefill): client_disconnected", async () => {
+    await using cluster = await startCluster({ contexts: [{ prefillMs: 5000 }], config: { requestTraceDir: dir } });
+    const controller = new AbortController();
+    const sent = cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "nineteenth" }] }, { signal: controller.signal }).catch(() => undefined);
+    await cluster.contexts[0]!.waitFor((request) => request.body !== undefined && JSON.stringify(request.body).includes("nineteenth"));
+    controller.abort();
+    await sent;
+    const { terminals } = await terminalOf(cluster, dir, contentIs("nineteenth"));
+    expect(terminals.map((line) => line["status"])).toEqual(["client_disconnected"]);
+  });
+
   test("a worker answer /v1/messages cannot convert: conversion_error, the worker's answer recorded", async () => {
     const answer = {
       id: "chatcmpl-1",
