@@ -64,6 +64,11 @@ export interface ProxyConfig {
   readonly outlierEjectionMs: number;
   /** Most of a role's workers ejected at once, in percent (at least one; never the last in rotation). */
   readonly outlierMaxEjectionPercent: number;
+  /**
+   * A streamed generation leg whose first bytes take longer fails (restarted once on a fresh
+   * pair; an outlier failure of its worker); 0: bounded by requestTimeoutMs alone.
+   */
+  readonly firstTokenTimeoutMs: number;
   readonly serverStartTimeoutMs: number;
   /** Interval of the start-up /health poll. */
   readonly serverStartPollMs: number;
@@ -199,6 +204,7 @@ export const DEFAULTS = {
   outlierFailures: 5,
   outlierEjectionMs: 30_000,
   outlierMaxEjectionPercent: 50,
+  firstTokenTimeoutMs: 0,
   serverStartTimeoutMs: 180_000,
   serverStartPollMs: 3000,
   streamStartWaitMs: 1000,

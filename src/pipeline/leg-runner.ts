@@ -50,6 +50,10 @@ export interface LegPlan {
   readonly affinity: Affinity | undefined;
   /** Only workers with this capability take the leg (a disaggregated Responses request). */
   readonly requires?: Capability | undefined;
+  /** A streamed generation leg's bound on its wait for headers (before its first token); 0 or unset: the request timeout. */
+  readonly firstTokenTimeoutMs?: number | undefined;
+  /** Workers to prefer not to use (a restarted request's failed generation worker). */
+  readonly avoid?: readonly string[] | undefined;
   /** A leg of a context-first hand-off (its context leg, its generation leg): whether it reached a worker, and who takes over an attempt the request's end leaves in flight. */
   readonly handoff?: HandoffWatch | undefined;
 }
@@ -76,6 +80,8 @@ export interface LegResult<T> {
   readonly origin: string;
   readonly id: bigint;
   readonly result: T;
+  /** A streamed attempt ends with the request; this ends it before, with its failure (once). */
+  readonly endEarly?: ((error: ProxyError) => void) | undefined;
 }
 
 /** A non-streamed leg: over once the worker answered. */
@@ -122,9 +128,11 @@ async function runAttempts<T>(
       fresh = false;
       const result = await (plan.handoff === undefined ? call(post) : watchedCall(call, post, plan.signal, plan.handoff, id));
       // A streamed leg lasts until the request's end, which completes it.
-      if (lastsUntil === "answer") leg.answered();
-      else leg.endsWithRequest();
-      return { origin: leg.origin, id, result };
+      if (lastsUntil === "answer") {
+        leg.answered();
+        return { origin: leg.origin, id, result };
+      }
+      return { origin: leg.origin, id, result, endEarly: leg.endsWithRequest() };
     } catch (thrown) {
       const error = asProxyError(thrown);
       if (plan.handoff !== undefined && neverReachedEngine(error)) plan.handoff.reached = reachedBefore;
@@ -244,7 +252,8 @@ class LegAttempt {
       path: plan.path,
       body,
       signal: plan.signal,
-      timeoutMs: deps.config.requestTimeoutMs,
+      // A streamed generation leg's headers come before its first token: --first-token-timeout-ms bounds them too.
+      timeoutMs: plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.config.requestTimeoutMs,
       maxAnswerBytes: deps.config.maxAnswerBytes,
       fetch: deps.workerFetch,
       headers,
@@ -275,8 +284,15 @@ class LegAttempt {
   }
 
   /** A streamed attempt: it completes when the request ends (the closure holds this attempt alone). */
-  endsWithRequest(): void {
-    this.#ctx.atEnd((error) => this.streamEnded(error));
+  endsWithRequest(): (error: ProxyError) => void {
+    let ended = false;
+    const end = (error: ProxyError | undefined): void => {
+      if (ended) return;
+      ended = true;
+      this.streamEnded(error);
+    };
+    this.#ctx.atEnd(end);
+    return end;
   }
 
   /** The request whose stream this attempt served ended (its reservation goes with it). */
@@ -393,7 +409,7 @@ function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, at
     role: plan.role,
     requestKey: ctx.disaggRequestId,
     exclude: plan.exclude,
-    avoid: failedOn,
+    avoid: plan.avoid === undefined ? failedOn : [...plan.avoid, ...failedOn],
     routing: plan.routing,
     requires: plan.requires,
   });

@@ -1,3 +1,4 @@
+import type { ProxyError } from "../errors.ts";
 import { isJsonObject, type JsonObject } from "../json.ts";
 import type { KeptList } from "../json-bytes.ts";
 import type { JsonSource } from "../json-source.ts";
@@ -23,7 +24,7 @@ export async function runContextLeg(
   deps: PipelineDeps,
   ctx: RequestContext,
   input: PipelineInput,
-  options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject; handoff?: HandoffWatch | undefined },
+  options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject; handoff?: HandoffWatch | undefined; id?: bigint },
 ): Promise<ContextLegResult> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   ctx.perf?.markContextDispatch();
@@ -39,7 +40,7 @@ export async function runContextLeg(
     retryable: contextLegRetryable,
     headers: codec.headers,
     // A context retry gets a fresh id, unless it is pinned (generation-first: the hand-off names the id).
-    id: ctx.disaggRequestId,
+    id: options.id ?? ctx.disaggRequestId,
     freshIdOnRetry: !pinned,
     codec,
     body: options.body,
@@ -69,8 +70,13 @@ export async function runGenerationLeg(
     source?: JsonSource | undefined;
     /** The body carries a context-first hand-off: its settler watches the leg. */
     handoff?: HandoffWatch | undefined;
+    /** Generation workers to prefer not to use. */
+    avoid?: readonly string[] | undefined;
   },
-): Promise<{ kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers } | { kind: "stream"; response: Response; headers: Headers }> {
+): Promise<
+  | { kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers }
+  | { kind: "stream"; response: Response; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined }
+> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   const plan: LegPlan = {
     role: "generation",
@@ -93,12 +99,14 @@ export async function runGenerationLeg(
     // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
     requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
     handoff: options.handoff,
+    avoid: options.avoid,
+    firstTokenTimeoutMs: input.stream ? deps.config.firstTokenTimeoutMs : undefined,
   };
   if (input.stream) {
-    const { origin, result } = await runStreamLeg(deps, ctx, plan);
+    const { origin, result, endEarly } = await runStreamLeg(deps, ctx, plan);
     ctx.legServed("generation", origin);
     ctx.perf?.workerAnswered("gen", origin, result.headers);
-    return { kind: "stream", response: result, headers: result.headers };
+    return { kind: "stream", response: result, headers: result.headers, origin, endEarly };
   }
   const { origin, result } = await runJsonLeg(deps, ctx, plan);
   ctx.legServed("generation", origin);

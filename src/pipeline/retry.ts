@@ -49,3 +49,25 @@ export function neverReachedEngine(error: ProxyError): boolean {
 export function lostUnread(error: ProxyError): boolean {
   return error.code === "WORKER_UNREACHABLE" && error.unread;
 }
+
+/**
+ * A generation leg that failed so, before any byte of it reached the client, is run again once
+ * on a fresh context and generation pair (context-first.ts): the worker broke, stalled or
+ * refused for a reason of its own (5xx, timeout, lost connection, a broken answer or stream).
+ * Not a 4xx (the request itself would fail again), nor an overload, a client gone or a drain.
+ */
+export function restartsBeforeFirstByte(error: ProxyError): boolean {
+  switch (error.code) {
+    case "WORKER_TIMEOUT":
+    case "WORKER_UNREACHABLE":
+    case "WORKER_BAD_ANSWER":
+    case "WORKER_STREAM_BROKEN":
+      return true;
+    case "WORKER_HTTP_ERROR":
+      // An overloaded fleet (503, 529) is told to the client, whose back-off eases it; running
+      // the prefill again would add to the load.
+      return error.status >= 500 && error.status !== 503 && error.status !== 529;
+    default:
+      return false;
+  }
+}

@@ -44,8 +44,19 @@ export type PipelineOutcome =
       /** The generation worker's answer as it came, when it is the client's answer unchanged (not one the context phase finished). */
       readonly bytes?: Uint8Array;
     }
-  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> }
+  | {
+      readonly kind: "stream";
+      readonly body: ReadableStream<Uint8Array>;
+      /** Its first read, already made (the pipeline waited for the worker's first bytes): `body` is locked to `reader`. */
+      readonly first?: PreRead | undefined;
+    }
   | { readonly kind: "finished"; readonly body: JsonObject };
+
+/** A worker stream whose first chunk was read: its reader and that read. */
+export interface PreRead {
+  readonly reader: { read(): Promise<{ done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array }>; cancel(reason?: unknown): Promise<void> };
+  readonly read: { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
+}
 
 export interface PipelineDeps {
   readonly config: ProxyConfig;

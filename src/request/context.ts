@@ -174,6 +174,11 @@ export class RequestContext {
     else this.#generationWorker = origin;
   }
 
+  /** The worker the last failed attempt went to, if one failed. */
+  get failedWorker(): string | undefined {
+    return this.#failedWorker;
+  }
+
   /** A leg attempt on `origin` failed: the log line names the worker a failed request last failed on. */
   attemptFailed(origin: string | undefined): void {
     this.#failedWorker = origin ?? this.#failedWorker;

@@ -36,10 +36,11 @@ function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: Pr
  * The worker stream's first read, and whether the stream has come yet. Made apart from the
  * async function above so the relay, which keeps `started`, keeps nothing else of its frame.
  */
-function firstReadOf(upstream: Promise<ReadableStream<Uint8Array>>): { first: Promise<FirstRead>; started: () => boolean } {
+function firstReadOf(upstream: EarlyStreamRequest["upstream"]): { first: Promise<FirstRead>; started: () => boolean } {
   let upstreamStarted = false;
   const first = upstream.then(async (body): Promise<FirstRead> => {
     upstreamStarted = true;
+    if (!(body instanceof ReadableStream)) return body;
     const reader = readerOf(body);
     // The worker answered 200: a stream that breaks before its first byte fails in-band, as
     // later (a 502 WORKER_STREAM_BROKEN), never as the proxy's own 500.

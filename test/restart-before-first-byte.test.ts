@@ -1,0 +1,55 @@
+/**
+ * A generation leg that fails, resets or stalls before any byte of it reached the client runs
+ * once more on a fresh context and generation pair: the client sees nothing but the time.
+ */
+import { describe, expect, test } from "bun:test";
+import { startCluster, sseData } from "./support/cluster.ts";
+
+const chat = (content: string, stream: boolean) => ({ model: "m", messages: [{ role: "user", content }], stream, max_tokens: 4 });
+
+describe("restart before the first byte", () => {
+  for (const stream of [true, false]) {
+    test(`a generation worker killed before its first token costs the client nothing but time (${stream ? "streamed" : "non-streamed"})`, async () => {
+      await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0 } });
+      const pending = cluster.post("/v1/chat/completions", chat("kill me [[emu gen.queue_ms=300 tokens=4]]", stream));
+      // Whichever generation worker got the request dies before its first token.
+      const victim = await Promise.race(cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)));
+      await victim.stop();
+      const response = await pending;
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain(" tok4");
+      expect(text).not.toContain('"error"');
+      const contextIds = cluster.contexts[0]!.requests.filter((r) => r.phase === "context").map((r) => r.disaggRequestId);
+      expect(contextIds).toHaveLength(2);
+      expect(contextIds[0]).not.toBe(contextIds[1]);
+      expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair")).toBe(true);
+    });
+  }
+
+  test("a stream broken before its first byte is served whole by another pair; once bytes reached the client, the failure is in-band", async () => {
+    await using cluster = await startCluster({ generations: [{ faults: { cutAfterTokens: 0 } }, {}], config: { maxRetries: 0 } });
+    for (let i = 0; i < 4; i++) {
+      const response = await cluster.post("/v1/chat/completions", chat(`cut ${i} [[emu tokens=3]]`, true));
+      expect(response.status).toBe(200);
+      const events = await sseData(response);
+      expect(events.at(-1)).toBe("[DONE]");
+      expect(events.join("")).not.toContain('"error"');
+    }
+    // After the first bytes a broken stream ends in-band, as before: never run twice.
+    const late = await cluster.post("/v1/chat/completions", chat("late [[emu gen.cut=2 tokens=5]]", true));
+    const text = await late.text();
+    expect(text).toContain('"error"');
+    expect(text).toContain(" tok2");
+  });
+
+  test("a generation worker that sends nothing within --first-token-timeout-ms is replaced by a fresh pair", async () => {
+    await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 503, rejectAfterMs: 5000 } }, {}], config: { maxRetries: 0, firstTokenTimeoutMs: 200 } });
+    for (let i = 0; i < 2; i++) {
+      const response = await cluster.post("/v1/chat/completions", chat(`slow ${i} [[emu tokens=2]]`, true));
+      const events = await sseData(response);
+      expect(events.at(-1)).toBe("[DONE]");
+    }
+    expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair" && line["code"] === "WORKER_TIMEOUT")).toBe(true);
+  });
+});
