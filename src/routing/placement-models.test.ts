@@ -36,6 +36,12 @@ describe("placement in a fleet of several models", () => {
     expect(picks).toEqual(["http://a1:1", "http://b1:1", "http://b1:1", "http://a2:1", "http://a1:1"]);
   });
 
+  test("round_robin's turns are per model: requests of two models in alternation still cycle through each model's workers", () => {
+    const p = mixed("round_robin");
+    const picks = ["model-a", "model-b", "model-a", "model-b", "model-a", "model-b", "model-a"].map((model) => pick(p, request(model)));
+    expect(picks).toEqual(["http://a1:1", "http://b1:1", "http://a2:1", "http://b1:1", "http://a1:1", "http://b1:1", "http://a2:1"]);
+  });
+
   test("a conversation id is sticky within its model, and the same id under another model is another conversation", () => {
     const p = mixed("conversation");
     const first = pick(p, request("model-a", "c1"));

@@ -74,7 +74,7 @@ export class Placement {
   readonly loads: WorkerLoads | undefined;
   /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
   readonly #routers = new Map<string, Record<Role, Router>>();
-  readonly #newRouters: () => Record<Role, Router>;
+  readonly #newRouters: (model: string) => Record<Role, Router>;
   readonly #learns: Record<Role, boolean>;
   readonly #perWorkerLimit: number;
   readonly #aliases: NonNullable<PlacementConfig["modelAliases"]>;
@@ -97,15 +97,17 @@ export class Placement {
     this.loads = loads;
     this.#maxWorkerQueue = loads === undefined ? 0 : (config.maxWorkerQueue ?? 0);
     const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
-    const contextOf = (role: Role): RouterContext => ({
+    const contextOf = (role: Role, model: string): RouterContext => ({
       ...common,
       role,
+      // One turn sequence per role and model, as each model has its own routers.
+      turn: () => this.table.turn(role, model),
       options: config.routerOptions?.[role] ?? {},
       ...(loads === undefined ? {} : { load: (origin: string) => loads.load(role, origin) }),
     });
-    this.#newRouters = () => ({
-      context: createRouter(config.contextRouter, contextOf("context")),
-      generation: createRouter(config.generationRouter, contextOf("generation")),
+    this.#newRouters = (model) => ({
+      context: createRouter(config.contextRouter, contextOf("context", model)),
+      generation: createRouter(config.generationRouter, contextOf("generation", model)),
     });
     const first = this.#routersOf(UNKNOWN_MODEL);
     this.#learns = { context: first.context.finished !== undefined, generation: first.generation.finished !== undefined };
@@ -209,7 +211,7 @@ export class Placement {
     if (routers === undefined) {
       const served = this.pool.servedModels();
       for (const known of this.#routers.keys()) if (known !== UNKNOWN_MODEL && !served.includes(known)) this.#routers.delete(known);
-      routers = this.#newRouters();
+      routers = this.#newRouters(key);
       this.#routers.set(key, routers);
     }
     return routers;

@@ -56,9 +56,9 @@ export class ReservationTable {
     return this.#counts.active();
   }
 
-  /** The next round-robin turn of a role (shared by every event loop when they share the table). */
-  turn(role: Role): number {
-    return this.#counts.turn(role);
+  /** The next round-robin turn of a role's router for `sequence` (a model), shared by every event loop when they share the table. */
+  turn(role: Role, sequence = ""): number {
+    return this.#counts.turn(role, sequence);
   }
 
   snapshot(): Record<string, number> {
@@ -89,7 +89,7 @@ interface LoadCounts<Slot> {
   load(role: Role, origin: string): number;
   weight(role: Role, origin: string): number;
   active(): number;
-  turn(role: Role): number;
+  turn(role: Role, sequence: string): number;
   snapshot(): Record<string, number>;
 }
 
@@ -103,7 +103,7 @@ interface Counter {
 class LocalCounts implements LoadCounts<Counter> {
   /** Workers holding reservations only: a counter back at zero is dropped, so idle workers leave no entry behind. */
   readonly #byRole: Record<Role, Map<string, Counter>> = { context: new Map(), generation: new Map() };
-  readonly #turns: Record<Role, number> = { context: 0, generation: 0 };
+  readonly #turns = new Map<string, number>();
   #active = 0;
 
   slot(role: Role, origin: string): Counter {
@@ -143,9 +143,10 @@ class LocalCounts implements LoadCounts<Counter> {
     return this.#active;
   }
 
-  turn(role: Role): number {
-    const turn = this.#turns[role];
-    this.#turns[role] = (turn + 1) % 1_000_000_007;
+  turn(role: Role, sequence: string): number {
+    const key = `${role} ${sequence}`;
+    const turn = this.#turns.get(key) ?? 0;
+    this.#turns.set(key, (turn + 1) % 1_000_000_007);
     return turn;
   }
 
@@ -192,8 +193,8 @@ class SharedCounts implements LoadCounts<number> {
     return this.#shared.active();
   }
 
-  turn(role: Role): number {
-    return this.#shared.turn(role);
+  turn(role: Role, sequence: string): number {
+    return this.#shared.turn(role, sequence);
   }
 
   snapshot(): Record<string, number> {

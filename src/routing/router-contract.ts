@@ -39,6 +39,11 @@ export interface RouterContext {
    * the reservation table's count. Absent: the table's count.
    */
   readonly load?: (origin: string) => number;
+  /**
+   * Round-robin turns of this router (its role and model): from the reservation table, so with
+   * num_workers every event loop takes the next of one sequence. Absent: the router's own count.
+   */
+  readonly turn?: () => number;
 }
 
 /** The in-flight requests a router weighs for a worker of its role. */

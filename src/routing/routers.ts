@@ -8,13 +8,12 @@ export type { Router, RouterContext, RouterPick } from "./router-contract.ts";
 export type { RoutingRequest } from "./routing-request.ts";
 
 const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> = {
-  // Turns from the reservation table: with num_workers > 1 every event loop takes the next of one sequence.
-  round_robin: (context) => roundRobin(() => context.table.turn(context.role)),
+  round_robin: (context) => roundRobin(context.turn),
   // use_tokens: the least prompt tokens in flight, as upstream's LoadBalancingRouter(use_tokens=True).
   load_balancing: (context) =>
     leastLoaded(
       (worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin)),
-      () => context.table.turn(context.role),
+      context.turn,
     ),
   conversation: (context) => new ConversationRouter(context),
   kv_cache_aware: (context) => new KvCacheAwareRouter(context),

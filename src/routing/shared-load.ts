@@ -28,7 +28,6 @@ const ACTIVE = 2;
 const ADMITTED = 3;
 const WAITING = 4;
 const RELEASES = 5;
-const TURN: Readonly<Record<Role, number>> = { context: 6, generation: 7 };
 const HEADER_WORDS = 16;
 
 const LOAD_AT = HEADER_WORDS;
@@ -121,9 +120,14 @@ export class SharedLoad {
     return Atomics.load(this.words, ACTIVE);
   }
 
-  /** The next round-robin turn of a role, counted across every loop. */
-  turn(role: Role): number {
-    return Atomics.add(this.words, TURN[role], 1) >>> 0;
+  /**
+   * The next round-robin turn of a role's `sequence` (a model's router), counted across every
+   * loop: kept in the weight word of a directory slot of its own, whose key no worker's origin
+   * (a URL) can take, and whose load stays 0, so no snapshot lists it.
+   */
+  turn(role: Role, sequence: string): number {
+    const slot = this.slot(role, `turn ${sequence}`);
+    return Number(Atomics.add(this.#weights, slot, 1n) % 1_000_000_007n);
   }
 
   /** Admission's counts, in the same memory. */
