@@ -25,6 +25,9 @@ export interface OneShotCall {
  */
 export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, call: OneShotCall): Promise<WorkerReply> {
   const body = call.body ?? {};
+  // Its model (count_tokens names one) keeps it on the workers serving that model.
+  const routing = typeof body["model"] === "string" ? { ...NO_ROUTING, model: body["model"] } : NO_ROUTING;
+  deps.placement.refuseWhenSaturated(routing);
   const { origin, result } = await runOneShotLeg(
     deps,
     ctx,
@@ -34,8 +37,7 @@ export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, cal
       exclude: undefined,
       first: undefined,
       pinned: false,
-      // Its model (count_tokens names one) keeps it on the workers serving that model.
-      routing: typeof body["model"] === "string" ? { ...NO_ROUTING, model: body["model"] } : NO_ROUTING,
+      routing,
       signal: ctx.signal,
       retryable: () => false,
       headers: JSON_CODEC.headers,

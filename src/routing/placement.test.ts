@@ -29,6 +29,18 @@ describe("Placement", () => {
     expect(p.table.active()).toBe(0);
   });
 
+  test("--max-worker-queue refuses a request before its first leg; a leg placed later is not refused so", () => {
+    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin", workerLoadIntervalMs: 1000, maxWorkerQueue: 10 });
+    for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
+    p.loads?.record("http://g:1", { running: 4, waiting: 30, kvUtilization: undefined });
+    expect(() => p.refuseWhenSaturated(undefined)).toThrow("more than 10 requests waiting");
+    const generation = p.place({ role: "generation", requestKey: 1n, exclude: "http://c:1", avoid: [] });
+    expect(generation.worker.origin).toBe("http://g:1");
+    generation.reservation.release();
+    p.loads?.record("http://g:1", { running: 4, waiting: 3, kvUtilization: undefined });
+    expect(() => p.refuseWhenSaturated(undefined)).not.toThrow();
+  });
+
   test("round_robin cycles through the ready workers", () => {
     const p = placement("round_robin", ["http://a:1", "http://b:1"], ["http://g:1"]);
     const picks = [1, 2, 3, 4].map(() => p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] }).worker.origin);

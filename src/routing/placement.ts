@@ -145,7 +145,6 @@ export class Placement {
       if (!this.#full(role, worker.origin)) ready.push(worker);
     }
     if (ready.length === 0 && candidates > 0) throw overloaded(role);
-    this.#refuseWhenSaturated(choice);
     const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
     // Another event loop may take a worker's last slot between the pick and the reservation
     // (num_workers > 1): the reservation checks the limit again, atomically, and a worker lost
@@ -224,13 +223,16 @@ export class Placement {
 
   /**
    * --max-worker-queue: when every ready worker of either role (serving the request's model)
-   * reports a queue deeper than the bound, the request is refused rather than piled on, before
-   * its first leg (a context leg would be wasted on a request no generation worker can take).
-   * A worker without a fresh report is not over the bound.
+   * reports a queue deeper than the bound, the request is refused rather than piled on. The
+   * pipeline asks once, before a request's first leg (a context leg would be wasted on a
+   * request no generation worker can take); a later leg is never refused so. A worker without
+   * a fresh report is not over the bound; a model no worker serves is refused by `place`.
    */
-  #refuseWhenSaturated(choice: ModelChoice): void {
+  refuseWhenSaturated(routing: RoutingRequest | undefined): void {
     const loads = this.loads;
     if (this.#maxWorkerQueue <= 0 || loads === undefined) return;
+    const choice = this.chooseModel(routing?.model);
+    if (choice.kind === "unknown") return;
     for (const role of ["context", "generation"] as const) {
       const ready = this.pool.ready(role).filter((worker) => servesChoice(worker, choice));
       if (ready.length > 0 && ready.every((worker) => (loads.waiting(worker.origin) ?? 0) > this.#maxWorkerQueue)) {
