@@ -4,6 +4,7 @@ import { ANSWER_SHAPE_LIMITS } from "../json-bytes.ts";
 import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "../json-shape.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { contextOverflowOf } from "./context-overflow.ts";
+import type { WorkerFetch } from "./transport.ts";
 
 /**
  * A worker's /server_info, /version or clock probe answer is a few hundred bytes; one larger
@@ -138,6 +139,20 @@ function refuseShape(problem: JsonShapeProblem | undefined): void {
   if (problem === undefined) return;
   const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
   throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`);
+}
+
+/**
+ * One of the proxy's own reads of a worker (/server_info, /v1/models, its load, its perf
+ * records): GET `path` within `timeoutMs` (and `signal`, when given). A 2xx answer is returned
+ * for the caller to read, bounded; any other is undefined, its body cancelled unread. A
+ * failure to connect, or the timeout, throws.
+ */
+export async function getFromWorker(fetch: WorkerFetch, origin: string, path: string, timeoutMs: number, signal?: AbortSignal): Promise<Response | undefined> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const response = await fetch(`${origin}${path}`, { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) });
+  if (response.ok) return response;
+  await response.body?.cancel();
+  return undefined;
 }
 
 /** Fatal: an answer that is not UTF-8 is broken, not text to repair. */

@@ -1,7 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, type JsonObject } from "../json.ts";
-import { INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
+import { getFromWorker, INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
 import { acceptedVersion } from "./version-text.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
@@ -137,11 +137,8 @@ export class HealthMonitor {
   /** A worker's answer to one of the proxy's own reads, bounded as a model answer is; undefined (and a warning when refused) otherwise. */
   async #getJson(origin: string, path: string, signal: AbortSignal): Promise<JsonObject | undefined> {
     try {
-      const response = await this.#fetch(`${origin}${path}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.#settings.healthCheckTimeoutMs)]) });
-      if (!response.ok) {
-        await response.body?.cancel();
-        return undefined;
-      }
+      const response = await getFromWorker(this.#fetch, origin, path, this.#settings.healthCheckTimeoutMs, signal);
+      if (response === undefined) return undefined;
       const answer = await readJsonAnswer(response, INFO_ANSWER_BYTES);
       return isJsonObject(answer) ? answer : undefined;
     } catch (error) {

@@ -20,7 +20,7 @@
  * model_name or engine label set).
  */
 
-import { readBounded } from "./answers.ts";
+import { getFromWorker, readBounded } from "./answers.ts";
 import type { WorkerFetch } from "./transport.ts";
 
 export interface LoadReport {
@@ -73,11 +73,8 @@ function nameEnd(line: string): number {
 /** One bounded read of a worker's load; undefined when it reports none (any failure included). */
 export async function fetchLoadReport(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<LoadReport | undefined> {
   try {
-    const response = await fetch(`${origin}${LOAD_REPORT_PATH}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
-    if (!response.ok) {
-      await response.body?.cancel();
-      return undefined;
-    }
+    const response = await getFromWorker(fetch, origin, LOAD_REPORT_PATH, timeoutMs, signal);
+    if (response === undefined) return undefined;
     return parseLoadReport(new TextDecoder().decode(await readBounded(response, MAX_LOAD_REPORT_BYTES)));
   } catch {
     return undefined;

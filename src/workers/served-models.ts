@@ -1,7 +1,7 @@
 /** A worker's served model ids, read from its GET /v1/models when it joins. */
 
 import { isJsonObject } from "../json.ts";
-import { readJsonAnswer } from "./answers.ts";
+import { getFromWorker, readJsonAnswer } from "./answers.ts";
 import { MAX_MODELS_PER_WORKER } from "./worker-pool.ts";
 import type { WorkerFetch } from "./transport.ts";
 
@@ -17,11 +17,8 @@ export const MAX_MODEL_ID_LENGTH = 256;
  */
 export async function fetchServedModels(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<string[] | undefined> {
   try {
-    const response = await fetch(`${origin}/v1/models`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
-    if (!response.ok) {
-      await response.body?.cancel();
-      return undefined;
-    }
+    const response = await getFromWorker(fetch, origin, "/v1/models", timeoutMs, signal);
+    if (response === undefined) return undefined;
     // Size, then shape (depth, values) as the bytes arrive, then parse: as every worker answer.
     const answer = await readJsonAnswer(response, MAX_MODEL_LIST_BYTES);
     const data = isJsonObject(answer) ? answer["data"] : undefined;
