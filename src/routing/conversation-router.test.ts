@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { heapStats } from "bun:jsc";
 import type { RouterOptions } from "../config/types.ts";
 import { ConversationRouter } from "./conversation-router.ts";
 import { KvEventPoller } from "./kv-events.ts";
@@ -118,6 +119,22 @@ describe("ConversationRouter", () => {
     // b was forgotten: it goes to the least loaded worker like a new conversation.
     const b = originOf(r.pick(WORKERS, request("b", "b")));
     expect(b).not.toBe(a);
+  });
+
+  test("a conversation id of a megabyte is remembered by its digest: 100 such conversations hold a few MB, not 100, and each stays on its worker", () => {
+    const { router: r, table } = router();
+    // Each id its own flat megabyte, as a parsed body's string is (a shared repeat would be a rope of one buffer).
+    const longId = (seed: number): string => Buffer.alloc(1_000_000, 107).toString("latin1") + String(seed);
+    Bun.gc(true);
+    const before = heapStats().heapSize;
+    const placed: (string | undefined)[] = [];
+    for (let i = 0; i < 100; i++) placed.push(originOf(r.pick(WORKERS, request(`prompt ${i}`, longId(i)))));
+    Bun.gc(true);
+    expect(r.conversations).toBe(100);
+    expect(heapStats().heapSize - before).toBeLessThan(20_000_000);
+    for (const origin of WORKERS.map((worker) => worker.origin)) load(table, origin, 10_000);
+    // Ids alike but for their last characters are distinct conversations, each on its own worker.
+    for (let i = 0; i < 100; i += 7) expect(originOf(r.pick(WORKERS, request(`prompt ${i} again`, longId(i))))).toBe(placed[i]);
   });
 
   test("the prefix index never holds more than its node bound", () => {

@@ -5,6 +5,7 @@
  * CHARS_PER_TOKEN characters, so one text block stands for about one block of tokens.
  */
 
+import { createHash } from "node:crypto";
 import type { JsonObject } from "../json.ts";
 import { blockHashes } from "./block-hash.ts";
 import { promptLengthOf as lengthOfPrompt, promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
@@ -157,12 +158,20 @@ export function matchedTokensOf(blocks: PromptBlocks, depth: number): number {
   return Math.min(depth * blocks.blockTokens, blocks.totalTokens);
 }
 
+/** A routing key longer than this is kept as its digest. */
+const MAX_ROUTING_KEY_LENGTH = 256;
+
 /**
  * The key a conversation-keeping router places a request by: a sub-agent's parent session when
- * the edge set one, else its own conversation (upstream's get_request_routing_id).
+ * the edge set one, else its own conversation (upstream's get_request_routing_id). A client
+ * names its conversation freely (`prompt_cache_key`, `conversation_params`, up to a body's
+ * size) and the router keeps max_sessions of them, so a long one is kept as its SHA-256:
+ * 100,000 ids of 1 MB each would otherwise hold 100 GB.
  */
 export function routingKeyOf(request: RoutingRequest): string | undefined {
-  return request.subagentAffinityId ?? request.conversationId;
+  const key = request.subagentAffinityId ?? request.conversationId;
+  if (key === undefined || key.length <= MAX_ROUTING_KEY_LENGTH) return key;
+  return `sha256:${createHash("sha256").update(key).digest("hex")}`;
 }
 
 /** The same request without its parent session: a fleet outside the affinity scope places it by its own conversation. */
