@@ -40,6 +40,11 @@ function text(seed: string, n: number): string {
   return `${seed} `.repeat(Math.ceil(n / (seed.length + 1))).slice(0, n);
 }
 
+/** An id of its own flat megabyte, as a parsed body's string is (a shared repeat would be a rope of one buffer). */
+function longId(seed: number): string {
+  return Buffer.alloc(1_000_000, 107).toString("latin1") + String(seed);
+}
+
 describe("ConversationRouter", () => {
   test("requests of one conversation id stay on its worker, however loaded it becomes", () => {
     const { router: r, table } = router();
@@ -123,8 +128,6 @@ describe("ConversationRouter", () => {
 
   test("a conversation id of a megabyte is remembered by its digest: 100 such conversations hold a few MB, not 100, and each stays on its worker", () => {
     const { router: r, table } = router();
-    // Each id its own flat megabyte, as a parsed body's string is (a shared repeat would be a rope of one buffer).
-    const longId = (seed: number): string => Buffer.alloc(1_000_000, 107).toString("latin1") + String(seed);
     Bun.gc(true);
     const before = heapStats().heapSize;
     const placed: (string | undefined)[] = [];
