@@ -38,8 +38,9 @@ export interface WorkerEntry {
   /** The version its etcd metadata registration announced, used when GET /version says nothing. */
   advertisedVersion?: string | undefined;
   /**
-   * The model ids it serves, learnt from its GET /v1/models each time it joins (or announced by
-   * its registration); undefined while unknown. Set through WorkerPool.learnModels only.
+   * The model ids it serves, learnt from its GET /v1/models each time it joins (a registration
+   * names none: upstream's WorkerInfo has no model); undefined while unknown. Set through
+   * WorkerPool.learnModels only.
    */
   models?: readonly string[] | undefined;
 }
@@ -95,8 +96,7 @@ export class WorkerPool {
     const added = origins.filter((origin) => !kept.has(origin));
     const removed = current.filter((worker) => !origins.includes(worker.origin)).map((worker) => worker.origin);
     this.#byRole[role] = next;
-    this.#served = undefined;
-    this.#byOrigin = undefined;
+    this.#listsChanged();
     return { added, removed };
   }
 
@@ -104,17 +104,14 @@ export class WorkerPool {
    * Adds a discovered worker (not ready until its first healthy check); false when already
    * listed. `version`: what its registration announced (etcd metadata), if anything.
    */
-  add(role: Role, origin: string, version?: string, models?: readonly string[]): boolean {
+  add(role: Role, origin: string, version?: string): boolean {
     const listed = this.#byRole[role].find((worker) => worker.origin === origin);
     if (listed !== undefined) {
       if (version !== undefined) listed.advertisedVersion = version;
-      if (models !== undefined && listed.models === undefined) this.learnModels(origin, models);
       return false;
     }
     this.#byRole[role] = [...this.#byRole[role], { ...entry(origin, role), advertisedVersion: version }];
-    this.#served = undefined;
-    this.#byOrigin = undefined;
-    if (models !== undefined) this.learnModels(origin, models);
+    this.#listsChanged();
     return true;
   }
 
@@ -122,8 +119,7 @@ export class WorkerPool {
   remove(role: Role, origin: string): boolean {
     const before = this.#byRole[role].length;
     this.#byRole[role] = this.#byRole[role].filter((worker) => worker.origin !== origin);
-    this.#served = undefined;
-    this.#byOrigin = undefined;
+    this.#listsChanged();
     return this.#byRole[role].length < before;
   }
 
@@ -163,5 +159,11 @@ export class WorkerPool {
   isReady(): boolean {
     const enough = (role: Role): boolean => this.ready(role).length >= this.#minimal[role];
     return enough("context") && enough("generation");
+  }
+
+  /** A list changed: what is derived from the lists is rebuilt when next asked. */
+  #listsChanged(): void {
+    this.#served = undefined;
+    this.#byOrigin = undefined;
   }
 }
