@@ -15,9 +15,10 @@ export async function pollWorkerLoads(placement: Placement, fetch: WorkerFetch, 
   while (!signal.aborted) {
     loads.retain(new Set(pool.origins()));
     loads.expire();
-    const ready = pool.origins().filter((origin) => pool.entriesOf(origin).some((entry) => entry.ready));
+    // An origin ready in either role, once (a URL in both lists is one worker).
+    const ready = new Set([...pool.ready("context"), ...pool.ready("generation")].map((entry) => entry.origin));
     await Promise.all(
-      ready.map(async (origin) => {
+      [...ready].map(async (origin) => {
         const report = await fetchLoadReport(fetch, origin, timeoutMs, signal);
         if (!signal.aborted) loads.record(origin, report);
       }),
