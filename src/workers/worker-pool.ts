@@ -132,16 +132,21 @@ export class WorkerPool {
     return this.#byOrigin[role].get(origin);
   }
 
-  /** What an origin serves (its entries of both roles), learnt on (re)join; duplicates and empties dropped, bounded. */
+  /**
+   * What an origin serves (its entries of both roles), learnt on (re)join; duplicates and empties
+   * dropped, bounded. Read-only by type, not frozen: every placement in a fleet of several models
+   * asks each candidate's list, and the runtime's includes() on a frozen array is several times
+   * slower (bench/micro/routing-cost.ts, two models).
+   */
   learnModels(origin: string, ids: readonly string[]): void {
-    const models = Object.freeze([...new Set(ids.filter((id) => id !== ""))].slice(0, MAX_MODELS_PER_WORKER));
+    const models: readonly string[] = [...new Set(ids.filter((id) => id !== ""))].slice(0, MAX_MODELS_PER_WORKER);
     for (const worker of this.entriesOf(origin)) worker.models = models;
     this.#served = undefined;
   }
 
   /** Every model id a listed worker serves (ready or not), sorted. */
   servedModels(): readonly string[] {
-    this.#served ??= Object.freeze([...new Set([...this.#byRole.context, ...this.#byRole.generation].flatMap((worker) => worker.models ?? []))].toSorted());
+    this.#served ??= [...new Set([...this.#byRole.context, ...this.#byRole.generation].flatMap((worker) => worker.models ?? []))].toSorted();
     return this.#served;
   }
 
