@@ -7,7 +7,7 @@ import { runChaosSoak } from "../bench/soak/chaos-soak.ts";
 const ROOT = join(import.meta.dir, "..");
 
 describe("chaos soak (the 60-second version of npm run soak)", () => {
-  test("after a minute of every route under worker kills, stops, SIGHUP, client exits and bad bodies, nothing is left behind", async () => {
+  test("after a minute of every route under worker kills, stops, wedges, connection resets, SIGHUP, client exits and bad bodies, nothing is left behind", async () => {
     const report = await runChaosSoak({
       seconds: 60,
       clients: 8,
@@ -24,6 +24,7 @@ describe("chaos soak (the 60-second version of npm run soak)", () => {
     expect(report.faults.some((f) => f.startsWith("SIGKILL"))).toBe(true);
     expect(report.faults.some((f) => f.startsWith("SIGSTOP"))).toBe(true);
     expect(report.faults).toContain("SIGHUP proxy");
+    expect(report.faults.some((f) => f.startsWith("wedged"))).toBe(true);
     expect(Object.keys(report.byKind["bad: nested 100,000 deep"] ?? {})).toEqual(["400"]);
     // Connections broken under a client are rare (a reused keep-alive connection closed as idle).
     const broken = Object.values(report.byKind).reduce((n, tally) => n + (tally["broken"] ?? 0), 0);

@@ -3,10 +3,13 @@
  * separate processes, under a closed loop of clients on every route (chat, completions,
  * Responses, Messages; streamed and not; worker faults by prompt directive; clients that leave;
  * bodies that must be refused) while the workers are SIGKILLed and restarted, SIGSTOPped and
- * SIGCONTed, and the proxy is sent SIGHUP. At the end it checks what a bad day must not leave
- * behind: requests in flight, client sockets past the idle timeout, worker requests still
- * running for clients that left, client requests missing from the log, memory that did not
- * come back.
+ * SIGCONTed, wedged (/health 200, every request hanging), and the proxy is sent SIGHUP. The
+ * workers close idle kept-alive connections as uvicorn does (1 s here), two of them reset every
+ * kept-alive connection's next request unread, and the context workers hold each hand-off's KV
+ * until pulled or 5 s (kv_transfer_timeout_ms). At the end it checks what a bad day must not
+ * leave behind: requests in flight, client sockets past the idle timeout, worker requests still
+ * running for clients that left, hand-offs still held, client requests missing from the log,
+ * memory that did not come back.
  */
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -46,6 +49,14 @@ export interface ChaosSoakReport {
     readonly clientSocketsBeforeIdle: number;
     /** Model requests still running on the workers once the load stopped. */
     readonly workerRequestsRunning: number;
+    /** Hand-offs the context workers held as the load stopped, and once settled (their kv_transfer_timeout_ms is 5 s). */
+    readonly handoffsHeldAtEnd: number;
+    readonly handoffsHeldAfter: number;
+    /** What the proxy did about the faults: hand-offs settled, workers ejected, requests restarted before their first byte, requests resent on a fresh connection. */
+    readonly handoffsSettled: number;
+    readonly ejections: number;
+    readonly restarts: number;
+    readonly freshConnectionRetries: number;
     /**
      * Client requests sent per route, of those the ones whose client left (or whose connection
      * broke) before an answer: such a request may never have been written, and the proxy
@@ -71,7 +82,17 @@ const ROUTES = ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1
 interface Worker {
   readonly role: "context" | "generation";
   readonly port: number;
+  /** Its connection and KV settings (kept across restarts). */
+  readonly flags: readonly string[];
   service: Service;
+}
+
+/** uvicorn's keep-alive close on every worker; a reset of every kept-alive connection's next request on the second of each role. */
+function workerFlags(role: "context" | "generation", index: number): string[] {
+  const flags = ["--keep-alive-timeout-ms", "1000"];
+  if (role === "context") flags.push("--kv-transfer-timeout-ms", "5000");
+  if (index % 2 === 1) flags.push("--reset-kept-alive");
+  return flags;
 }
 
 export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport> {
@@ -83,14 +104,15 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
   try {
     for (const role of ["context", "context", "generation", "generation"] as const) {
       const port = freePort();
-      const service = await spawnWorker(plan, role, port, workers.length);
-      workers.push({ role, port, service });
+      const flags = workerFlags(role, workers.length);
+      const service = await spawnWorker(plan, role, port, workers.length, flags);
+      workers.push({ role, port, flags, service });
     }
     const configFile = join(plan.logDir, "chaos-soak.yaml");
     writeFileSync(configFile, yamlFor(workers, plan.idleTimeoutS));
     const proxy = await spawnService({
       name: "chaos-soak-proxy",
-      cmd: [...plan.command, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0", "--request-timeout", "3", "--max-body-bytes", String(1024 * 1024), "--health-check-interval-ms", "500", "--body-grace-ms", "2000"],
+      cmd: [...plan.command, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0", "--request-timeout", "3", "--max-body-bytes", String(1024 * 1024), "--health-check-interval-ms", "500", "--body-grace-ms", "2000", "--worker-keep-alive-s", "0.8", "--outlier-failures", "3", "--outlier-ejection-s", "2", "--first-token-timeout-ms", "2500"],
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
       logDir: plan.logDir,
     });
@@ -137,6 +159,11 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     const inFlightAfter = await settle(() => inFlightOf(proxy.url), SETTLE_TIMEOUT_MS);
     const streamsOpenAfter = await settle(() => streamsOpen(proxy.url), SETTLE_TIMEOUT_MS);
     const workerRequestsRunning = await settle(async () => sum(await Promise.all(workers.map((w) => runningOn(w.port)))), SETTLE_TIMEOUT_MS);
+    const contexts = workers.filter((w) => w.role === "context");
+    const heldNow = async (): Promise<number> => sum(await Promise.all(contexts.map((w) => heldOn(w.port))));
+    const handoffsHeldAtEnd = await heldNow();
+    const handoffsHeldAfter = await settle(heldNow, SETTLE_TIMEOUT_MS);
+    const handoffsSettled = await settledHandoffs(proxy.url);
     const clientSocketsBeforeIdle = socketBreakdown(proxy.pid, port).clients;
     await Bun.sleep((plan.idleTimeoutS + 2 * IDLE_TICK_S) * 1000);
     const clientSocketsAfterIdle = socketBreakdown(proxy.pid, port).clients;
@@ -145,12 +172,19 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     const warm = rss.filter((s) => s.t >= warmFrom && s.t < warmFrom + Math.max(5, plan.seconds * 0.1));
     const rssWarm = warm.length > 0 ? Math.max(...warm.map((s) => s.bytes)) : rssEnd;
     const loggedByRoute = requestLinesByRoute(proxy.logFile);
+    const linesOf = (msg: string): number => readFileSync(proxy.logFile, "utf8").split("\n").filter((line) => line.includes(`"msg":"${msg}`)).length;
     const checks = {
       inFlightAfter,
       streamsOpenAfter,
       clientSocketsAfterIdle,
       clientSocketsBeforeIdle,
       workerRequestsRunning,
+      handoffsHeldAtEnd,
+      handoffsHeldAfter,
+      handoffsSettled,
+      ejections: linesOf("worker ejected"),
+      restarts: linesOf("generation failed before any byte reached the client"),
+      freshConnectionRetries: linesOf("context leg: a reused connection") + linesOf("generation leg: a reused connection"),
       sentByRoute,
       leftByRoute,
       loggedByRoute,
@@ -162,6 +196,7 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     if (streamsOpenAfter !== 0) failures.push(`${streamsOpenAfter} client streams still open`);
     if (clientSocketsAfterIdle !== 0) failures.push(`${clientSocketsAfterIdle} client connections still open ${plan.idleTimeoutS + 2 * IDLE_TICK_S} s after the load stopped`);
     if (workerRequestsRunning !== 0) failures.push(`${workerRequestsRunning} worker requests still running`);
+    if (handoffsHeldAfter !== 0) failures.push(`${handoffsHeldAfter} hand-offs still held by the context workers`);
     for (const route of ROUTES) {
       const sent = sentByRoute[route] ?? 0;
       const logged = loggedByRoute[route] ?? 0;
@@ -189,8 +224,19 @@ const FAULTS: readonly Fault[] = [
   async (worker, _proxy, plan) => {
     process.kill(worker.service.pid, "SIGKILL");
     await Bun.sleep(1500);
-    worker.service = await spawnWorker(plan, worker.role, worker.port, 0);
+    worker.service = await spawnWorker(plan, worker.role, worker.port, 0, worker.flags);
     return `SIGKILL ${worker.role}:${worker.port}, restarted after 1.5 s`;
+  },
+  async (worker, _proxy, plan) => {
+    // Healthy but wedged: /health 200, every model request hangs until the proxy gives up on it.
+    process.kill(worker.service.pid, "SIGKILL");
+    await Bun.sleep(200);
+    worker.service = await spawnWorker(plan, worker.role, worker.port, 1, [...worker.flags, "--reject-status", "500", "--reject-after-ms", "600000"]);
+    await Bun.sleep(4000);
+    process.kill(worker.service.pid, "SIGKILL");
+    await Bun.sleep(200);
+    worker.service = await spawnWorker(plan, worker.role, worker.port, 2, worker.flags);
+    return `wedged ${worker.role}:${worker.port} for 4 s`;
   },
   async (worker) => {
     process.kill(worker.service.pid, "SIGSTOP");
@@ -219,8 +265,8 @@ async function oneRequest(url: string, kind: ChaosKind, body: string, random: ()
   }
 }
 
-async function spawnWorker(plan: ChaosSoakPlan, role: "context" | "generation", port: number, index: number): Promise<Service> {
-  const cmd = [...plan.command, "worker", "--role", role, "--port", String(port), "--host", "127.0.0.1", "--max-records", "200"];
+async function spawnWorker(plan: ChaosSoakPlan, role: "context" | "generation", port: number, index: number, flags: readonly string[]): Promise<Service> {
+  const cmd = [...plan.command, "worker", "--role", role, "--port", String(port), "--host", "127.0.0.1", "--max-records", "200", ...flags];
   return spawnService({ name: `chaos-soak-${role}-${port}-${index}`, cmd, logDir: plan.logDir });
 }
 
@@ -278,6 +324,17 @@ async function streamsOpen(url: string): Promise<number> {
 async function runningOn(port: number): Promise<number> {
   const answer = (await (await fetch(`http://127.0.0.1:${port}/emulator/running`, { headers: { connection: "close" } })).json()) as { running: number };
   return answer.running;
+}
+
+/** Hand-offs a context worker holds now (its GET /metrics, heldKvHandoffs). */
+async function heldOn(port: number): Promise<number> {
+  const stats = (await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" } })).json()) as { heldKvHandoffs?: number }[];
+  return stats[0]?.heldKvHandoffs ?? 0;
+}
+
+async function settledHandoffs(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`, { headers: { connection: "close" } })).text();
+  return sum([...text.matchAll(/^disagg_proxy_handoffs_settled_total\{[^}]*\} (\d+)/gm)].map((m) => Number(m[1])));
 }
 
 /** Request lines of the proxy's log (accepted requests' summaries and refusals alike), by route. */

@@ -29,9 +29,12 @@ export interface EmulatorFlags {
   readonly protocolVersion?: string | undefined;
   readonly reportedWaiting?: number | undefined;
   readonly startingMs?: number | undefined;
+  readonly kvTransferTimeoutMs?: number | undefined;
+  readonly keepAliveTimeoutMs?: number | undefined;
+  readonly resetKeptAlive?: boolean | undefined;
 }
 
-const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting", "startingMs"] as const;
+const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting", "startingMs", "kvTransferTimeoutMs"] as const;
 const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",
@@ -41,6 +44,7 @@ const FAULT_KEYS = [
   "silenceMs",
   "silenceAfterTokens",
   "errorEventAfterTokens",
+  "keepAliveTimeoutMs",
 ] as const;
 
 /** Only given flags appear; the faults are nested as the emulator takes them. */
@@ -59,6 +63,7 @@ export function emulatorOptions(role: WorkerRole, flags: EmulatorFlags): Emulato
     const value = flags[key];
     if (value !== undefined) faults[key] = value;
   }
+  if (flags.resetKeptAlive === true) faults.resetKeptAlive = true;
   if (Object.keys(faults).length > 0) options.faults = faults;
   return options;
 }
