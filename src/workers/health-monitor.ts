@@ -55,7 +55,8 @@ export class HealthMonitor {
   /** One round over every origin, all checked at once. */
   async checkAll(signal: AbortSignal): Promise<void> {
     const origins = this.#pool.origins();
-    for (const origin of this.#streaks.keys()) if (!origins.includes(origin)) this.#streaks.delete(origin);
+    const listed = new Set(origins);
+    for (const origin of this.#streaks.keys()) if (!listed.has(origin)) this.#streaks.delete(origin);
     await Promise.all(origins.map((origin) => this.#check(origin, signal)));
   }
 

@@ -155,9 +155,12 @@ export class WorkerPool {
     return [...new Set([...this.#byRole.context, ...this.#byRole.generation].map((worker) => worker.origin))];
   }
 
-  /** The entries of an origin in both roles. */
+  /** The entries of an origin in both roles (an origin is listed once per role), context first; constant time. */
   entriesOf(origin: string): WorkerEntry[] {
-    return [...this.#byRole.context, ...this.#byRole.generation].filter((worker) => worker.origin === origin);
+    const context = this.entry("context", origin);
+    const generation = this.entry("generation", origin);
+    if (context === undefined) return generation === undefined ? [] : [generation];
+    return generation === undefined ? [context] : [context, generation];
   }
 
   /** Ready when each role has its minimal number of ready workers (one by default). */
