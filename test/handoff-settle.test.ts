@@ -41,6 +41,17 @@ describe("settling hand-offs", () => {
     expect(settle?.body).toMatchObject({ max_tokens: 1, stream: false });
   });
 
+  test("a proxy drained while a request waits on its generation worker leaves no unclaimed KV", async () => {
+    await using cluster = await startCluster();
+    const [context] = cluster.contexts;
+    const reply = cluster.post("/v1/chat/completions", chat("drained [[emu gen.queue_ms=500 tokens=2]]", true)).then((response) => response.text(), () => "");
+    await cluster.generations[0]!.waitFor((record) => record.phase === "generation");
+    await cluster.proxy.drain(50);
+    await reply;
+    await eventually(() => context!.heldKvHandoffs() === 0, 1000, "the hand-off released");
+    expect(cluster.logs.some((line) => String(line["msg"]).startsWith("hand-off settled") && line["reason"] === "draining")).toBe(true);
+  });
+
   test("a request served in full settles nothing", async () => {
     await using cluster = await startCluster();
     const response = await cluster.post("/v1/chat/completions", chat("whole", true));

@@ -89,15 +89,16 @@ export class HandoffSettler {
   readonly #stopping = new AbortController();
   readonly #queue: Settle[] = [];
   #running = 0;
+  #adopted = 0;
 
   constructor(deps: SettlerDeps, onSettled: SettleListener) {
     this.#deps = deps;
     this.#onSettled = onSettled;
   }
 
-  /** Settles in flight or waiting. */
+  /** Settles in flight or waiting, and adopted attempts still followed. */
   get pending(): number {
-    return this.#running + this.#queue.length;
+    return this.#running + this.#queue.length + this.#adopted;
   }
 
   /** Claims the hand-off with a one-token generation request, now or once a settle slot frees. */
@@ -137,6 +138,7 @@ export class HandoffSettler {
 
   async #follow(pending: Promise<unknown>, abort: (reason: unknown) => void, outcome: AdoptedOutcome): Promise<void> {
     const timer = setTimeout(() => abort(new DOMException("Timed out", "TimeoutError")), this.#deps.config.requestTimeoutMs);
+    this.#adopted++;
     let left: UnclaimedHandoff | undefined;
     try {
       left = await outcome.follow(await pending);
@@ -147,6 +149,7 @@ export class HandoffSettler {
       abort(new DOMException("The request ended", "AbortError"));
     }
     if (left !== undefined) this.settle(left, outcome.reason);
+    this.#adopted--;
   }
 
   /** The proxy stops: running settles are aborted, waiting ones dropped. */

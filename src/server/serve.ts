@@ -17,6 +17,8 @@ import type { HandedItem } from "../discovery/index.ts";
 
 /** After the drain timeout, aborted streams get this long to write their in-band error. */
 const ABORT_GRACE_MS = 1000;
+/** Then hand-off settles still running get this long before the proxy stops. */
+const SETTLE_GRACE_MS = 2000;
 
 /**
  * An upgrade's old side answers with `Connection: close` this long before it stops listening:
@@ -159,6 +161,8 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
         for (const ctx of app.active) ctx.abortLegs(reason);
         await untilIdle(app, ABORT_GRACE_MS);
       }
+      // The hand-offs the drained requests left are claimed before the proxy goes.
+      await untilSettled(app, SETTLE_GRACE_MS);
       await stop();
     },
     handOver(timeoutMs) {
@@ -204,6 +208,14 @@ async function settlesWithin(promise: Promise<unknown>, timeoutMs: number): Prom
     return await Promise.race([promise.then(() => true), timeout]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+async function untilSettled(app: App, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const never = new AbortController().signal;
+  while (app.handoffs.pending > 0 && performance.now() < deadline) {
+    await pause(Math.min(20, deadline - performance.now()), never);
   }
 }
 
