@@ -10,40 +10,13 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { freePort } from "../test/support/etcd.ts";
+import { infoWorker } from "../test/support/info-worker.ts";
 
-const MIB = 1024 * 1024;
 const ROOT = process.argv[2] ?? join(import.meta.dir, "..");
 
-function freePort(): number {
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const { port } = listener;
-  listener.stop(true);
-  return port;
-}
-
-function worker(hostile: boolean): { server: Bun.Server<undefined>; release: () => void } {
-  const piece = new Uint8Array(MIB).fill(0x5b);
-  const { promise: released, resolve: release } = Promise.withResolvers<void>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/server_info") await released;
-      if (path === "/server_info" && hostile) {
-        let sent = 0;
-        return new Response(new ReadableStream<Uint8Array>({ pull: (controller) => (sent++ === 32 ? controller.close() : controller.enqueue(piece)) }));
-      }
-      if (path === "/server_info") return Response.json({});
-      if (path === "/version") return Response.json({ version: hostile ? `1.3.0rc28${"x".repeat(4 * MIB)}` : "1.3.0rc28" });
-      return new Response(null, { status: 200 });
-    },
-  });
-  return { server, release };
-}
-
 async function measure(hostile: boolean): Promise<Record<string, number>> {
-  const target = worker(hostile);
+  const target = infoWorker(hostile);
   const port = freePort();
   const origin = `http://127.0.0.1:${target.server.port}`;
   const proxy = Bun.spawn([process.execPath, join(ROOT, "src", "main.ts"), "serve", "--host", "127.0.0.1", "--port", String(port), "--context", origin, "--generation", origin, "--log-level", "error"], { stdout: "ignore", stderr: "ignore" });

@@ -12,9 +12,9 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { startCluster } from "./support/cluster.ts";
 import { freePort } from "./support/etcd.ts";
+import { infoWorker, type InfoWorker } from "./support/info-worker.ts";
 
 const MAIN = join(import.meta.dir, "..", "src", "main.ts");
-const MiB = 1024 * 1024;
 const children: Bun.Subprocess[] = [];
 const servers: Bun.Server<undefined>[] = [];
 
@@ -23,42 +23,11 @@ afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop(true)));
 });
 
-/** The probe's version string: 4 MiB, over the read bound of the proxy's own reads. */
-const HUGE_VERSION = `1.3.0rc28${"x".repeat(4 * MiB)}`;
-
-interface TestWorker {
-  readonly server: Bun.Server<undefined>;
-  /** /server_info is held until this is called, so the proxy's /livez is being polled when it arrives. */
-  release(): void;
-}
-
-/** A worker answering what start-up and health checks ask; hostile: 32 MiB of `[` as /server_info (chunked, no length) and a 4 MiB version. */
-function worker(hostile: boolean): TestWorker {
-  const piece = new Uint8Array(MiB).fill(0x5b);
-  const { promise: released, resolve: release } = Promise.withResolvers<void>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/server_info") await released;
-      if (path === "/server_info" && hostile) {
-        let sent = 0;
-        const body = new ReadableStream<Uint8Array>({
-          pull(controller) {
-            if (sent++ === 32) controller.close();
-            else controller.enqueue(piece);
-          },
-        });
-        return new Response(body, { headers: { "content-type": "application/json" } });
-      }
-      if (path === "/server_info") return Response.json({ disaggregated_params: {} });
-      if (path === "/version") return Response.json({ version: hostile ? HUGE_VERSION : "1.3.0rc28" });
-      return new Response(null, { status: 200 });
-    },
-  });
-  servers.push(server);
-  return { server, release };
+/** A worker answering what start-up and health checks ask (test/support/info-worker.ts), stopped after the file. */
+function worker(hostile: boolean): InfoWorker {
+  const made = infoWorker(hostile);
+  servers.push(made.server);
+  return made;
 }
 
 interface Run {
@@ -76,7 +45,7 @@ interface Run {
 }
 
 /** Starts a proxy in front of `target` (both roles), polls /livez back to back until the workers joined, then reads its figures. */
-async function run(target: TestWorker): Promise<Run> {
+async function run(target: InfoWorker): Promise<Run> {
   const port = freePort();
   const origin = `http://127.0.0.1:${target.server.port}`;
   const proxy = Bun.spawn([process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--context", origin, "--generation", origin, "--log-level", "warn"], {
