@@ -15,7 +15,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { writeReportAddress } from "./server/report-address.ts";
 import type { ControlServer } from "./server/control-socket.ts";
 import { notifySystemd } from "./server/sd-notify.ts";
-import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, type PortClaim, type Predecessor } from "./server/take-over.ts";
+import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, ReleasedToAnother, type PortClaim, type Predecessor } from "./server/take-over.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
@@ -124,7 +124,15 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
     if (!ready) return abandonTakeOver(proxy, port.predecessor, logger);
     await listenOrExit(proxy, config, predecessor);
     listening();
-    await completeTakeOver(proxy, port, logger, holdPort);
+    const lost = await completeTakeOver(proxy, port, logger, holdPort);
+    if (lost !== undefined) {
+      // Another process took the port over at the same time: it serves, this one stops listening and drains.
+      logger.error("another process took the port over first; this one stops listening, drains and exits", { old_pid: port.predecessor.info.pid, reason: lost });
+      stopping = true;
+      await proxy.drain(config.drainTimeoutMs);
+      await claim?.release();
+      exit(1);
+    }
     for (const note of coldStartNotes(config)) logger.info(note);
     return;
   }
@@ -159,19 +167,24 @@ async function abandonTakeOver(proxy: RunningProxy, predecessor: Predecessor, lo
   exit(1);
 }
 
-async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<void> {
+/** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
+async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<string | undefined> {
   const { predecessor } = port;
   const late = await predecessor.release().catch((error: unknown) => {
+    if (error instanceof ReleasedToAnother) return error;
     // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
     logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
     return undefined;
   });
+  if (late instanceof ReleasedToAnother) return late.message;
   const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
-  const control = await holdAfterRelease(port.path);
-  if (typeof control === "string") logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${control}`);
-  else holdPort(control);
+  const after = await holdAfterRelease(port.path, late !== undefined);
+  if (after.kind === "lost") return after.reason;
+  if (after.kind === "held") holdPort(after.control);
+  else logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`);
   notifyReady(logger);
   logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
+  return undefined;
 }
 
 /** systemd (Type=notify) learns the service is up: listening, or, when taking over, the old process released the port. */

@@ -103,6 +103,30 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(await third.child.exited).toBe(0);
   }, 60_000);
 
+  test("two take-overs started at once: one serves the port and holds its control socket; the other stops listening, drains and exits 1, so no process is left serving that a later take-over cannot replace", async () => {
+    const dir = temp.dir("upgrade-race-");
+    const port = freePort();
+    const { context, generation } = emulatedPair();
+    const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+    const old = spawnProxy(dir, args, "old");
+    await old.waitFor(isListening, 20_000, "listening");
+    const a = spawnProxy(dir, [...args, "--take-over"], "a");
+    const b = spawnProxy(dir, [...args, "--take-over"], "b");
+    const oneLeft = await Promise.race([a.child.exited.then(() => [a, b]), b.child.exited.then(() => [b, a]), Bun.sleep(30_000).then(() => undefined)]);
+    expect(oneLeft).toBeDefined();
+    const [loser, winner] = oneLeft ?? [a, b];
+    expect(loser.child.exitCode).toBe(1);
+    expect(loser.records.some((record) => String(record["msg"]).startsWith("another process took the port over first"))).toBe(true);
+    await winner.waitFor((record) => record["msg"] === "took over the port", 20_000, "took over");
+    expect(await old.child.exited).toBe(0);
+    for (let i = 0; i < 8; i++) expect(await servingPid(port)).toBe(winner.pid);
+    const again = spawnProxy(dir, args, "again");
+    expect(await again.child.exited).toBe(2);
+    expect(again.stderr).toContain(`(pid ${winner.pid}, started `);
+    winner.child.kill("SIGTERM");
+    expect(await winner.child.exited).toBe(0);
+  }, 90_000);
+
   test("workers registered in the proxy's HTTP cluster storage are handed to the new process: it routes to them at once, though none has registered with it", async () => {
     const dir = temp.dir("upgrade-registrations-");
     const port = freePort();

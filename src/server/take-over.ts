@@ -67,6 +67,15 @@ export async function claimPort(config: ProxyConfig, env: Readonly<Record<string
   return { kind: "taking-over", path, predecessor: predecessorOf(claim.holder, info, handedItems(state["registrations"])) };
 }
 
+/** The old process's answer to a release it already granted to another process. */
+const ALREADY_RELEASED = "already released";
+
+/**
+ * The old process released the port to another process that was taking it over at the same
+ * time (two upgrades started at once): that one serves, this one must not.
+ */
+export class ReleasedToAnother extends Error {}
+
 function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: HandedItem[]): Predecessor {
   return {
     info,
@@ -74,6 +83,7 @@ function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: 
     async release() {
       const reply = await holder.request({ op: "release" }, CONTROL_TIMEOUT_MS);
       holder.close();
+      if (reply["error"] === ALREADY_RELEASED) throw new ReleasedToAnother(`the old process (pid ${info.pid}) released the port to another process taking it over at the same time`);
       if (reply["released"] !== true) throw new Error(`the old process did not release the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
       return handedItems(reply["registrations"]);
     },
@@ -81,19 +91,33 @@ function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: 
   };
 }
 
+/** Where a take-over ends: this process holds the port's control socket, serves without it, or leaves the port to another. */
+export type AfterRelease =
+  | { readonly kind: "held"; readonly control: ControlServer }
+  | { readonly kind: "unheld"; readonly reason: string }
+  | { readonly kind: "lost"; readonly reason: string };
+
 /**
- * After the old process released the port, this one holds its control socket; when it cannot,
- * why (it serves on regardless: only a later take-over or refusal of a second copy needs the socket).
+ * After the release, this one holds the port's control socket. When a live process holds it
+ * instead: if the old process released the port to this one, that is a third process that took
+ * the path in the moment between, and this one serves on (only a later take-over or the refusal
+ * of a second copy needs the socket); if the release went unanswered (the old process exited
+ * meanwhile), that is the process which took the port over, and this one leaves it, so that no
+ * process serves the port that a later take-over cannot replace.
  */
-export async function holdAfterRelease(path: string): Promise<ControlServer | string> {
+export async function holdAfterRelease(path: string, released: boolean): Promise<AfterRelease> {
   try {
     const claim = await claimControlSocket(path);
-    if ("held" in claim) return claim.held;
+    if ("held" in claim) return { kind: "held", control: claim.held };
+    const holder = await claim.holder.request({ op: "hello" }, CONTROL_TIMEOUT_MS).then(
+      (reply) => `pid ${String(reply["pid"])}`,
+      () => "another process",
+    );
     claim.holder.close();
-    // A third process took the path in the moment between. This one serves on all the same.
-    return `another process holds ${path}`;
+    const reason = `${holder} holds ${path}`;
+    return released ? { kind: "unheld", reason } : { kind: "lost", reason };
   } catch (error) {
-    return `cannot hold ${path}: ${error instanceof Error ? error.message : String(error)}`;
+    return { kind: "unheld", reason: `cannot hold ${path}: ${error instanceof Error ? error.message : String(error)}` };
   }
 }
 
@@ -113,7 +137,7 @@ export function controlHandler(side: OldSide): ControlHandler {
   return (request) => {
     if (request.op === "hello") return Promise.resolve({ ...side.info });
     if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
-    if (released) return Promise.resolve({ error: "already released" });
+    if (released) return Promise.resolve({ error: ALREADY_RELEASED });
     released = true;
     // The listener closes before the answer goes out: once the new process hears it, the port is its alone.
     const { listenerClosed, finished } = side.proxy.handOver(side.drainTimeoutMs);
