@@ -112,7 +112,7 @@ describe("upgrading a running proxy (--take-over)", () => {
     await old.waitFor(isListening, 20_000, "listening");
     const a = spawnProxy(dir, [...args, "--take-over"], "a");
     const b = spawnProxy(dir, [...args, "--take-over"], "b");
-    const oneLeft = await Promise.race([a.child.exited.then(() => [a, b]), b.child.exited.then(() => [b, a]), Bun.sleep(30_000).then(() => undefined)]);
+    const oneLeft = await Promise.race([a.child.exited.then((): [ProxyProcess, ProxyProcess] => [a, b]), b.child.exited.then((): [ProxyProcess, ProxyProcess] => [b, a]), Bun.sleep(30_000).then(() => undefined)]);
     expect(oneLeft).toBeDefined();
     const [loser, winner] = oneLeft ?? [a, b];
     expect(loser.child.exitCode).toBe(1);
