@@ -1,17 +1,40 @@
+import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { sourceCommit } from "../../scripts/build.ts";
+import { inputsKey, madeOnce } from "../support/built-once.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 export const BINARY = join(ROOT, "dist", "disagg-proxy");
 
-let built: Promise<void> | undefined;
+/** What the binary is built from: a change to any of these (or another commit, which it names) builds it again. */
+const INPUTS = ["src", "scripts/build.ts", "scripts/release/runtime.ts", "package.json", "package-lock.json", "tsconfig.json", "bunfig.toml"];
 
-/** Builds dist/disagg-proxy once per test run (a stale binary would test old code). */
+/**
+ * Builds dist/disagg-proxy unless it was already built from these sources (a stale binary would
+ * test old code); one build at a time across the processes of a parallel test run.
+ */
 export function ensureBinary(): Promise<void> {
-  built ??= (async () => {
-    const build = Bun.spawn([process.execPath, "scripts/build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
-    if ((await build.exited) !== 0) throw new Error("build failed");
-  })();
-  return built;
+  const key = inputsKey(ROOT, INPUTS, [Bun.revision, sourceCommit(ROOT)]);
+  return madeOnce({
+    lock: `${BINARY}.lock`,
+    stamp: `${BINARY}.inputs`,
+    key,
+    timeoutMs: 180_000,
+    async make() {
+      // Built beside it and renamed into place: a test still running the old binary keeps it, and the
+      // outfile's base name (which the binary embeds) stays disagg-proxy.
+      const dir = join(ROOT, "dist", `.build-${process.pid}`);
+      mkdirSync(dir, { recursive: true });
+      try {
+        const build = Bun.spawn([process.execPath, "scripts/build.ts", "--outfile", join(dir, "disagg-proxy")], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+        if ((await build.exited) !== 0) throw new Error("build failed");
+        renameSync(join(dir, "disagg-proxy.map"), `${BINARY}.map`);
+        renameSync(join(dir, "disagg-proxy"), BINARY);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  });
 }
 
 export type Child = Bun.Subprocess<"ignore", "pipe", "pipe">;
