@@ -34,26 +34,30 @@ describe("the quiet sweep", () => {
     const busy = new FakeServer();
     busy.pendingRequests = 1;
     const quiet = new FakeServer();
-    startQuietSweep(busy, 0.2, () => 0);
-    startQuietSweep(quiet, 0.2, () => 0);
+    // Each sample of a running sweep reads the latest request's time: counting the reads shows whether it still runs.
+    const samples = { busy: 0, quiet: 0 };
+    startQuietSweep(busy, 0.2, () => (samples.busy++, 0));
+    startQuietSweep(quiet, 0.2, () => (samples.quiet++, 0));
     const deadline = performance.now() + 5000;
     while (quiet.closes === 0 && performance.now() < deadline) await Bun.sleep(50);
     expect(quiet.closes).toBeGreaterThan(0);
     expect(busy.closes).toBe(0);
     quiet.port = 0;
     busy.port = 0;
-    await Bun.sleep(1300);
-    const after = quiet.closes;
-    await Bun.sleep(1300);
-    expect(quiet.closes).toBe(after);
+    const before = { ...samples };
+    // Four sweep intervals: a sweep that did not end would have sampled again.
+    await Bun.sleep(1000);
+    expect(samples).toEqual(before);
   }, 10_000);
 
   test("a request started since the last sample holds the sweep back", async () => {
     const server = new FakeServer();
     let lastRequest = performance.now();
     const keepTouching = setInterval(() => (lastRequest = performance.now()), 100);
-    startQuietSweep(server, 0.2, () => lastRequest);
-    await Bun.sleep(2500);
+    const samples = { count: 0 };
+    startQuietSweep(server, 0.2, () => (samples.count++, lastRequest));
+    // Three quiet bounds (0.2 s plus one 0.25 s interval each) pass: without the touches it would have swept.
+    while (samples.count < 6) await Bun.sleep(50);
     expect(server.closes).toBe(0);
     clearInterval(keepTouching);
     server.port = 0;
