@@ -21,7 +21,8 @@ import type { ProxyError } from "../errors.ts";
 /** A StorageItem body is a key, a value and three small fields. */
 const MAX_SET_BODY_BYTES = STORE_LIMITS.maxKeyBytes + STORE_LIMITS.maxValueBytes + 1024;
 
-type StorageHandler = (store: ClusterStore, request: Request, app: RouteDeps) => Response | Promise<Response>;
+/** `from`: the caller's address (a registration remembers it, so a worker registering 0.0.0.0 can be reached). */
+type StorageHandler = (store: ClusterStore, request: Request, app: RouteDeps, from: string | undefined) => Response | Promise<Response>;
 
 /**
  * `{"result": …}` with upstream's status: 400 only for false and None; a valid empty result
@@ -77,7 +78,7 @@ function guarded(handler: StorageHandler) {
     if ((request.method === "POST" || type !== null) && !isJsonContentType(type)) {
       return refuse(`Content-Type ${(type ?? "none").slice(0, 100)}`, 415, "Unsupported Media Type: the body must be application/json");
     }
-    return handler(storage.store, request, deps);
+    return handler(storage.store, request, deps, address);
   };
 }
 
@@ -142,8 +143,7 @@ function remove(store: ClusterStore, request: Request): Response {
   return result(store.delete(key));
 }
 
-export const clusterSet = (deps: RouteDeps, request: Request, keepOpen: KeepOpen, peer?: () => string | undefined): Response | Promise<Response> =>
-  guarded((store, req, routeDeps) => set(store, req, routeDeps, peer?.()))(deps, request, keepOpen, peer);
+export const clusterSet = guarded(set);
 export const clusterGet = guarded(get);
 export const clusterExpire = guarded(expire);
 export const clusterGetPrefix = guarded(getPrefix);
