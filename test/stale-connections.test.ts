@@ -19,6 +19,28 @@ async function ask(post: (path: string, body: unknown) => Promise<Response>, i: 
 }
 
 describe("stale pooled connections", () => {
+  test("a pooled connection idle --worker-keep-alive-s is never reused; one idle less is", async () => {
+    // The worker would keep them 10 s: only the proxy's own expiry (200 ms) closes them.
+    const faults = { keepAliveTimeoutMs: 10_000 };
+    await using cluster = await startCluster({ contexts: [{ faults }], generations: [{ faults }], config: { workerKeepAliveMs: 200, healthCheckIntervalMs: 60_000 } });
+    // The generation worker: nothing but the proxy connects to it (context workers also get the emulator's own KV claims).
+    const worker = cluster.generations[0]!;
+    const one = async (): Promise<void> => {
+      await (await cluster.post("/v1/chat/completions", chat("pooled", false))).text();
+    };
+    await one();
+    await Bun.sleep(250);
+    // The first request after the expiry sweeps the pool: it goes on a new connection.
+    let opened = worker.connectionFaults().opened;
+    await one();
+    expect(worker.connectionFaults().opened).toBe(opened + 1);
+    // Right after, the connection it left is reused.
+    opened = worker.connectionFaults().opened;
+    await one();
+    await one();
+    expect(worker.connectionFaults().opened).toBe(opened);
+  });
+
   test("a worker that resets every kept-alive connection's next request unread costs the client nothing, on both legs", async () => {
     const faults = { resetKeptAlive: true };
     await using cluster = await startCluster({ contexts: [{ faults }], generations: [{ faults }] });
