@@ -56,7 +56,7 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   keepServingOnStrayRejections(logger);
   const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
   if (unresolved !== undefined) exit(2, unresolved);
-  const info = { pid: process.pid, version: VERSION, startedAt: new Date().toISOString() };
+  const info = { pid: process.pid, version: VERSION, startedAt: new Date().toISOString(), host: command.config.bindHost ?? command.config.host };
   const port = await claimPortOrExit(command.config);
   const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);

@@ -127,6 +127,27 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(await winner.child.exited).toBe(0);
   }, 90_000);
 
+  test("a take-over on an address that does not take every connection of the running one's (127.0.0.2 for 127.0.0.1) is refused before it listens, and the running one serves on", async () => {
+    const dir = temp.dir("upgrade-narrower-");
+    const port = freePort();
+    const { context, generation } = emulatedPair();
+    const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+    const old = spawnProxy(dir, args, "old");
+    await old.waitFor(isListening, 20_000, "listening");
+    const narrower = spawnProxy(dir, [...args, "--host", "127.0.0.2", "--take-over"], "narrower");
+    expect(await narrower.child.exited).toBe(2);
+    expect(narrower.stderr).toContain(`port ${port} is served on 127.0.0.1 by disagg-proxy `);
+    expect(narrower.stderr).toContain("this one would listen on 127.0.0.2");
+    expect(narrower.records.some(isListening)).toBe(false);
+    expect(await servingPid(port)).toBe(old.pid);
+    const same = spawnProxy(dir, [...args, "--take-over"], "same");
+    await same.waitFor((record) => record["msg"] === "took over the port", 20_000, "took over");
+    expect(await old.child.exited).toBe(0);
+    expect(await servingPid(port)).toBe(same.pid);
+    same.child.kill("SIGTERM");
+    expect(await same.child.exited).toBe(0);
+  }, 60_000);
+
   test("workers registered in the proxy's HTTP cluster storage are handed to the new process: it routes to them at once, though none has registered with it", async () => {
     const dir = temp.dir("upgrade-registrations-");
     const port = freePort();

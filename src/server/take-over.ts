@@ -11,6 +11,7 @@
  * Without `--take-over` a second copy on a held port is refused before it listens.
  */
 
+import { isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -23,6 +24,8 @@ export interface ProcessInfo {
   readonly version: string;
   /** ISO 8601, UTC. */
   readonly startedAt: string;
+  /** The address it listens on (bind_host, else hostname); absent from a process of an earlier release. */
+  readonly host?: string;
 }
 
 /** Hello and state are answered at once; release after the listener closed. */
@@ -45,8 +48,45 @@ export type PortClaim =
   | { readonly kind: "taking-over"; readonly predecessor: Predecessor; readonly path: string }
   | { readonly kind: "refused"; readonly message: string };
 
+/** Every address a listen host stands for: an IP literal itself, a name what it resolves to. */
+export type ListenAddresses = (host: string) => Promise<readonly string[]>;
+
+const resolvedAddresses: ListenAddresses = async (host) => (isIP(unbracketed(host)) !== 0 ? [unbracketed(host)] : (await Bun.dns.lookup(host)).map((entry) => entry.address));
+
+function unbracketed(host: string): string {
+  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+}
+
+/**
+ * Whether a listener on `next` takes every connection one on `current` takes, so that `current`
+ * may stop listening: `::` takes all, `0.0.0.0` every IPv4 address, any other only its own.
+ */
+export function listenCovers(next: readonly string[], current: readonly string[]): boolean {
+  if (next.includes("::")) return true;
+  const anyV4 = next.includes("0.0.0.0");
+  return current.every((address) => next.includes(address) || (anyV4 && isIP(address) === 4));
+}
+
+/**
+ * Why a take-over from `config`'s listen address would leave clients of the running process's
+ * address refused (a narrower address: `127.0.0.1` taking over `0.0.0.0`), or undefined. Both
+ * share one control socket, named by the port alone.
+ */
+async function narrowerListen(config: ProxyConfig, info: ProcessInfo, addressesOf: ListenAddresses): Promise<string | undefined> {
+  const next = config.bindHost ?? config.host;
+  const current = info.host;
+  if (current === undefined || current.toLowerCase() === next.toLowerCase()) return undefined;
+  const [nextAddresses, currentAddresses] = await Promise.all([addressesOf(next), addressesOf(current)]);
+  if (listenCovers(nextAddresses, currentAddresses)) return undefined;
+  return (
+    `port ${config.port} is served on ${current} by disagg-proxy ${info.version} (pid ${info.pid}); this one would listen on ${next}, ` +
+    `which does not take every connection ${current} takes: once it took over, clients of ${current} would be refused. ` +
+    `Start it with --host ${current} (or a wildcard address), or stop that one first`
+  );
+}
+
 /** Before listening: hold the port's control socket, or find who holds it. */
-export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>): Promise<PortClaim> {
+export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>, addressesOf: ListenAddresses = resolvedAddresses): Promise<PortClaim> {
   if (config.port === 0) return { kind: "unguarded" };
   const dir = runtimeDirOf(config.runtimeDir, env);
   ensureRuntimeDir(dir);
@@ -62,6 +102,14 @@ export async function claimPort(config: ProxyConfig, env: Readonly<Record<string
         `port ${config.port} is already served by disagg-proxy ${info.version} (pid ${info.pid}, started ${info.startedAt}; control socket ${path}): ` +
         "start this one with --take-over to replace it without refusing a connection, or stop that one first",
     };
+  }
+  const narrower = await narrowerListen(config, info, addressesOf).catch((error: unknown) => {
+    claim.holder.close();
+    throw error;
+  });
+  if (narrower !== undefined) {
+    claim.holder.close();
+    return { kind: "refused", message: narrower };
   }
   const state = await claim.holder.request({ op: "state" }, CONTROL_TIMEOUT_MS);
   return { kind: "taking-over", path, predecessor: predecessorOf(claim.holder, info, handedItems(state["registrations"])) };
@@ -152,11 +200,11 @@ export function controlHandler(side: OldSide): ControlHandler {
 }
 
 function processInfoOf(reply: Record<string, unknown>): ProcessInfo {
-  const { pid, version, startedAt } = reply;
+  const { pid, version, startedAt, host } = reply;
   if (typeof pid !== "number" || typeof version !== "string" || typeof startedAt !== "string") {
     throw new Error(`the control socket's holder answered ${JSON.stringify(reply).slice(0, 200)}, not a disagg-proxy hello`);
   }
-  return { pid, version, startedAt };
+  return typeof host === "string" ? { pid, version, startedAt, host } : { pid, version, startedAt };
 }
 
 function handedItems(value: unknown): HandedItem[] {
