@@ -3,6 +3,7 @@
  * once more on a fresh context and generation pair: the client sees nothing but the time.
  */
 import { describe, expect, test } from "bun:test";
+import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { startCluster, sseData } from "./support/cluster.ts";
 
 const chat = (content: string, stream: boolean) => ({ model: "m", messages: [{ role: "user", content }], stream, max_tokens: 4 });
@@ -26,6 +27,33 @@ describe("restart before the first byte", () => {
       expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair")).toBe(true);
     });
   }
+
+  test("a restarted Responses or Anthropic stream keeps the ids its client sees", async () => {
+    await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0 } });
+    const cases = [
+      { path: "/v1/responses", body: { model: "m", input: "kill [[emu gen.queue_ms=300 tokens=3]]", stream: true }, id: (event: Record<string, unknown>) => (event["response"] as Record<string, unknown> | undefined)?.["id"] },
+      { path: "/v1/messages", body: { model: "m", max_tokens: 8, messages: [{ role: "user", content: "kill [[emu gen.queue_ms=300 tokens=3]]" }], stream: true }, id: (event: Record<string, unknown>) => (event["message"] as Record<string, unknown> | undefined)?.["id"] },
+    ];
+    for (const { path, body, id } of cases) {
+      const seen = cluster.generations.map((worker) => worker.requests.length);
+      const pending = cluster.post(path, body);
+      const victim = await Promise.race(cluster.generations.map((worker, i) => worker.waitFor((r) => r.seq >= seen[i]! && r.phase === "generation").then(() => worker)));
+      const port = victim.port;
+      await victim.stop();
+      const response = await pending;
+      expect(response.status).toBe(200);
+      const events = (await sseData(response)).filter((data) => data.startsWith("{")).map((data) => JSON.parse(data) as Record<string, unknown>);
+      const ids = new Set(events.map(id).filter((value) => value !== undefined));
+      // One id from the opening to the end, and an answer that completed.
+      expect(ids.size).toBe(1);
+      expect(JSON.stringify(events)).toContain(" tok3");
+      expect(events.some((event) => event["type"] === "error" || event["type"] === "response.failed")).toBe(false);
+      expect(events.at(-1)?.["type"]).toBe(path === "/v1/responses" ? "response.completed" : "message_stop");
+      // The killed worker comes back for the next case.
+      const index = cluster.generations.indexOf(victim);
+      (cluster.generations as unknown as unknown[])[index] = startEmulatedWorker({ role: "generation", port });
+    }
+  });
 
   test("a stream broken before its first byte is served whole by another pair; once bytes reached the client, the failure is in-band", async () => {
     await using cluster = await startCluster({ generations: [{ faults: { cutAfterTokens: 0 } }, {}], config: { maxRetries: 0 } });
