@@ -8,16 +8,17 @@ const MAX_MESSAGE_CHARS = 300;
 /**
  * The proxy's own words for each failure, all an open dashboard shows: the message a client
  * got may quote a value from its body (a validation error) or a worker's free text, and an
- * open dashboard is readable by anyone who can reach /metrics. A code without an entry here
- * (one added later) is shown as its name.
+ * open dashboard is readable by anyone who can reach /metrics. Every code has its words: a
+ * code added to errors.ts does not typecheck until it has them here.
  */
-const OWN_WORDS: Partial<Record<ErrorCode, string>> = {
+const OWN_WORDS: Readonly<Record<ErrorCode, string>> = {
   BAD_REQUEST: "the request was refused as invalid",
   BODY_TOO_LARGE: "the request body was too large",
   BODY_TOO_SLOW: "the request body arrived too slowly",
   BODY_TOO_DEEP: "the request body was nested too deep",
   BODY_TOO_FRAGMENTED: "the request body came in too many pieces",
   NOT_FOUND: "no such route",
+  MODEL_NOT_FOUND: "no worker serves the model the request named",
   METHOD_NOT_ALLOWED: "method not allowed",
   NOT_READY: "the workers were not ready",
   NO_WORKER: "no worker was available",
@@ -32,6 +33,7 @@ const OWN_WORDS: Partial<Record<ErrorCode, string>> = {
   CLIENT_GONE: "the client left",
   DRAINING: "the proxy was shutting down",
   OVERLOADED: "the proxy was at its in-flight limit",
+  WORKERS_BUSY: "every worker reported a queue over --max-worker-queue",
   UNAUTHORIZED: "no valid API key",
   MISDIRECTED: "a Host this proxy does not answer to",
   INTERNAL: "internal error (see the log)",
@@ -40,7 +42,7 @@ const OWN_WORDS: Partial<Record<ErrorCode, string>> = {
 /** What an open dashboard says about a failure: its code and the proxy's words for it. */
 export function ownWording(code: ErrorCode | undefined): string | undefined {
   if (code === undefined) return undefined;
-  return `${code}: ${OWN_WORDS[code] ?? code.toLowerCase().replaceAll("_", " ")}`;
+  return `${code}: ${OWN_WORDS[code]}`;
 }
 
 interface Entry {
