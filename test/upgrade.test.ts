@@ -148,6 +148,25 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(await same.child.exited).toBe(0);
   }, 60_000);
 
+  test("a second copy whose runtime directory differs (another environment) finds the port's listener and is refused before it listens, with or without --take-over", async () => {
+    const port = freePort();
+    const { context, generation } = emulatedPair();
+    const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+    const first = spawnProxy(temp.dir("upgrade-dir-a-"), args, "first");
+    await first.waitFor(isListening, 20_000, "listening");
+    for (const extra of [[], ["--take-over"]]) {
+      const elsewhere = temp.dir("upgrade-dir-b-");
+      const second = spawnProxy(elsewhere, [...args, ...extra], "second");
+      expect(await second.child.exited).toBe(2);
+      expect(second.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is already in use, by a process that holds no control socket in ${elsewhere}`);
+      expect(second.records.some(isListening)).toBe(false);
+      expect(existsSync(join(elsewhere, `disagg-proxy-${port}.sock`))).toBe(false);
+    }
+    for (let i = 0; i < 4; i++) expect(await servingPid(port)).toBe(first.pid);
+    first.child.kill("SIGTERM");
+    expect(await first.child.exited).toBe(0);
+  }, 60_000);
+
   test("workers registered in the proxy's HTTP cluster storage are handed to the new process: it routes to them at once, though none has registered with it", async () => {
     const dir = temp.dir("upgrade-registrations-");
     const port = freePort();

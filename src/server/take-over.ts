@@ -11,7 +11,7 @@
  * Without `--take-over` a second copy on a held port is refused before it listens.
  */
 
-import { isIP } from "node:net";
+import { createConnection, isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -85,6 +85,34 @@ async function narrowerListen(config: ProxyConfig, info: ProcessInfo, addressesO
   );
 }
 
+/** How long a probe of the port waits for a connection to be accepted. */
+const PROBE_TIMEOUT_MS = 1_000;
+
+/**
+ * The address at which something already accepts connections on the port, or undefined. With
+ * SO_REUSEPORT a second proxy binds the port beside the first whatever the control sockets say,
+ * so one whose runtime directory differs (another environment) is caught here, before it listens.
+ */
+async function listenerOn(host: string, port: number): Promise<string | undefined> {
+  const bare = unbracketed(host);
+  const probes = bare === "0.0.0.0" ? ["127.0.0.1"] : bare === "::" ? ["::1", "127.0.0.1"] : [bare];
+  for (const address of probes) if (await accepts(address, port)) return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+  return undefined;
+}
+
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port, timeout: PROBE_TIMEOUT_MS });
+    const done = (accepted: boolean): void => {
+      socket.destroy();
+      resolve(accepted);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("timeout", () => done(false));
+    socket.once("error", () => done(false));
+  });
+}
+
 /** Before listening: hold the port's control socket, or find who holds it. */
 export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>, addressesOf: ListenAddresses = resolvedAddresses): Promise<PortClaim> {
   if (config.port === 0) return { kind: "unguarded" };
@@ -92,7 +120,18 @@ export async function claimPort(config: ProxyConfig, env: Readonly<Record<string
   ensureRuntimeDir(dir);
   const path = controlSocketPath(dir, config.port);
   const claim = await claimControlSocket(path);
-  if ("held" in claim) return { kind: "held", control: claim.held };
+  if ("held" in claim) {
+    const listener = await listenerOn(config.bindHost ?? config.host, config.port);
+    if (listener === undefined) return { kind: "held", control: claim.held };
+    claim.held.close();
+    return {
+      kind: "refused",
+      message:
+        `cannot listen on ${listener}: the port is already in use, by a process that holds no control socket in ${dir} ` +
+        "(a disagg-proxy started with another --runtime-dir, $XDG_RUNTIME_DIR or $RUNTIME_DIRECTORY, or another program): " +
+        "stop it, or give this one its runtime directory (--runtime-dir) to be refused or to take it over",
+    };
+  }
   const info = processInfoOf(await claim.holder.request({ op: "hello" }, CONTROL_TIMEOUT_MS));
   if (!config.takeOver) {
     claim.holder.close();
