@@ -54,6 +54,21 @@ describe("OutlierDetector", () => {
     expect(ejections.map((line) => line["ejection_s"])).toEqual([1, 2]);
   });
 
+  test("each ejection length a worker then stays in rotation forgives one ejection", () => {
+    const { detector, fail, clock, logger } = setup([B, C]);
+    fail(B, 3);
+    clock.now = 1000;
+    detector.checked(B, true);
+    fail(B, 3);
+    clock.now = 3000;
+    detector.checked(B, true);
+    // Back at 3,000 after two ejections: by 7,000 four base lengths passed, both are forgiven and the third lasts as the first.
+    clock.now = 7000;
+    fail(B, 3);
+    const lengths = logger.records.filter((line) => line["msg"] === "worker ejected: its requests keep failing").map((line) => line["ejection_s"]);
+    expect(lengths).toEqual([1, 2, 1]);
+  });
+
   test("never more than the share of a role, at least one, and never the last worker in rotation", () => {
     const three = setup([A, B, C], { outlierFailures: 1, outlierEjectionMs: 1000, outlierMaxEjectionPercent: 50 });
     three.fail(A, 1);

@@ -5,8 +5,9 @@ import type { OutlierState, WorkerEntry, WorkerPool } from "./worker-pool.ts";
 /**
  * Passive outlier ejection, as Envoy's outlier detection: a worker whose requests fail
  * `outlierFailures` times in a row (timeouts, lost connections, 5xx, broken answers) leaves
- * rotation for `outlierEjectionMs` × the number of times it was ejected, then comes back once a
- * request to it or a health check succeeds. Active /health checks cannot see a worker that
+ * rotation for `outlierEjectionMs` × the number of times it was ejected (each such length it
+ * then stays in rotation forgives one), and comes back once that time is over and a request to
+ * it or a health check succeeds. Active /health checks cannot see a worker that
  * answers them while every request hangs (TensorRT-LLM #13713: "workers up, /health 200, every
  * post-burst request times out"); its requests can.
  *
@@ -65,9 +66,12 @@ export class OutlierDetector {
       this.#logger.debug("worker not ejected: its role keeps it", { worker: entry.origin, role: entry.role, reason, ejected, allowed, serving });
       return;
     }
+    // As Envoy's multiplier: each ejection length spent back in rotation forgives one ejection.
+    const now = this.#now();
+    if (state.backSince !== undefined) state.ejections = Math.max(0, state.ejections - Math.floor((now - state.backSince) / this.#settings.outlierEjectionMs));
     state.ejections++;
     const ms = this.#settings.outlierEjectionMs * state.ejections;
-    state.ejected = { until: this.#now() + ms, reason };
+    state.ejected = { until: now + ms, reason };
     this.#logger.warn("worker ejected: its requests keep failing", {
       worker: entry.origin,
       role: entry.role,
@@ -83,6 +87,7 @@ export class OutlierDetector {
     const ejected = entry.outlier?.ejected;
     if (ejected === undefined || this.#now() < ejected.until || entry.outlier === undefined) return;
     entry.outlier.ejected = undefined;
+    entry.outlier.backSince = this.#now();
     this.#logger.info("worker back in rotation after its ejection", { worker: entry.origin, role: entry.role, because: why, ejections: entry.outlier.ejections });
   }
 }

@@ -9,6 +9,8 @@ export interface OutlierState {
   ejections: number;
   /** Out of rotation until `until` (performance.now ms) has passed and a request or check succeeds. */
   ejected: { readonly until: number; readonly reason: string } | undefined;
+  /** When it last came back from an ejection. */
+  backSince?: number | undefined;
 }
 
 /** Takes requests: ready by its health checks and not ejected for its requests' failures. */
