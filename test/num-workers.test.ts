@@ -97,7 +97,10 @@ describe("num_workers: several event loops serve one port with one load view", (
         Array.from({ length: 40 }, () => fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", connection: "close" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 }) })),
       );
       expect(answers.map((answer) => answer.status).every((status) => status === 200)).toBe(true);
-      const loops = new Set(proxy.lines().filter((line) => line.includes('"msg":"request"')).map((line) => loopOf((JSON.parse(line) as { disagg_request_id: string }).disagg_request_id)));
+      // An extra loop's log line reaches stdout through the main thread, after its answer may have reached the client.
+      const requestLines = (): string[] => proxy.lines().filter((line) => line.includes('"msg":"request"'));
+      await eventually(() => requestLines().length === 40, 5000, "40 requests logged");
+      const loops = new Set(requestLines().map((line) => loopOf((JSON.parse(line) as { disagg_request_id: string }).disagg_request_id)));
       expect(loops.size).toBeGreaterThan(1);
       const okTotal = async (): Promise<number | undefined> => {
         // A new connection each time: the kernel hands it to any loop.
