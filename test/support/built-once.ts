@@ -8,7 +8,7 @@
  */
 
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** A SHA-256 over the given files, and every file under the given directories, with their paths. */
 export function inputsKey(root: string, paths: readonly string[], extra: readonly string[] = []): string {
@@ -41,6 +41,8 @@ const POLL_MS = 200;
 export async function madeOnce(options: { lock: string; stamp: string; key: string; timeoutMs: number; make: () => Promise<void> }): Promise<void> {
   const { lock, stamp, key } = options;
   const deadline = performance.now() + options.timeoutMs;
+  // A fresh checkout has no dist/ yet.
+  mkdirSync(dirname(lock), { recursive: true });
   for (;;) {
     if (readOr(stamp) === key) return;
     if (tryLock(lock)) {
