@@ -17,7 +17,7 @@ import {
 } from "./bodies.ts";
 import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
 import type { JsonAnswer } from "../workers/client.ts";
-import type { HandoffWatch } from "./leg-runner.ts";
+import type { HandoffWatch } from "./handoff-watch.ts";
 import type { SettleReason, UnclaimedHandoff } from "./handoff-settler.ts";
 import { asProxyError, ProxyError } from "../errors.ts";
 import { restartsBeforeFirstByte } from "./retry.ts";

@@ -1,7 +1,7 @@
-import { isJsonObject, type JsonObject } from "../json.ts";
+import type { JsonObject } from "../json.ts";
 import type { JsonSource } from "../json-source.ts";
 import { asProxyError, ProxyError } from "../errors.ts";
-import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
+import { disaggAuthOf } from "../security/disagg-auth.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { delay } from "../timers.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
@@ -11,8 +11,6 @@ import { WORKER_PATH, type ApiKind } from "./api-kind.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Placed, Placement } from "../routing/placement.ts";
-import { servesChoice } from "../routing/model-choice.ts";
-import type { WorkerEntry } from "../workers/worker-pool.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
@@ -195,16 +193,19 @@ export class HandoffSettler {
     this.#onSettled(reason, false);
   }
 
+  /**
+   * The least loaded generation worker that can take the hand-off (not its context worker), one
+   * not tried yet first (Placement.placeLeastLoaded: not the routers' pick).
+   */
   #place(handoff: UnclaimedHandoff, tried: readonly string[]): Placed {
-    const { placement } = this.#deps;
-    const requires = handoff.api === "responses" ? "responses_disaggregation" : undefined;
-    const choice = placement.chooseModel(handoff.routing.model);
-    const candidates = placement.pool
-      .ready("generation")
-      .filter((worker) => worker.origin !== handoff.contextWorker && (requires === undefined || worker.protocol.accepts.has(requires)) && servesChoice(worker, choice));
-    const worker = leastLoaded(candidates, (origin) => placement.table.load("generation", origin), tried);
-    if (worker === undefined) throw new ProxyError("NO_WORKER", 503, "No generation worker can take the hand-off");
-    return placement.reserveAgain("generation", handoff.disaggRequestId, worker, handoff.routing);
+    return this.#deps.placement.placeLeastLoaded({
+      role: "generation",
+      requestKey: handoff.disaggRequestId,
+      exclude: handoff.contextWorker,
+      avoid: tried,
+      routing: handoff.routing,
+      requires: handoff.api === "responses" ? "responses_disaggregation" : undefined,
+    });
   }
 
   /** One claim: a generation worker placed (not the context worker), the capped request sent. */
@@ -224,22 +225,13 @@ export class HandoffSettler {
         timeoutMs: Math.max(1, remainingMs),
         maxAnswerBytes: deps.config.maxAnswerBytes,
         fetch: deps.workerFetch,
-        headers: { ...codec.headers, ...authOf(deps.config.internalAuthKey, body) },
+        headers: { ...codec.headers, ...disaggAuthOf(deps.config.internalAuthKey, body) },
       });
       return placed.worker.origin;
     } finally {
       placed.reservation.release();
     }
   }
-}
-
-/**
- * The least loaded generation worker in rotation that can take the hand-off, one not tried yet
- * first. Not the routers' pick: a settle must not move a round robin or teach a router.
- */
-function leastLoaded(candidates: readonly WorkerEntry[], load: (origin: string) => number, tried: readonly string[]): WorkerEntry | undefined {
-  const fresh = candidates.filter((worker) => !tried.includes(worker.origin));
-  return (fresh.length > 0 ? fresh : candidates).toSorted((a, b) => load(a.origin) - load(b.origin))[0];
 }
 
 /** The generation body capped at one token, not streamed: the worker pulls the KV and stops. */
@@ -252,13 +244,6 @@ export function cappedBody(api: ApiKind, body: JsonObject): JsonObject {
     capped["stream_options"] = null;
   }
   return capped;
-}
-
-function authOf(key: string | undefined, body: JsonObject): Record<string, string> {
-  const params = body["disaggregated_params"];
-  if (key === undefined || !isJsonObject(params)) return {};
-  const signature = disaggAuthHeader(key, params);
-  return signature === undefined ? {} : { [DISAGG_AUTH_HEADER]: signature };
 }
 
 /** Reads a stream until its first bytes (or its end), then lets it go. */

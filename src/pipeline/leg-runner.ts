@@ -15,6 +15,7 @@ import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
+import { watchedCall, type HandoffWatch } from "./handoff-watch.ts";
 import { lostUnread, neverReachedEngine } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps } from "./types.ts";
 
@@ -56,23 +57,6 @@ export interface LegPlan {
   readonly avoid?: readonly string[] | undefined;
   /** A leg of a context-first hand-off (its context leg, its generation leg): whether it reached a worker, and who takes over an attempt the request's end leaves in flight. */
   readonly handoff?: HandoffWatch | undefined;
-}
-
-/** An attempt in flight when its request ended. */
-export interface AdoptedAttempt {
-  readonly origin: string;
-  /** The disagg_request_id it was sent under. */
-  readonly id: bigint;
-  /** The worker's answer has begun (headers in); read live. */
-  readonly answering: boolean;
-}
-
-/** What a hand-off's generation leg tells its settler (pipeline/handoff-settler.ts). */
-export interface HandoffWatch {
-  /** An attempt may have reached a worker (sent, and not failed provably unread): the hand-off may be claimed. */
-  reached: boolean;
-  /** The request ended while the attempt sent to `origin` under `id` was in flight: the watch decides when `abort` stops it. */
-  adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, attempt: AdoptedAttempt): void;
 }
 
 /** The answering attempt: its worker, the id it was sent under, and what came back. */
@@ -159,48 +143,6 @@ async function runAttempts<T>(
       await pause(deps.config.retryDelayMs, plan.signal);
     }
   }
-}
-
-/**
- * An attempt of a hand-off's generation leg, on an abort of its own: the request's end hands an
- * attempt still in flight to the watch (which stops it once it claimed the hand-off) and fails
- * the attempt for the request at once. A stream that answered follows the request's end again.
- */
-async function watchedCall<T>(call: (post: WorkerPost) => Promise<T>, post: WorkerPost, request: AbortSignal, watch: HandoffWatch, id: bigint): Promise<T> {
-  const own = new AbortController();
-  let answering = false;
-  const pending = call({ ...post, signal: own.signal, onAnswer: () => (answering = true) });
-  watch.reached = true;
-  const { promise: ended, reject } = Promise.withResolvers<never>();
-  const onEnd = (): void => {
-    watch.adopt(pending, (reason) => own.abort(reason), {
-      origin: post.origin,
-      id,
-      get answering() {
-        return answering;
-      },
-    });
-    reject(request.reason);
-  };
-  if (request.aborted) onEnd();
-  else request.addEventListener("abort", onEnd, { once: true });
-  try {
-    const value = await Promise.race([pending, ended]);
-    stopAtRequestEnd(request, own);
-    return value;
-  } finally {
-    request.removeEventListener("abort", onEnd);
-  }
-}
-
-/**
- * Answered: from now on the request's end stops the attempt, as any leg's. Made apart from
- * watchedCall so the listener, which lives as long as the request, keeps nothing of its frame
- * (the worker body among it).
- */
-function stopAtRequestEnd(request: AbortSignal, own: AbortController): void {
-  if (request.aborted) own.abort(request.reason);
-  else request.addEventListener("abort", () => own.abort(request.reason), { once: true });
 }
 
 /**

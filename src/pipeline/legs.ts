@@ -1,13 +1,14 @@
 import type { ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject } from "../json.ts";
+import type { JsonObject } from "../json.ts";
 import type { KeptList } from "../json-bytes.ts";
 import type { JsonSource } from "../json-source.ts";
-import { DISAGG_AUTH_HEADER, disaggAuthHeader } from "../security/disagg-auth.ts";
+import { disaggAuthOf } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import { runJsonLeg, runStreamLeg, type HandoffWatch, type LegPlan } from "./leg-runner.ts";
+import type { HandoffWatch } from "./handoff-watch.ts";
+import { runJsonLeg, runStreamLeg, type LegPlan } from "./leg-runner.ts";
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";
 
@@ -87,7 +88,7 @@ export async function runGenerationLeg(
     routing: options.routing ?? input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: generationLegRetryable,
-    headers: { ...codec.headers, ...internalAuth(deps, options.body) },
+    headers: { ...codec.headers, ...disaggAuthOf(deps.config.internalAuthKey, options.body) },
     id: ctx.engineRequestId,
     freshIdOnRetry: false,
     codec,
@@ -112,13 +113,4 @@ export async function runGenerationLeg(
   ctx.legServed("generation", origin);
   ctx.perf?.workerAnswered("gen", origin, result.headers);
   return { kind: "json", body: result.body, bytes: result.bytes, headers: result.headers };
-}
-
-/** x-trtllm-disagg-auth for a generation request carrying protected hand-off fields, when a key is set. */
-function internalAuth(deps: PipelineDeps, body: JsonObject): Record<string, string> {
-  const key = deps.config.internalAuthKey;
-  const params = body["disaggregated_params"];
-  if (key === undefined || !isJsonObject(params)) return {};
-  const signature = disaggAuthHeader(key, params);
-  return signature === undefined ? {} : { [DISAGG_AUTH_HEADER]: signature };
 }

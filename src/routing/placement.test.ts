@@ -41,6 +41,22 @@ describe("Placement", () => {
     expect(() => p.refuseWhenSaturated(undefined)).not.toThrow();
   });
 
+  test("a least-loaded placement weighs the workers' own load reports, prefers a worker not in avoid, and leaves round robin's turn alone", () => {
+    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://a:1", "http://b:1", "http://d:1"], contextRouter: "round_robin", generationRouter: "round_robin", workerLoadIntervalMs: 1000 });
+    for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
+    // The proxy holds nothing anywhere; the workers report a and d busy (other proxies' requests).
+    p.loads?.record("http://a:1", { running: 6, waiting: 2, kvUtilization: undefined });
+    p.loads?.record("http://d:1", { running: 1, waiting: 0, kvUtilization: undefined });
+    const settle = p.placeLeastLoaded({ role: "generation", requestKey: 1n, exclude: "http://c:1", avoid: [] });
+    expect(settle.worker.origin).toBe("http://b:1");
+    settle.reservation.release();
+    expect(p.placeLeastLoaded({ role: "generation", requestKey: 2n, exclude: "http://c:1", avoid: ["http://b:1"] }).worker.origin).toBe("http://d:1");
+    // Every worker avoided: the least loaded of all.
+    expect(p.placeLeastLoaded({ role: "generation", requestKey: 3n, exclude: "http://c:1", avoid: ["http://a:1", "http://b:1", "http://d:1"] }).worker.origin).toBe("http://b:1");
+    // The routers' round robin starts where it would have without those placements.
+    expect(p.place({ role: "generation", requestKey: 4n, exclude: "http://c:1", avoid: [] }).worker.origin).toBe("http://a:1");
+  });
+
   test("round_robin cycles through the ready workers", () => {
     const p = placement("round_robin", ["http://a:1", "http://b:1"], ["http://g:1"]);
     const picks = [1, 2, 3, 4].map(() => p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] }).worker.origin);

@@ -6,6 +6,7 @@ import type { SharedLoad } from "./shared-load.ts";
 import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
+import { leastLoadedOf, roundRobinCursor } from "./simple-routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
 import { inRotation, WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
@@ -81,6 +82,8 @@ export class Placement {
   /** subagent_affinity_scope "both": generation is placed by the parent's session too, not only context. */
   readonly #generationByParent: boolean;
   readonly #maxWorkerQueue: number;
+  /** Ties of placeLeastLoaded, taken in turn (its own cursor: the routers' turns stay theirs). */
+  readonly #leastLoadedTurn = roundRobinCursor();
 
   constructor(config: PlacementConfig, deps: PlacementDeps = {}) {
     this.#perWorkerLimit = config.maxInflightPerWorker ?? 0;
@@ -134,17 +137,9 @@ export class Placement {
    * reservation carries the request's content weight (the conversation router's load).
    */
   place(request: PlacementRequest): RoutedPlacement {
-    const { requires, role } = request;
+    const { role } = request;
     const choice = this.#modelOf(request.routing);
-    // One pass, no intermediate lists: a placement's cost stays small in a fleet of hundreds.
-    let candidates = 0;
-    let ready: WorkerEntry[] = [];
-    for (const worker of this.pool.all(role)) {
-      if (!inRotation(worker) || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
-      candidates++;
-      if (!this.#full(role, worker.origin)) ready.push(worker);
-    }
-    if (ready.length === 0 && candidates > 0) throw overloaded(role);
+    let ready = this.#ready(request, choice);
     const weight = request.routing === undefined ? 0 : contentWeight(request.routing);
     // Another event loop may take a worker's last slot between the pick and the reservation
     // (num_workers > 1): the reservation checks the limit again, atomically, and a worker lost
@@ -161,6 +156,23 @@ export class Placement {
       ready = ready.filter((worker) => worker !== pick.worker);
       if (ready.length === 0) throw overloaded(role);
     }
+  }
+
+  /**
+   * Reserves the least loaded worker of the role that `place` could use, one not in `avoid`
+   * first, ties taken in turn. Load is what the load_balancing router weighs: the worker's own
+   * report blended in when polled (--worker-load-interval-ms), else the proxy's in-flight count.
+   * Not the routers' pick: work the proxy makes for itself (a hand-off settle) must neither move
+   * a round robin nor teach a router a placement no client asked for.
+   */
+  placeLeastLoaded(request: PlacementRequest): Placed {
+    const { role } = request;
+    const ready = this.#ready(request, this.#modelOf(request.routing));
+    const loadOf = (worker: WorkerEntry): number => this.loads?.load(role, worker.origin) ?? this.table.load(role, worker.origin);
+    const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
+    const worker = leastLoadedOf(preferred.length > 0 ? preferred : ready, loadOf, this.#leastLoadedTurn);
+    if (worker === undefined) throw new ProxyError("NO_WORKER", 503, `No ${role} worker is available`);
+    return this.reserveAgain(role, request.requestKey, worker, request.routing);
   }
 
   /**
@@ -239,6 +251,25 @@ export class Placement {
         throw new ProxyError("WORKERS_BUSY", 429, `Every ${role} worker has more than ${this.#maxWorkerQueue} requests waiting; retry shortly`);
       }
     }
+  }
+
+  /**
+   * The workers of the role a request may be placed on: in rotation, not the paired leg's, with
+   * the required capability, serving its model, below the per-worker limit. Throws OVERLOADED
+   * when some qualify but all are at the limit. One pass, no intermediate lists: a placement's
+   * cost stays small in a fleet of hundreds.
+   */
+  #ready(request: PlacementRequest, choice: ModelChoice): WorkerEntry[] {
+    const { requires, role } = request;
+    let candidates = 0;
+    const ready: WorkerEntry[] = [];
+    for (const worker of this.pool.all(role)) {
+      if (!inRotation(worker) || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
+      candidates++;
+      if (!this.#full(role, worker.origin)) ready.push(worker);
+    }
+    if (ready.length === 0 && candidates > 0) throw overloaded(role);
+    return ready;
   }
 
   #full(role: Role, origin: string): boolean {

@@ -12,7 +12,7 @@
  * (./python-json.ts). Test vectors: test/fixtures/hmac/make-vectors.py.
  */
 import { createHmac } from "node:crypto";
-import { type JsonObject, type JsonValue, jsonInteger } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, jsonInteger } from "../json.ts";
 import { pythonCanonicalJson } from "./python-json.ts";
 
 export { pythonCanonicalJson } from "./python-json.ts";
@@ -55,6 +55,17 @@ export function disaggAuthHeader(key: string, disaggregatedParams: JsonObject): 
   requireKey(key, "a disaggregated request");
   const payload = { ctx_info_endpoint: canonicalEndpoint(endpoint), encoded_opaque_state: state };
   return sign(key, pythonCanonicalJson(payload));
+}
+
+/**
+ * The `x-trtllm-disagg-auth` header of a worker request body, as headers to spread: empty when
+ * no key is set, the body carries no `disaggregated_params`, or they hold no protected field.
+ */
+export function disaggAuthOf(key: string | undefined, body: JsonObject): Record<string, string> {
+  const params = body["disaggregated_params"];
+  if (key === undefined || !isJsonObject(params)) return {};
+  const signature = disaggAuthHeader(key, params);
+  return signature === undefined ? {} : { [DISAGG_AUTH_HEADER]: signature };
 }
 
 export interface SubagentAffinityFields {
