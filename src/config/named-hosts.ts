@@ -7,6 +7,7 @@
  */
 
 import { isIP } from "node:net";
+import { withDeadline } from "../timers.ts";
 import type { ProxyConfig } from "./types.ts";
 
 export interface NamedHost {
@@ -38,13 +39,8 @@ export async function unresolvedName(config: Pick<ProxyConfig, "host" | "bindHos
 }
 
 async function resolves(host: string, lookup: Lookup, timeoutMs: number): Promise<string | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`no answer within ${timeoutMs / 1000} s`), timeoutMs)));
-  try {
-    return await Promise.race([lookup(host).then(() => undefined, (error: unknown) => reasonOf(error)), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const reason = await withDeadline(lookup(host).then(() => undefined, reasonOf), timeoutMs);
+  return reason === "late" ? `no answer within ${timeoutMs / 1000} s` : reason;
 }
 
 function reasonOf(error: unknown): string {
