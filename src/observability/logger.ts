@@ -30,33 +30,46 @@ function describe(value: unknown, depth = 0): unknown {
 /** Lines held for one write at most; a burst larger than this is written at once. */
 const BATCH_BYTES = 64 * 1024;
 
+/** Lines held for one event-loop turn, then handed to one write. */
+export interface TurnBatch {
+  readonly sink: Sink;
+  /** Hands what is held to `to` now (the batch's own write unless told): before a drain is reported, or on exit. */
+  flush(to?: (text: string) => void): void;
+}
+
 /**
- * Stdout, written once per event-loop turn: under load the request lines of every request
- * that ended in one turn share one write (a write per line was ~6 µs of CPU per request).
- * Lines still held when the process exits are written synchronously on the way out.
+ * Lines held and handed to `write` once per event-loop turn: under load the request lines of
+ * every request that ended in one turn share one write (a write per line was ~6 µs of CPU per
+ * request). A burst of BATCH_BYTES is written at once, so what is held stays bounded.
  */
-export function batchedStdout(): Sink {
+export function turnBatched(write: (text: string) => void): TurnBatch {
   let held = "";
   let scheduled = false;
-  const flush = (): void => {
+  const flush = (to: (text: string) => void = write): void => {
     scheduled = false;
     if (held === "") return;
     const text = held;
     held = "";
-    process.stdout.write(text);
+    to(text);
   };
-  process.once("exit", () => {
-    if (held !== "") writeSync(1, held);
-    held = "";
-  });
-  return (line) => {
-    held += line;
-    if (held.length >= BATCH_BYTES) flush();
-    else if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
-    }
+  return {
+    sink(line) {
+      held += line;
+      if (held.length >= BATCH_BYTES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => flush());
+      }
+    },
+    flush,
   };
+}
+
+/** Stdout, batched per turn; lines still held when the process exits are written synchronously on the way out. */
+export function batchedStdout(): Sink {
+  const batch = turnBatched((text) => process.stdout.write(text));
+  process.once("exit", () => batch.flush((text) => writeSync(1, text)));
+  return batch.sink;
 }
 
 export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Logger {

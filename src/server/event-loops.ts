@@ -19,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import { Worker, type MessagePort } from "node:worker_threads";
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardHttp } from "../dashboard/http.ts";
-import type { Logger, Sink } from "../observability/logger.ts";
+import { turnBatched, type Logger, type Sink, type TurnBatch } from "../observability/logger.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import { dashboardForwarder, forwardingObserver, privateDashboard, replay, type TrafficEvent } from "./loop-dashboard.ts";
 import { renderAll, type LoopMetrics } from "../observability/metrics.ts";
@@ -258,24 +258,6 @@ export function send(target: Worker | MessagePort, message: ToLoop | FromLoop): 
  * writer (a Worker's own stdout writes are asynchronous and were lost when the process exited
  * right after a drain). `flush` sends what is held at once (before the loop says it drained).
  */
-export function mainThreadLog(port: MessagePort): { readonly sink: Sink; flush(): void } {
-  let held = "";
-  let scheduled = false;
-  const flush = (): void => {
-    scheduled = false;
-    if (held === "") return;
-    const text = held;
-    held = "";
-    send(port, { kind: "log", text });
-  };
-  return {
-    sink(line) {
-      held += line;
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    },
-    flush,
-  };
+export function mainThreadLog(port: MessagePort): TurnBatch {
+  return turnBatched((text) => send(port, { kind: "log", text }));
 }
