@@ -54,12 +54,7 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
-  try {
-    checkNumericBounds(call.body);
-  } catch (error) {
-    if (error instanceof ProxyError) deps.traceRefused?.(call.route, request.headers, traceInputOf(call, call.body), error);
-    throw error;
-  }
+  refusalTraced(deps, call.route, request.headers, () => traceInputOf(call, call.body), () => checkNumericBounds(call.body));
   const parent = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
   const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers);
   const body = parent === undefined ? named : withSubagentConversationId(named);
@@ -98,12 +93,15 @@ export function readModelBody(deps: RouteDeps, route: string, request: Request):
  * request trace with the body, then thrown on to be answered and logged as before.
  */
 export function checkedBody<T>(deps: RouteDeps, route: string, request: Request, read: ParsedBody, checks: () => T): T {
+  return refusalTraced(deps, route, request.headers, () => ({ body: read.source.bytes, conversationId: conversationIdOf(read.body, request.headers) }), checks);
+}
+
+/** Runs `checks`; a refusal (a 4xx) is recorded in the request trace with what `traced` gives, then thrown on. */
+function refusalTraced<T>(deps: RouteDeps, route: string, headers: Headers, traced: () => TraceInput, checks: () => T): T {
   try {
     return checks();
   } catch (error) {
-    if (error instanceof ProxyError && error.status < 500) {
-      deps.traceRefused?.(route, request.headers, { body: read.source.bytes, conversationId: conversationIdOf(read.body, request.headers) }, error);
-    }
+    if (error instanceof ProxyError && error.status < 500) deps.traceRefused?.(route, headers, traced(), error);
     throw error;
   }
 }
