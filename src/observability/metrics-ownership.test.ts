@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { register as promClientGlobalRegistry } from "prom-client";
-import { createMetrics, type ProxyMetrics, type WorkerGaugeSource } from "./metrics.ts";
+import { createMetrics, type ProxyMetrics, type ScrapeGaugeSource } from "./metrics.ts";
 import { CHAT, valueOf } from "./metrics-test-support.ts";
 
-type Worker = ReturnType<WorkerGaugeSource["workers"]>[number];
+type Worker = ReturnType<ScrapeGaugeSource["workers"]>[number];
 
-const noWorkers: WorkerGaugeSource = { workers: () => [] };
+const noWorkers: ScrapeGaugeSource = { workers: () => [] };
 
 async function scrape(metrics: ProxyMetrics, series: string): Promise<number | undefined> {
   return valueOf(await metrics.render(), series);

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { createMetrics, type WorkerGaugeSource } from "./metrics.ts";
+import { createMetrics, type ScrapeGaugeSource } from "./metrics.ts";
 import { LONG_TIME_BUCKETS, SHORT_TIME_BUCKETS } from "./metrics-families.ts";
 import { bucketBounds, CHAT, valueOf } from "./metrics-test-support.ts";
 
-const noWorkers: WorkerGaugeSource = { workers: () => [] };
+const noWorkers: ScrapeGaugeSource = { workers: () => [] };
 
 const UPSTREAM_COUNTERS = [
   "total_requests",

@@ -25,11 +25,30 @@ import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleF
 import type { Role } from "../config/types.ts";
 import type { TraceCounts } from "./request-trace.ts";
 
-export interface WorkerGaugeSource {
+/** One worker's gauges. */
+export interface WorkerGauges {
+  role: Role;
+  url: string;
+  inFlight: number;
+  healthy: boolean;
+  ejected?: boolean;
+  version?: string;
+}
+
+/** One served model's gauges, by role. */
+export interface ModelGauges {
+  model: string;
+  role: Role;
+  ready: number;
+  inFlight: number;
+}
+
+/** What the gauges show, read at every scrape: the workers, the served models, the request trace. */
+export interface ScrapeGaugeSource {
   /** Called at scrape time. */
-  workers(): readonly { role: Role; url: string; inFlight: number; healthy: boolean; ejected?: boolean; version?: string }[];
+  workers(): readonly WorkerGauges[];
   /** Called at scrape time: each served model's ready workers and in-flight requests by role (none when no worker named its model). */
-  models?(): readonly { model: string; role: Role; ready: number; inFlight: number }[];
+  models?(): readonly ModelGauges[];
   /** Called at scrape time: what became of the request trace's lines (undefined: no trace written). */
   requestTrace?(): TraceCounts | undefined;
 }
@@ -91,36 +110,48 @@ function observeLeg(family: RoleFamilies, firstTokenSeconds: number, completeSec
   if (perToken !== undefined) family.perTokenLatency.observe(perToken);
 }
 
-function refreshWorkerGauges(own: OwnFamilies, source: WorkerGaugeSource): void {
+/** The gauges read from `source` at scrape time, each family from its own part of it. */
+function refreshScrapeGauges(own: OwnFamilies, source: ScrapeGaugeSource): void {
+  refreshWorkerGauges(own, source.workers());
+  refreshModelGauges(own, source.models?.() ?? []);
+  const trace = source.requestTrace?.();
+  if (trace !== undefined) refreshTraceGauges(own, trace);
+}
+
+function refreshWorkerGauges(own: OwnFamilies, workers: readonly WorkerGauges[]): void {
   // Reset first so a worker that left the pool leaves the exposition too.
   own.workerInFlight.reset();
   own.workerHealthy.reset();
   own.workerInfo.reset();
   own.workerEjected.reset();
-  for (const worker of source.workers()) {
+  for (const worker of workers) {
     const labels = { role: worker.role, url: worker.url };
     own.workerInFlight.set(labels, worker.inFlight);
     own.workerHealthy.set(labels, worker.healthy ? 1 : 0);
     own.workerEjected.set(labels, worker.ejected === true ? 1 : 0);
     own.workerInfo.set({ ...labels, version: worker.version ?? "unknown" }, 1);
   }
-  const trace = source.requestTrace?.();
-  if (trace !== undefined) {
-    own.requestTraceLines.set({ result: "persisted" }, trace.persisted);
-    own.requestTraceLines.set({ result: "pending" }, trace.pending);
-    for (const [reason, count] of Object.entries(trace.dropped)) own.requestTraceLines.set({ result: reason }, count);
-  }
+}
+
+function refreshModelGauges(own: OwnFamilies, models: readonly ModelGauges[]): void {
+  // Reset first so a model no worker serves any more leaves the exposition too.
   own.modelWorkersReady.reset();
   own.modelInFlight.reset();
-  for (const served of source.models?.() ?? []) {
+  for (const served of models) {
     const labels = { model: served.model, role: served.role };
     own.modelWorkersReady.set(labels, served.ready);
     own.modelInFlight.set(labels, served.inFlight);
   }
 }
 
+function refreshTraceGauges(own: OwnFamilies, trace: TraceCounts): void {
+  own.requestTraceLines.set({ result: "persisted" }, trace.persisted);
+  own.requestTraceLines.set({ result: "pending" }, trace.pending);
+  for (const [reason, count] of Object.entries(trace.dropped)) own.requestTraceLines.set({ result: reason }, count);
+}
+
 /** A fresh, independent set of metrics; `source` is read on every render(). */
-export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
+export function createMetrics(source: ScrapeGaugeSource): ProxyMetrics {
   const registry = new Registry();
   const server = serverFamilies(registry);
   const roles: Readonly<Record<Role, RoleFamilies>> = {
@@ -154,11 +185,11 @@ export function createMetrics(source: WorkerGaugeSource): ProxyMetrics {
     clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
     handoffSettled: (reason, settled) => (settled ? own.handoffsSettled : own.handoffsUnsettled).inc({ reason }),
     async render() {
-      refreshWorkerGauges(own, source);
+      refreshScrapeGauges(own, source);
       return exposition(await registry.metrics());
     },
     async values() {
-      refreshWorkerGauges(own, source);
+      refreshScrapeGauges(own, source);
       return registry.getMetricsAsJSON();
     },
     contentType: registry.contentType,

@@ -1,4 +1,4 @@
-import type { ProxyMetrics, WorkerGaugeSource } from "../observability/metrics.ts";
+import type { ModelGauges, ProxyMetrics, WorkerGauges } from "../observability/metrics.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { RequestHooks } from "../request/context.ts";
 import type { Placement } from "../routing/placement.ts";
@@ -49,7 +49,7 @@ export function metricsHooks(metrics: ProxyMetrics, route: string, traffic?: Tra
 }
 
 /** The worker gauges, read at scrape time from the pool and the reservation table. */
-export function workerGauges(placement: Placement): ReturnType<WorkerGaugeSource["workers"]> {
+export function workerGauges(placement: Placement): WorkerGauges[] {
   return (["context", "generation"] as const).flatMap((role) =>
     placement.pool.all(role).map((worker) => ({
       role,
@@ -63,7 +63,7 @@ export function workerGauges(placement: Placement): ReturnType<WorkerGaugeSource
 }
 
 /** Each served model's ready workers and in-flight requests by role, for the per-model gauges. */
-export function modelGauges(placement: Placement): ReturnType<NonNullable<WorkerGaugeSource["models"]>> {
+export function modelGauges(placement: Placement): ModelGauges[] {
   return placement.modelStatus().flatMap((status) =>
     (["context", "generation"] as const).map((role) => ({ model: status.model, role, ready: status[role].ready, inFlight: status[role].inFlight })),
   );
