@@ -15,7 +15,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { writeReportAddress } from "./server/report-address.ts";
 import type { ControlServer } from "./server/control-socket.ts";
 import { notifySystemd } from "./server/sd-notify.ts";
-import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, ReleasedToAnother, type PortClaim, type Predecessor } from "./server/take-over.ts";
+import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, ReleaseRefused, ReleasedToAnother, type PortClaim, type Predecessor } from "./server/take-over.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
@@ -92,7 +92,6 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
     if (stopping) return;
     stopping = true;
     if (!ready) logger.info("stopped before workers were ready");
-    predecessor?.abandon();
     finish(proxy.drain(config.drainTimeoutMs));
   };
   process.on("SIGTERM", drain);
@@ -126,8 +125,8 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
     listening();
     const lost = await completeTakeOver(proxy, port, logger, holdPort);
     if (lost !== undefined) {
-      // Another process took the port over at the same time: it serves, this one stops listening and drains.
-      logger.error("another process took the port over first; this one stops listening, drains and exits", { old_pid: port.predecessor.info.pid, reason: lost });
+      // Another process took the port over at the same time, or the old one kept it: this one stops listening and drains.
+      logger.error(`${lost.what}; this one stops listening, drains and exits`, { old_pid: port.predecessor.info.pid, reason: lost.reason });
       stopping = true;
       await proxy.drain(config.drainTimeoutMs);
       await claim?.release();
@@ -162,24 +161,24 @@ async function claimPortOrExit(config: ProxyConfig): Promise<PortClaim> {
 /** The workers were not ready in time: the old process keeps serving, this one leaves. */
 async function abandonTakeOver(proxy: RunningProxy, predecessor: Predecessor, logger: Logger): Promise<void> {
   logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", { old_pid: predecessor.info.pid });
-  predecessor.abandon();
   await proxy.stop();
   exit(1);
 }
 
 /** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
-async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<string | undefined> {
+async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<{ readonly what: string; readonly reason: string } | undefined> {
   const { predecessor } = port;
   const late = await predecessor.release().catch((error: unknown) => {
-    if (error instanceof ReleasedToAnother) return error;
+    if (error instanceof ReleaseRefused) return error;
     // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
     logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
     return undefined;
   });
-  if (late instanceof ReleasedToAnother) return late.message;
+  if (late instanceof ReleasedToAnother) return { what: "another process took the port over first", reason: late.message };
+  if (late instanceof ReleaseRefused) return { what: "the old process kept the port", reason: late.message };
   const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
   const after = await holdAfterRelease(port.path, late !== undefined);
-  if (after.kind === "lost") return after.reason;
+  if (after.kind === "lost") return { what: "another process took the port over first", reason: after.reason };
   if (after.kind === "held") holdPort(after.control);
   else logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`);
   notifyReady(logger);
@@ -219,7 +218,6 @@ async function listenFailure(failure: unknown, config: ProxyConfig, predecessor:
   if (!(failure instanceof ListenError)) throw failure;
   const error = failure;
   if (predecessor !== undefined && error.code === "EADDRINUSE") {
-    predecessor.abandon();
     return exit(2, `${error.message}: the running disagg-proxy ${predecessor.info.version} (pid ${predecessor.info.pid}) does not share its port; restart it once instead`);
   }
   // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.

@@ -12,6 +12,7 @@ import { runUpgrades, problems } from "../bench/upgrade/upgrade-run.ts";
 import { ProxyProcess } from "../bench/upgrade/proxy-process.ts";
 import { LOOP_KINDS } from "../bench/upgrade/client-loops.ts";
 import { httpRegistrar } from "../src/discovery/index.ts";
+import { connectControlSocket, type ControlRequest } from "../src/server/control-socket.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import type { EmulatedWorker } from "../src/emulator/types.ts";
 import { silentLogger } from "../src/observability/logger.ts";
@@ -126,6 +127,30 @@ describe("upgrading a running proxy (--take-over)", () => {
     winner.child.kill("SIGTERM");
     expect(await winner.child.exited).toBe(0);
   }, 90_000);
+
+  test("a release that names no other process listening on the port (none named, the proxy itself, a process not listening) is refused: the proxy serves on, and a take-over still replaces it", async () => {
+    const dir = temp.dir("upgrade-stray-release-");
+    const port = freePort();
+    const { context, generation } = emulatedPair();
+    const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+    const old = spawnProxy(dir, args, "old");
+    await old.waitFor(isListening, 20_000, "listening");
+    const requests: ControlRequest[] = [{ op: "release" }, { op: "release", pid: old.pid }, { op: "release", pid: process.pid }];
+    for (const request of requests) {
+      const control = await connectControlSocket(join(dir, `disagg-proxy-${port}.sock`));
+      const reply = await control?.request(request, 5000);
+      control?.close();
+      expect(String(reply?.["error"])).toStartWith("no successor listening: ");
+    }
+    expect(old.records.some((record) => String(record["msg"]).startsWith("stopped listening"))).toBe(false);
+    expect(await servingPid(port)).toBe(old.pid);
+    const next = spawnProxy(dir, [...args, "--take-over"], "new");
+    await next.waitFor((record) => record["msg"] === "took over the port", 20_000, "took over");
+    expect(await old.child.exited).toBe(0);
+    expect(await servingPid(port)).toBe(next.pid);
+    next.child.kill("SIGTERM");
+    expect(await next.child.exited).toBe(0);
+  }, 60_000);
 
   test("a take-over on an address that does not take every connection of the running one's (127.0.0.2 for 127.0.0.1) is refused before it listens, and the running one serves on", async () => {
     const dir = temp.dir("upgrade-narrower-");

@@ -18,10 +18,23 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger message ends the connection. */
-const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger reply ends the connection. */
+const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
-export type ControlRequest = { readonly op: "hello" } | { readonly op: "state" } | { readonly op: "release" };
+/** What the holder accepts from whatever can open its socket: requests are a line of a few bytes, and a take-over needs one connection at a time. */
+export interface ControlLimits {
+  /** Connections open at once; one more is closed at once. */
+  readonly connections: number;
+  /** A request line longer than this ends its connection. */
+  readonly requestBytes: number;
+  /** A connection with no request in this long is closed (a take-over connects anew for the release). */
+  readonly idleMs: number;
+}
+
+export const CONTROL_LIMITS: ControlLimits = { connections: 8, requestBytes: 64 * 1024, idleMs: 10_000 };
+
+/** A release names the process that is to serve the port: the holder lets go only if that process listens on it. */
+export type ControlRequest = { readonly op: "hello" } | { readonly op: "state" } | { readonly op: "release"; readonly pid?: number };
 export type ControlHandler = (request: ControlRequest) => Promise<Record<string, unknown>>;
 
 /** --runtime-dir, else systemd's RuntimeDirectory=, else the user's runtime directory, else one of its own in /tmp. */
@@ -47,13 +60,13 @@ export function ensureRuntimeDir(dir: string): void {
 }
 
 /** Splits a byte stream into JSON lines, bounded. */
-function lineReader(socket: net.Socket, onMessage: (message: unknown) => void): void {
+function lineReader(socket: net.Socket, maxBytes: number, onMessage: (message: unknown) => void): void {
   let held = "";
   socket.setEncoding("utf8");
   socket.on("data", (chunk: string) => {
     held += chunk;
-    if (held.length > MAX_MESSAGE_BYTES) {
-      socket.destroy(new Error(`control message over ${MAX_MESSAGE_BYTES} bytes`));
+    if (held.length > maxBytes) {
+      socket.destroy(new Error(`control message over ${maxBytes} bytes`));
       return;
     }
     let end = held.indexOf("\n");
@@ -77,7 +90,9 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 function isRequest(message: unknown): message is ControlRequest {
-  return typeof message === "object" && message !== null && "op" in message && (message.op === "hello" || message.op === "state" || message.op === "release");
+  if (!isRecord(message)) return false;
+  const { op, pid } = message;
+  return op === "hello" || op === "state" || (op === "release" && (pid === undefined || typeof pid === "number"));
 }
 
 export interface ControlServer {
@@ -88,16 +103,35 @@ export interface ControlServer {
 }
 
 /** Listens on the path; rejects with EADDRINUSE when another process holds it. */
-export function holdControlSocket(path: string): Promise<ControlServer> {
+export function holdControlSocket(path: string, limits: ControlLimits = CONTROL_LIMITS): Promise<ControlServer> {
   let handler: ControlHandler | undefined;
+  let open = 0;
   const server = net.createServer((socket) => {
     socket.on("error", () => socket.destroy());
-    lineReader(socket, (message) => {
+    if (open >= limits.connections) {
+      socket.destroy();
+      return;
+    }
+    open += 1;
+    socket.once("close", () => {
+      open -= 1;
+    });
+    // Idle only while no request waits for its answer (a release is answered after a second).
+    let answering = 0;
+    socket.setTimeout(limits.idleMs, () => {
+      if (answering === 0) socket.destroy();
+    });
+    lineReader(socket, limits.requestBytes, (message) => {
       const reply = !isRequest(message) ? Promise.resolve({ error: "unknown request" }) : handler === undefined ? Promise.resolve({ error: "starting" }) : handler(message);
-      reply.then(
-        (body) => socket.write(`${JSON.stringify(body)}\n`),
-        (error: unknown) => socket.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`),
-      );
+      answering += 1;
+      reply
+        .then(
+          (body) => socket.write(`${JSON.stringify(body)}\n`),
+          (error: unknown) => socket.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`),
+        )
+        .finally(() => {
+          answering -= 1;
+        });
     });
   });
   let closed = false;
@@ -141,7 +175,7 @@ export function connectControlSocket(path: string): Promise<ControlClient | unde
       socket.off("error", onConnectError);
       socket.on("error", (error) => failAll(error));
       socket.on("close", () => failAll(new Error("the control connection closed")));
-      lineReader(socket, (message) => {
+      lineReader(socket, MAX_REPLY_BYTES, (message) => {
         const body = isRecord(message) ? message : { error: "not an object" };
         waiting.shift()?.resolve(body);
       });

@@ -15,7 +15,8 @@ import { createConnection, isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import { isRecord, claimControlSocket, controlSocketPath, ensureRuntimeDir, runtimeDirOf, type ControlClient, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { isRecord, claimControlSocket, connectControlSocket, controlSocketPath, ensureRuntimeDir, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { listensOn } from "./port-listener.ts";
 import type { RunningProxy } from "./serve.ts";
 
 /** Who serves a port, as the control socket's hello says. */
@@ -35,10 +36,12 @@ export interface Predecessor {
   readonly info: ProcessInfo;
   /** Its cluster storage items when the take-over began. */
   readonly registrations: readonly HandedItem[];
-  /** Asks it to stop listening and drain; resolves with the items registered with it meanwhile. */
+  /**
+   * Asks it to stop listening and drain, naming this process as the one that serves the port
+   * (it checks that this process listens on it); resolves with the items registered with it
+   * meanwhile. Rejects with ReleaseRefused when it answered no.
+   */
   release(): Promise<HandedItem[]>;
-  /** The take-over is given up: the old process keeps serving, untouched. */
-  abandon(): void;
 }
 
 export type PortClaim =
@@ -150,31 +153,35 @@ export async function claimPort(config: ProxyConfig, env: Readonly<Record<string
     claim.holder.close();
     return { kind: "refused", message: narrower };
   }
-  const state = await claim.holder.request({ op: "state" }, CONTROL_TIMEOUT_MS);
-  return { kind: "taking-over", path, predecessor: predecessorOf(claim.holder, info, handedItems(state["registrations"])) };
+  const state = await claim.holder.request({ op: "state" }, CONTROL_TIMEOUT_MS).finally(() => claim.holder.close());
+  // The release comes on a connection of its own: the holder closes one idle while this process gets ready.
+  return { kind: "taking-over", path, predecessor: predecessorOf(path, info, handedItems(state["registrations"])) };
 }
 
 /** The old process's answer to a release it already granted to another process. */
 const ALREADY_RELEASED = "already released";
 
+/** The old process answered the release, and kept the port: this one must not serve it. */
+export class ReleaseRefused extends Error {}
+
 /**
  * The old process released the port to another process that was taking it over at the same
  * time (two upgrades started at once): that one serves, this one must not.
  */
-export class ReleasedToAnother extends Error {}
+export class ReleasedToAnother extends ReleaseRefused {}
 
-function predecessorOf(holder: ControlClient, info: ProcessInfo, registrations: HandedItem[]): Predecessor {
+function predecessorOf(path: string, info: ProcessInfo, registrations: HandedItem[]): Predecessor {
   return {
     info,
     registrations,
     async release() {
-      const reply = await holder.request({ op: "release" }, CONTROL_TIMEOUT_MS);
-      holder.close();
+      const holder = await connectControlSocket(path);
+      if (holder === undefined) throw new Error(`nobody holds ${path} any more`);
+      const reply = await holder.request({ op: "release", pid: process.pid }, CONTROL_TIMEOUT_MS).finally(() => holder.close());
       if (reply["error"] === ALREADY_RELEASED) throw new ReleasedToAnother(`the old process (pid ${info.pid}) released the port to another process taking it over at the same time`);
-      if (reply["released"] !== true) throw new Error(`the old process did not release the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
+      if (reply["released"] !== true) throw new ReleaseRefused(`the old process (pid ${info.pid}) kept the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
       return handedItems(reply["registrations"]);
     },
-    abandon: () => holder.close(),
   };
 }
 
@@ -218,6 +225,21 @@ export interface OldSide {
   onReleased(finished: Promise<void>): void;
 }
 
+/**
+ * Why the port must not be let go to the process a release names, or undefined: it must be
+ * another process, listening on the port now. Anything that can open the control socket can
+ * ask; without this a stray `{"op":"release"}` left the port with no process serving it.
+ */
+export function successorRefusal(pid: number | undefined, port: number, listens: (pid: number, port: number) => boolean = listensOn): string | undefined {
+  if (pid === undefined) return "no successor listening: the release names no process (pid) to serve the port";
+  if (pid === process.pid) return `no successor listening: pid ${pid} is this process`;
+  try {
+    return listens(pid, port) ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`;
+  } catch (error) {
+    return `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
 /** What the holder of a port answers on its control socket. */
 export function controlHandler(side: OldSide): ControlHandler {
   let released = false;
@@ -225,6 +247,11 @@ export function controlHandler(side: OldSide): ControlHandler {
     if (request.op === "hello") return Promise.resolve({ ...side.info });
     if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
     if (released) return Promise.resolve({ error: ALREADY_RELEASED });
+    const refusal = successorRefusal(request.pid, Number(side.proxy.url.port));
+    if (refusal !== undefined) {
+      side.logger.warn(`refused to release the port: ${refusal}`);
+      return Promise.resolve({ error: refusal });
+    }
     released = true;
     // The listener closes before the answer goes out: once the new process hears it, the port is its alone.
     const { listenerClosed, finished } = side.proxy.handOver(side.drainTimeoutMs);
