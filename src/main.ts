@@ -57,7 +57,7 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
   if (unresolved !== undefined) exit(2, unresolved);
   const info = { pid: process.pid, version: VERSION, startedAt: new Date().toISOString(), host: command.config.bindHost ?? command.config.host };
-  const port = await claimPortOrExit(command.config);
+  const port = await claimPortOrExit(command.config, logger);
   const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);
   const config = claim === undefined ? command.config : { ...command.config, nodeId: claim.nodeId };
@@ -148,9 +148,9 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
 }
 
 /** A second copy on a held port exits 2 (systemd does not restart it) before it listens. */
-async function claimPortOrExit(config: ProxyConfig): Promise<PortClaim> {
+async function claimPortOrExit(config: ProxyConfig, logger: Logger): Promise<PortClaim> {
   try {
-    const port = await claimPort(config, process.env);
+    const port = await claimPort(config, process.env, (text) => logger.warn(text));
     if (port.kind === "refused") return exit(2, port.message);
     return port;
   } catch (error) {

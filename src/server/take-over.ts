@@ -15,7 +15,7 @@ import { createConnection, isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import { isRecord, claimControlSocket, connectControlSocket, controlSocketPath, ensureRuntimeDir, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { isRecord, claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
 import { listensOn } from "./port-listener.ts";
 import type { RunningProxy } from "./serve.ts";
 
@@ -117,10 +117,10 @@ function accepts(host: string, port: number): Promise<boolean> {
 }
 
 /** Before listening: hold the port's control socket, or find who holds it. */
-export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>, addressesOf: ListenAddresses = resolvedAddresses): Promise<PortClaim> {
+export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>, warn: (text: string) => void, addressesOf: ListenAddresses = resolvedAddresses): Promise<PortClaim> {
   if (config.port === 0) return { kind: "unguarded" };
-  const dir = runtimeDirOf(config.runtimeDir, env);
-  ensureRuntimeDir(dir);
+  const { dir, note } = runtimeDirOf(config.runtimeDir, env);
+  if (note !== undefined) warn(note);
   const path = controlSocketPath(dir, config.port);
   const claim = await claimControlSocket(path);
   if ("held" in claim) {
