@@ -12,8 +12,18 @@ function clientBody(text: string): ParsedBody {
   return parseJsonSource(bytes, guard.layout());
 }
 
-function bestEncodeMs(count: number): number {
-  return Math.min(...[1, 2, 3, 4, 5].map(() => rebuiltEncodeMs(count)));
+/**
+ * The best of seven encodes of each count, taken in turns: a burst of load from other processes
+ * (parallel test files) then slows both counts alike instead of only the one measured during it.
+ */
+function bestEncodeMs(counts: readonly number[]): number[] {
+  const best = counts.map(() => Number.POSITIVE_INFINITY);
+  for (let round = 0; round < 7; round++) {
+    counts.forEach((count, i) => {
+      best[i] = Math.min(best[i] ?? Number.POSITIVE_INFINITY, rebuiltEncodeMs(count));
+    });
+  }
+  return best;
 }
 
 /** Encoding an Anthropic-like rebuilt body whose `count` long strings differ only at their ends. */
@@ -83,9 +93,9 @@ describe("worker body codecs", () => {
   });
 
   test("a rebuilt member of many long strings alike but for their ends is written in time linear in their number", () => {
-    bestEncodeMs(400);
+    const [few = 0, many = 0] = bestEncodeMs([400, 1600]);
     // Linear: about 4x the time for 4x the strings; quadratic: about 16x.
-    expect(bestEncodeMs(1600) / bestEncodeMs(400)).toBeLessThan(9);
+    expect(many / few).toBeLessThan(9);
   });
 
   test("msgpack says so in X-TRTLLM-Msgpack and writes a raw 63-bit id as a msgpack int64", () => {
