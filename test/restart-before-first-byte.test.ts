@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
-import { startCluster, sseData } from "./support/cluster.ts";
+import { eventually, startCluster, sseData } from "./support/cluster.ts";
 
 const chat = (content: string, stream: boolean) => ({ model: "m", messages: [{ role: "user", content }], stream, max_tokens: 4 });
 
@@ -79,5 +79,68 @@ describe("restart before the first byte", () => {
       expect(events.at(-1)).toBe("[DONE]");
     }
     expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair" && line["code"] === "WORKER_TIMEOUT")).toBe(true);
+  });
+});
+
+describe("restart before the first byte, generation_first", () => {
+  for (const stream of [true, false]) {
+    test(`a generation worker killed before its first token costs the client nothing but time; the pair it left is aborted (${stream ? "streamed" : "non-streamed"})`, async () => {
+      await using cluster = await startCluster({ generations: [{}, {}], config: { schedule: "generation_first", maxRetries: 0 } });
+      const pending = cluster.post("/v1/chat/completions", chat("kill me [[emu ctx.prefill_ms=300 tokens=4]]", stream));
+      const victim = await Promise.race(cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)));
+      const firstContext = await cluster.contexts[0]!.waitFor((r) => r.phase === "context");
+      await victim.stop();
+      const response = await pending;
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain(" tok4");
+      expect(text).not.toContain('"error"');
+      // The old context leg was aborted; the fresh pair ran under a new id, on the other generation worker.
+      await cluster.contexts[0]!.waitFor((r) => r === firstContext && r.status === "aborted");
+      const contextIds = cluster.contexts[0]!.requests.filter((r) => r.phase === "context").map((r) => r.disaggRequestId);
+      expect(contextIds).toHaveLength(2);
+      expect(contextIds[0]).not.toBe(contextIds[1]);
+      const survivor = cluster.generations.find((worker) => worker !== victim)!;
+      expect(survivor.requests.filter((r) => r.phase === "generation").map((r) => r.disaggRequestId)).toEqual([contextIds[1]]);
+      expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair")).toBe(true);
+      await eventually(() => cluster.proxy.app.placement.table.active() === 0);
+    });
+  }
+
+  test("a generation worker answering 500 is replaced by a fresh pair, blamed alone for it; once bytes reached the client, a failure is in-band", async () => {
+    await using cluster = await startCluster({
+      contexts: [{}, {}],
+      generations: [{ faults: { rejectStatus: 500 } }, {}],
+      config: { schedule: "generation_first", maxRetries: 0, outlierFailures: 2, outlierEjectionMs: 60_000 },
+    });
+    for (let i = 0; i < 6; i++) {
+      const response = await cluster.post("/v1/chat/completions", chat(`fail ${i} [[emu tokens=3]]`, i % 2 === 0));
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain(" tok3");
+    }
+    const restarts = cluster.logs.filter((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair");
+    expect(restarts.length).toBeGreaterThan(0);
+    // The failing generation worker is named and ejected; the context legs aborted with it are not its failures.
+    const failing = cluster.generations[0]!.url;
+    for (const line of restarts) expect(line["worker"]).toBe(failing);
+    const ejected = cluster.logs.filter((line) => line["msg"] === "worker ejected: its requests keep failing").map((line) => line["worker"]);
+    expect(ejected).toEqual([failing]);
+    const late = await cluster.post("/v1/chat/completions", chat("late [[emu gen.cut=2 tokens=5]]", true));
+    const text = await late.text();
+    expect(text).toContain('"error"');
+    expect(text).toContain(" tok2");
+  });
+
+  test("a restarted Responses stream keeps the id its client sees", async () => {
+    await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 500 } }, {}], config: { schedule: "generation_first", maxRetries: 0 } });
+    for (let i = 0; i < 2; i++) {
+      const response = await cluster.post("/v1/responses", { model: "m", input: `fail ${i} [[emu tokens=3]]`, stream: true });
+      expect(response.status).toBe(200);
+      const events = (await sseData(response)).filter((data) => data.startsWith("{")).map((data) => JSON.parse(data) as Record<string, unknown>);
+      const ids = new Set(events.map((event) => (event["response"] as Record<string, unknown> | undefined)?.["id"]).filter((value) => value !== undefined));
+      expect(ids.size).toBe(1);
+      expect(events.at(-1)?.["type"]).toBe("response.completed");
+    }
+    expect(cluster.logs.filter((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair").length).toBeGreaterThan(0);
   });
 });

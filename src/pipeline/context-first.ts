@@ -19,10 +19,8 @@ import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.t
 import type { JsonAnswer } from "../workers/client.ts";
 import type { HandoffWatch } from "./handoff-watch.ts";
 import type { SettleReason, UnclaimedHandoff } from "./handoff-settler.ts";
-import { asProxyError, ProxyError } from "../errors.ts";
-import { restartsBeforeFirstByte } from "./retry.ts";
-import { withDeadline } from "../timers.ts";
-import { streamOf } from "../sse/bytes.ts";
+import { asProxyError } from "../errors.ts";
+import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
 import { responsesUnsupported } from "./responses-support.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -36,42 +34,7 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
   if (deps.config.benchmarkGenerationOnly) {
     return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
   }
-  try {
-    return await contextFirstOnce(deps, ctx, input, ctx.disaggRequestId, undefined);
-  } catch (thrown) {
-    if (!(thrown instanceof EarlyGenerationFailure)) throw thrown;
-    // Nothing of the generation reached the client: once more, on a fresh pair under a new id
-    // (the client's own ids live in its body, which is sent unchanged).
-    const id = deps.ids.next();
-    deps.logger.info("generation failed before any byte reached the client: once more on a fresh context and generation pair", {
-      disagg_request_id: ctx.disaggRequestId,
-      failed_id: thrown.id,
-      restart_id: id,
-      worker: thrown.worker,
-      code: thrown.error.code,
-      error: thrown.error.message,
-    });
-    ctx.retried();
-    try {
-      return await contextFirstOnce(deps, ctx, input, id, thrown.worker);
-    } catch (again) {
-      throw again instanceof EarlyGenerationFailure ? again.error : again;
-    }
-  }
-}
-
-/** A generation leg that failed before any of its bytes reached the client, and may run again. */
-class EarlyGenerationFailure extends Error {
-  readonly error: ProxyError;
-  readonly worker: string | undefined;
-  readonly id: bigint;
-
-  constructor(error: ProxyError, worker: string | undefined, id: bigint) {
-    super(error.message, { cause: error });
-    this.error = error;
-    this.worker = worker;
-    this.id = id;
-  }
+  return restartingOnce(deps, ctx, (id, avoid) => contextFirstOnce(deps, ctx, input, id, avoid));
 }
 
 /** One run of the context-first pipeline under `id`; `avoid`: a generation worker a first run failed on. */
@@ -115,40 +78,6 @@ async function contextFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: 
     releaseUnused(deps, input, reserved);
     throw error;
   }
-}
-
-/** The failure as thrown: marked for the one restart when it happened before any byte reached the client. */
-function restartable(ctx: RequestContext, thrown: unknown, worker: string | undefined, id: bigint): unknown {
-  const error = asProxyError(thrown);
-  return !ctx.signal.aborted && restartsBeforeFirstByte(error) ? new EarlyGenerationFailure(error, worker, id) : thrown;
-}
-
-/**
- * A streamed generation's first bytes, read here so a worker that breaks or stalls before them
- * costs the client nothing but time (the request runs once more). The relay is handed the
- * read already made. Bounded by --first-token-timeout-ms, else by the request timeout.
- */
-async function withFirstBytes(deps: PipelineDeps, ctx: RequestContext, result: Awaited<ReturnType<typeof runGenerationLeg>>, id: bigint, startedAt: number): Promise<PipelineOutcome> {
-  if (result.kind === "json") return outcomeOf(result);
-  const body = result.response.body ?? streamOf([]);
-  const reader = body.getReader();
-  const firstTokenMs = deps.config.firstTokenTimeoutMs;
-  // Measured from the leg's start: the wait for headers counted too.
-  const boundMs = firstTokenMs > 0 ? Math.max(1, firstTokenMs - (performance.now() - startedAt)) : deps.config.requestTimeoutMs;
-  let failure: ProxyError;
-  try {
-    const read = await withDeadline(reader.read(), boundMs);
-    if (read !== "late" && !read.done) return { kind: "stream", body, first: { reader, read } };
-    failure =
-      read === "late"
-        ? new ProxyError("WORKER_TIMEOUT", 504, `The generation worker sent nothing within ${firstTokenMs > 0 ? firstTokenMs : boundMs} ms`)
-        : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream ended before its first byte");
-  } catch (cause) {
-    failure = ctx.signal.aborted ? asProxyError(ctx.signal.reason) : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke before its first byte", { cause });
-  }
-  void reader.cancel(failure).catch(() => {});
-  result.endEarly?.(failure);
-  throw restartable(ctx, failure, result.origin, id);
 }
 
 /**

@@ -4,6 +4,7 @@ import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
 import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
+import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
@@ -11,8 +12,27 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
  * Both legs at once; the generation worker waits for the KV hand-off keyed by the id. A
  * failed leg cancels its pair, which is drained before the failure is reported; a completed
  * non-streamed generation answer is kept even when the context leg fails after it.
+ *
+ * A generation leg that fails before any of its bytes reached the client runs once more on a
+ * fresh pair, as in context-first order (first-byte-restart.ts). Nothing is settled here, and
+ * nothing could be: the generation request is sent first and registers to receive the KV keyed
+ * by its id; the context worker waits for that registration and pushes the KV to it
+ * (openai_disagg_service.py `_send_disagg_request_gen_first` @ 00bb903d, reference §2.6 step 3).
+ * So there is no pulled hand-off for a one-token generation_only request to claim: a context
+ * worker never holds KV for a generation request that was not sent, and when the generation
+ * request fails or is aborted, the context request is aborted with it (the pair is cancelled).
+ * What a context phase that had already begun its push still holds is released by the
+ * worker's own transfer timeout (upstream's lifecycle v1 "context artifacts" revocation is the
+ * only other way, and trtllm-serve's drop-in proxy does not use it).
  */
 export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
+  return restartingOnce(deps, ctx, (id, avoid) => generationFirstOnce(deps, ctx, input, id, avoid));
+}
+
+/** One run under `id`; `avoid`: a generation worker a first run failed on. */
+async function generationFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, id: bigint, avoid: string | undefined): Promise<PipelineOutcome> {
+  // The generation leg's attempts are sent under the request's engine id.
+  ctx.continuesAs(id);
   const contextPlaced = deps.placement.place({
     role: "context",
     requestKey: ctx.disaggRequestId,
@@ -21,35 +41,41 @@ export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, i
     routing: input.routing,
     requires: input.api === "responses" ? "responses_disaggregation" : undefined,
   });
-  const genBody = generationFirstBody(input, ctx.disaggRequestId, contextPlaced.worker.serverInfo);
+  const genBody = generationFirstBody(input, id, contextPlaced.worker.serverInfo);
   const genAbort = new AbortController();
   const ctxAbort = new AbortController();
-  let firstFailure: ProxyError | undefined;
-  const failed = (error: unknown, sibling: AbortController): never => {
+  // The leg that failed first, and its worker (read as it fails: the aborted pair's failure comes after).
+  let firstFailure: { error: ProxyError; leg: "context" | "generation"; worker: string | undefined } | undefined;
+  const failed = (error: unknown, leg: "context" | "generation", sibling: AbortController): never => {
     const failure = asProxyError(error);
-    firstFailure ??= failure;
-    sibling.abort(firstFailure);
+    firstFailure ??= { error: failure, leg, worker: ctx.failedWorker };
+    sibling.abort(firstFailure.error);
     throw failure;
   };
+  const generationStarted = performance.now();
   const gen = runGenerationLeg(deps, ctx, input, {
     exclude: contextPlaced.worker.origin,
     signal: AbortSignal.any([ctx.signal, genAbort.signal]),
     body: genBody,
-  }).catch((error: unknown) => failed(error, ctxAbort));
+    avoid: avoid === undefined ? undefined : [avoid],
+  }).catch((error: unknown) => failed(error, "generation", ctxAbort));
   const context = runContextLeg(deps, ctx, input, {
+    id,
     first: contextPlaced,
     pinned: true,
     signal: AbortSignal.any([ctx.signal, ctxAbort.signal]),
-    body: (id) => contextBody(input, id, "generation_first", bodyOptions(deps)),
-  }).catch((error: unknown) => failed(error, genAbort));
+    body: (sentId) => contextBody(input, sentId, "generation_first", bodyOptions(deps)),
+  }).catch((error: unknown) => failed(error, "context", genAbort));
   const [genResult, contextResult] = await Promise.allSettled([gen, context]);
   if (genResult.status === "fulfilled" && genResult.value.kind === "json") return outcomeOf(genResult.value);
   if (contextResult.status === "fulfilled") verifyOrCancel(input, contextResult.value.answer, contextResult.value.sentId, genResult);
   if (genResult.status === "rejected" || contextResult.status === "rejected") {
     if (genResult.status === "fulfilled" && genResult.value.kind === "stream") await cancelBody(genResult.value.response);
-    throw firstFailure ?? asProxyError(genResult.status === "rejected" ? genResult.reason : undefined);
+    const failure = firstFailure?.error ?? asProxyError(genResult.status === "rejected" ? genResult.reason : undefined);
+    // Only the generation leg's own failure restarts the pair: a context failure was retried by its leg already.
+    throw firstFailure?.leg === "generation" ? restartable(ctx, failure, firstFailure.worker, id) : failure;
   }
-  return outcomeOf(genResult.value);
+  return withFirstBytes(deps, ctx, genResult.value, id, generationStarted);
 }
 
 function verifyOrCancel(

@@ -136,7 +136,9 @@ async function runAttempts<T>(
         continue;
       }
       const last = attempt - freshRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
-      leg.failed(error, last ? undefined : attempt + 1);
+      // Stopped by the request's end or its paired leg's failure (generation-first aborts the
+      // pair with that failure): nothing said of this worker.
+      leg.failed(error, last ? undefined : attempt + 1, plan.signal.aborted);
       if (last) throw error;
       failedOn.push(leg.origin);
       ctx.retried();
@@ -255,9 +257,9 @@ class LegAttempt {
     this.#ctx.hooks.legCompleted(this.#role, seconds(ttftMs), seconds(this.#ctx.elapsedMs()), this.origin);
   }
 
-  /** Logs and counts a failed attempt; `retry` is the number of the retry that follows, if any. */
-  failed(error: ProxyError, retry: number | undefined): void {
-    this.#observe(error);
+  /** Logs and counts a failed attempt; `retry` is the number of the retry that follows, if any; `stopped`: the proxy stopped it. */
+  failed(error: ProxyError, retry: number | undefined, stopped = false): void {
+    if (!stopped) this.#observe(error);
     this.#placed.reservation.release();
     this.#learn(false);
     this.#span.end(error);

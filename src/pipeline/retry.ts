@@ -52,7 +52,7 @@ export function lostUnread(error: ProxyError): boolean {
 
 /**
  * A generation leg that failed so, before any byte of it reached the client, is run again once
- * on a fresh context and generation pair (context-first.ts): the worker broke, stalled or
+ * on a fresh context and generation pair (first-byte-restart.ts): the worker broke, stalled or
  * refused for a reason of its own (5xx, timeout, lost connection, a broken answer or stream).
  * Not a 4xx (the request itself would fail again), nor an overload, a client gone or a drain.
  */
