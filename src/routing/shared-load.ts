@@ -89,12 +89,7 @@ export class SharedLoad {
    * the increment are one compare-and-swap, so concurrent loops never pass the limit together.
    */
   tryAdd(slot: number, limit: number): boolean {
-    const at = LOAD_AT + slot;
-    for (;;) {
-      const load = Atomics.load(this.words, at);
-      if (limit > 0 && load >= limit) return false;
-      if (Atomics.compareExchange(this.words, at, load, load + 1) === load) break;
-    }
+    if (!takeBelow(this.words, LOAD_AT + slot, limit)) return false;
     Atomics.add(this.words, ACTIVE, 1);
     return true;
   }
@@ -133,23 +128,16 @@ export class SharedLoad {
   /** Admission's counts, in the same memory. */
   admission(): SharedAdmissionWords {
     const words = this.words;
-    const takeBelow = (at: number, limit: number): boolean => {
-      for (;;) {
-        const now = Atomics.load(words, at);
-        if (limit > 0 && now >= limit) return false;
-        if (Atomics.compareExchange(words, at, now, now + 1) === now) return true;
-      }
-    };
     return {
       admitted: () => Atomics.load(words, ADMITTED),
       waiting: () => Atomics.load(words, WAITING),
-      tryAdmit: (limit) => takeBelow(ADMITTED, limit),
+      tryAdmit: (limit) => takeBelow(words, ADMITTED, limit),
       release: () => {
         Atomics.sub(words, ADMITTED, 1);
         Atomics.add(words, RELEASES, 1);
         Atomics.notify(words, RELEASES);
       },
-      startWaiting: (limit) => takeBelow(WAITING, limit),
+      startWaiting: (limit) => takeBelow(words, WAITING, limit),
       stopWaiting: () => Atomics.sub(words, WAITING, 1),
       releases: () => Atomics.load(words, RELEASES),
       nextRelease: (seen, ms) => {
@@ -206,5 +194,14 @@ export class SharedLoad {
     const start = slot * KEY_BYTES;
     for (let i = 0; i < bytes.length; i++) if (this.#keys[start + i] !== bytes[i]) return false;
     return true;
+  }
+}
+
+/** Adds one to the word at `at` unless it is at `limit` (0: no limit): the check and the add are one compare-and-swap. */
+function takeBelow(words: Int32Array, at: number, limit: number): boolean {
+  for (;;) {
+    const now = Atomics.load(words, at);
+    if (limit > 0 && now >= limit) return false;
+    if (Atomics.compareExchange(words, at, now, now + 1) === now) return true;
   }
 }
