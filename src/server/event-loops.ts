@@ -24,6 +24,7 @@ import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import { dashboardForwarder, forwardingObserver, privateDashboard, replay, type TrafficEvent } from "./loop-dashboard.ts";
 import { renderAll, type LoopMetrics } from "../observability/metrics.ts";
 import { SharedLoad } from "../routing/shared-load.ts";
+import { withDeadline } from "../timers.ts";
 
 /** What one event loop knows of the others. */
 export interface LoopShare {
@@ -82,7 +83,7 @@ export class EventLoops {
   readonly share: LoopShare;
   readonly #shared = new SharedLoad();
   readonly #loops: Worker[] = [];
-  readonly #pending = new Map<number, (metrics: LoopMetrics | undefined) => void>();
+  readonly #pending = new Map<number, (metrics: LoopMetrics) => void>();
   readonly #logger: Logger;
   readonly #stdout: Sink;
   #own: (() => Promise<LoopMetrics>) | undefined;
@@ -198,19 +199,15 @@ export class EventLoops {
     return renderAll([...own, ...others.filter((values): values is LoopMetrics => values !== undefined)]);
   }
 
-  #valuesOf(loop: Worker): Promise<LoopMetrics | undefined> {
+  async #valuesOf(loop: Worker): Promise<LoopMetrics | undefined> {
     const id = this.#nextId++;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => done(undefined), ANSWER_MS);
-      const done = (metrics: LoopMetrics | undefined): void => {
-        clearTimeout(timer);
-        this.#pending.delete(id);
-        if (metrics === undefined) this.#logger.warn("an event loop did not send its metrics in time; left out of this scrape");
-        resolve(metrics);
-      };
-      this.#pending.set(id, done);
-      send(loop, { kind: "values", id });
-    });
+    const answered = new Promise<LoopMetrics>((resolve) => this.#pending.set(id, resolve));
+    send(loop, { kind: "values", id });
+    const metrics = await withDeadline(answered, ANSWER_MS);
+    this.#pending.delete(id);
+    if (metrics !== "late") return metrics;
+    this.#logger.warn("an event loop did not send its metrics in time; left out of this scrape");
+    return undefined;
   }
 }
 
