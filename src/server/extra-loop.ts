@@ -16,12 +16,18 @@ export async function runExtraLoop(data: LoopData, port: MessagePort, version: s
   // As the main loop does (main.ts): in a Worker a stray rejection would end the thread, and with it this loop's listener.
   process.on("unhandledRejection", (reason) => logger.error("unhandled rejection", { error: reason, loop: data.index }));
   const share = extraLoopShare(data, port);
+  const failed = (error: unknown): void => send(port, { kind: "failed", message: error instanceof Error ? error.message : String(error) });
+  // Its lines go first: the main thread may exit as soon as every loop said it drained.
+  const drained = (): void => {
+    log.flush();
+    send(port, { kind: "drained" });
+  };
   let proxy: RunningProxy;
   try {
     // Like an upgrade's new side, it joins the port once its workers are ready (deferListen).
     proxy = startProxy(data.config, logger, version, { loop: share, deferListen: true });
   } catch (error) {
-    send(port, { kind: "failed", message: error instanceof Error ? error.message : String(error) });
+    failed(error);
     return;
   }
   port.on("message", (message: ToLoop) => {
@@ -30,24 +36,18 @@ export async function runExtraLoop(data: LoopData, port: MessagePort, version: s
       proxy.reloadTls();
       proxy.app.reloadClientKeys();
     } else if (message.kind === "drain") {
-      void proxy.drain(message.timeoutMs).finally(() => {
-        log.flush();
-        send(port, { kind: "drained" });
-      });
+      void proxy.drain(message.timeoutMs).finally(drained);
     } else if (message.kind === "hand-over") {
       const { listenerClosed, finished } = proxy.handOver(message.timeoutMs);
       void listenerClosed.finally(() => send(port, { kind: "listener-closed" }));
-      void finished.finally(() => {
-        log.flush();
-        send(port, { kind: "drained" });
-      });
+      void finished.finally(drained);
     }
   });
   await proxy.waitForWorkers();
   try {
     proxy.listen();
   } catch (error) {
-    send(port, { kind: "failed", message: error instanceof Error ? error.message : String(error) });
+    failed(error);
     return;
   }
   logger.info("event loop listening", { loop: data.index, url: proxy.url.origin });
