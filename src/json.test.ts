@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isRawJson, parseClientJson, parseJson, readInteger } from "./json.ts";
+import { isRawJson, parseClientJson, parseJson, parseJsonOrUndefined, readInteger } from "./json.ts";
 
 const BIG = "7350918722218165249";
 /** Rounds to the same double as BIG. */
@@ -44,6 +44,15 @@ describe("parseJson", () => {
 
   test("invalid JSON throws a SyntaxError", () => {
     expect(() => parseJson(`{"a":${BIG}`)).toThrow(SyntaxError);
+  });
+});
+
+describe("parseJsonOrUndefined", () => {
+  test("text that is not JSON is undefined; JSON is parseJson's value, null and large integers included", () => {
+    expect(parseJsonOrUndefined("{not json")).toBeUndefined();
+    expect(parseJsonOrUndefined("")).toBeUndefined();
+    expect(parseJsonOrUndefined("null")).toBeNull();
+    expect(JSON.stringify(parseJsonOrUndefined(`{"a":${BIG}}`))).toBe(`{"a":${BIG}}`);
   });
 });
 

@@ -46,6 +46,15 @@ export function parseJson(text: string): JsonValue {
   return first < 0 ? parsed : withExactIntegers(parsed, text, first);
 }
 
+/** parseJson's value, or undefined when the text is not JSON: for what may be relayed or skipped as it came. */
+export function parseJsonOrUndefined(text: string): JsonValue | undefined {
+  try {
+    return parseJson(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A client's JSON: the proxy validates its numbers, then forwards them as the client wrote
  * them, so each large integer must be read from its own source text. parseJson's matching of

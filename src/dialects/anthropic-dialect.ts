@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
+import { isJsonObject, type JsonObject, parseJsonOrUndefined } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { encodeEvent } from "../sse/encode.ts";
 import { type SseFrame, SseFrameScanner } from "../sse/frame-scanner.ts";
@@ -109,7 +109,7 @@ class AnthropicStream implements DialectStream {
       this.#state = "done";
       return this.#reframer.finish();
     }
-    const value = parseChunk(data);
+    const value = parseJsonOrUndefined(data);
     const error = isJsonObject(value) ? inBandError(value) : undefined;
     if (error !== undefined) return this.#failInBand(error.status, error.message);
     const chunk = v.safeParse(ChatChunk, value);
@@ -122,13 +122,5 @@ class AnthropicStream implements DialectStream {
     this.#state = "failed";
     this.#workerError = message;
     return this.#reframer.error(status, message);
-  }
-}
-
-function parseChunk(data: string): JsonValue | undefined {
-  try {
-    return parseJson(data);
-  } catch {
-    return undefined;
   }
 }

@@ -1,7 +1,7 @@
 /** Chat answer → Anthropic message (reference §3.5.2), and Anthropic error bodies (§3.5.4). */
 import * as v from "valibot";
 import { type ContextOverflow, ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, parseJsonOrUndefined } from "../json.ts";
 import { ChatCompletion, convertUsage, mapStop, stopFieldsOf, withToolUse } from "./anthropic-chat.ts";
 import type { AnthropicIds } from "./anthropic-ids.ts";
 
@@ -13,12 +13,7 @@ function badAnswer(detail: string): ProxyError {
 }
 
 function toolInput(name: string, args: string | null | undefined): JsonObject {
-  let input: JsonValue | undefined;
-  try {
-    input = parseJson(args ?? "");
-  } catch {
-    input = undefined;
-  }
+  const input = parseJsonOrUndefined(args ?? "");
   if (!isJsonObject(input)) throw badAnswer(`Tool call '${name}' arguments are not a valid JSON object`);
   return input;
 }
@@ -105,11 +100,8 @@ function messageOf(value: JsonValue | undefined): string | undefined {
 function parseErrorBody(text: string): JsonValue | undefined {
   // Some workers prefix the JSON with text (status line, exception name): use from the first "{".
   for (const candidate of [text, text.slice(Math.max(text.indexOf("{"), 0))]) {
-    try {
-      return parseJson(candidate);
-    } catch {
-      // try the next candidate
-    }
+    const value = parseJsonOrUndefined(candidate);
+    if (value !== undefined) return value;
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, parseJson } from "../json.ts";
+import { isJsonObject, parseJsonOrUndefined } from "../json.ts";
 import { concatBytes } from "../sse/bytes.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
 import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
@@ -81,12 +81,9 @@ function dataOf(bytes: Uint8Array, start: number, end: number): string {
 }
 
 function inBandErrorMessage(data: string): string {
-  try {
-    const parsed = parseJson(data);
-    const error = isJsonObject(parsed) ? parsed["error"] : undefined;
-    if (isJsonObject(error) && typeof error["message"] === "string") return error["message"];
-  } catch {
-    // A malformed error frame is still an error frame.
-  }
+  // A malformed error frame is still an error frame.
+  const parsed = parseJsonOrUndefined(data);
+  const error = isJsonObject(parsed) ? parsed["error"] : undefined;
+  if (isJsonObject(error) && typeof error["message"] === "string") return error["message"];
   return "The generation worker reported an error in its stream";
 }

@@ -1,5 +1,5 @@
 /** Reading worker Responses events and writing the proxy's own, as SSE bytes. */
-import { type JsonObject, isJsonObject, parseJson } from "../json.ts";
+import { type JsonObject, isJsonObject, parseJsonOrUndefined } from "../json.ts";
 import { encodeData, encodeEvent } from "../sse/encode.ts";
 import type { SseFrame } from "../sse/frame-scanner.ts";
 
@@ -23,13 +23,9 @@ export interface WorkerEvent {
 
 function parsePayload(data: string | undefined): JsonObject | undefined {
   if (data === undefined) return undefined;
-  try {
-    const value = parseJson(data);
-    return isJsonObject(value) ? value : undefined;
-  } catch {
-    // Not JSON: the event is relayed as it came, without a number of ours.
-    return undefined;
-  }
+  // Not JSON: the event is relayed as it came, without a number of ours.
+  const value = parseJsonOrUndefined(data);
+  return isJsonObject(value) ? value : undefined;
 }
 
 /** The event's type is its own `event:` line, or the payload's `type` when it has none. */

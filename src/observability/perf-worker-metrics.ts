@@ -4,7 +4,7 @@
  * `server_`/`server-` to the phase's `ctx_`/`gen_`, and the timestamps they imply.
  */
 
-import { isJsonObject, parseJson } from "../json.ts";
+import { isJsonObject, parseJsonOrUndefined } from "../json.ts";
 import { METRICS_HEADER_NAMES, SERVER_TIMING, START_END_TIME, type MetricsHeaders } from "./perf-format.ts";
 
 export type WorkerPhase = "ctx" | "gen";
@@ -23,12 +23,7 @@ export function workerMetricsFromHeaders(headers: Headers, phase: WorkerPhase): 
 
 /** From the data of a worker's `trtllm.perf_metrics` event; undefined when it is not a metrics object. */
 export function workerMetricsFromEvent(data: string, phase: WorkerPhase): WorkerMetrics | undefined {
-  let parsed: unknown;
-  try {
-    parsed = parseJson(data);
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonOrUndefined(data);
   if (!isJsonObject(parsed)) return undefined;
   return workerMetrics((name) => {
     const value = parsed[name];

@@ -5,7 +5,7 @@
  * writer calls these off the request's path, in its drain.
  */
 
-import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
+import { isJsonObject, parseJsonOrUndefined, type JsonObject } from "../json.ts";
 import type { CapturedKind } from "./trace-capture.ts";
 
 /** Upstream's `_REDACTED`, and the header names whose values are credentials. */
@@ -172,7 +172,7 @@ function terminalResponse(text: string): JsonObject | undefined {
     let data: unknown;
     for (const row of frame.split("\n")) {
       if (row.startsWith("event: ")) type = row.slice(7).trim();
-      else if (row.startsWith("data: ")) data = parsed(row.slice(6));
+      else if (row.startsWith("data: ")) data = parseJsonOrUndefined(row.slice(6));
     }
     if (!isJsonObject(data)) continue;
     const named = type ?? data["type"];
@@ -182,14 +182,6 @@ function terminalResponse(text: string): JsonObject | undefined {
 }
 
 function answerResponse(text: string | undefined): JsonObject | undefined {
-  const value = text === undefined ? undefined : parsed(text);
+  const value = text === undefined ? undefined : parseJsonOrUndefined(text);
   return isJsonObject(value) && value["object"] === "response" ? value : undefined;
-}
-
-function parsed(text: string): unknown {
-  try {
-    return parseJson(text);
-  } catch {
-    return undefined;
-  }
 }
