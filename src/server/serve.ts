@@ -2,7 +2,7 @@ import { hostname, networkInterfaces } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { pause } from "../timers.ts";
+import { pause, withDeadline } from "../timers.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
@@ -153,16 +153,10 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     async drain(timeoutMs) {
       app.startDraining();
       logger.info("draining", { in_flight: app.active.size, timeout_ms: timeoutMs });
-      await untilIdle(app, timeoutMs);
-      const left = app.active.size;
-      if (left > 0) {
-        logger.warn("drain timeout: aborting in-flight requests", { in_flight: left });
-        const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
-        for (const ctx of app.active) ctx.abortLegs(reason);
-        await untilIdle(app, ABORT_GRACE_MS);
-      }
+      await waitUntil(() => app.active.size === 0, timeoutMs);
+      if (app.active.size > 0) await abortLeft(app, logger);
       // The hand-offs the drained requests left are claimed before the proxy goes.
-      await untilSettled(app, SETTLE_GRACE_MS);
+      await waitUntil(() => app.handoffs.pending === 0, SETTLE_GRACE_MS);
       await stop();
     },
     handOver(timeoutMs) {
@@ -177,12 +171,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const listenerClosed = closing.then(() => undefined);
       const finished = (async () => {
         const { connectionsClosed } = await closing;
-        if (!(await settlesWithin(connectionsClosed, timeoutMs))) {
-          logger.warn("drain timeout: aborting in-flight requests", { in_flight: app.active.size });
-          const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
-          for (const ctx of app.active) ctx.abortLegs(reason);
-          await untilIdle(app, ABORT_GRACE_MS);
-        }
+        if ((await withDeadline(connectionsClosed, timeoutMs)) === "late") await abortLeft(app, logger);
         await stop();
       })();
       return { listenerClosed, finished };
@@ -198,31 +187,19 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   };
 }
 
-/** True when the promise settled before the timeout. */
-async function settlesWithin(promise: Promise<unknown>, timeoutMs: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** After the drain timeout: the requests left end with the usual in-band error, given ABORT_GRACE_MS to write it. */
+async function abortLeft(app: App, logger: Logger): Promise<void> {
+  logger.warn("drain timeout: aborting in-flight requests", { in_flight: app.active.size });
+  const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
+  for (const ctx of app.active) ctx.abortLegs(reason);
+  await waitUntil(() => app.active.size === 0, ABORT_GRACE_MS);
 }
 
-async function untilSettled(app: App, timeoutMs: number): Promise<void> {
+/** Looks every 20 ms until `done` or `timeoutMs` passed. */
+async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   const never = new AbortController().signal;
-  while (app.handoffs.pending > 0 && performance.now() < deadline) {
-    await pause(Math.min(20, deadline - performance.now()), never);
-  }
-}
-
-async function untilIdle(app: App, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  const never = new AbortController().signal;
-  while (app.active.size > 0 && performance.now() < deadline) {
+  while (!done() && performance.now() < deadline) {
     await pause(Math.min(20, deadline - performance.now()), never);
   }
 }
