@@ -17,6 +17,7 @@ import { lstatSync, mkdirSync, rmSync, statSync } from "node:fs";
 import net from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { isJsonObject } from "../json.ts";
 
 /** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger reply ends the connection. */
 const MAX_REPLY_BYTES = 64 * 1024 * 1024;
@@ -127,13 +128,8 @@ function lineReader(socket: net.Socket, maxBytes: number, onMessage: (message: u
   });
 }
 
-/** A JSON object read from the socket. */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function isRequest(message: unknown): message is ControlRequest {
-  if (!isRecord(message)) return false;
+  if (!isJsonObject(message)) return false;
   const { op, pid } = message;
   return op === "hello" || op === "state" || (op === "release" && (pid === undefined || typeof pid === "number"));
 }
@@ -219,7 +215,7 @@ export function connectControlSocket(path: string): Promise<ControlClient | unde
       socket.on("error", (error) => failAll(error));
       socket.on("close", () => failAll(new Error("the control connection closed")));
       lineReader(socket, MAX_REPLY_BYTES, (message) => {
-        const body = isRecord(message) ? message : { error: "not an object" };
+        const body = isJsonObject(message) ? message : { error: "not an object" };
         waiting.shift()?.resolve(body);
       });
       resolve({

@@ -13,9 +13,10 @@
 
 import { createConnection, isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
+import { isJsonObject } from "../json.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import { isRecord, claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
 import { listensOn } from "./port-listener.ts";
 import type { RunningProxy } from "./serve.ts";
 
@@ -276,7 +277,7 @@ function processInfoOf(reply: Record<string, unknown>): ProcessInfo {
 function handedItems(value: unknown): HandedItem[] {
   if (!Array.isArray(value)) return [];
   return value.flatMap((item: unknown): HandedItem[] => {
-    if (!isRecord(item)) return [];
+    if (!isJsonObject(item)) return [];
     const { key, value: text, ttlMs, from } = item;
     if (typeof key !== "string" || typeof text !== "string") return [];
     return [{ key, value: text, ttlMs: typeof ttlMs === "number" ? ttlMs : undefined, from: typeof from === "string" ? from : undefined }];
