@@ -7,6 +7,7 @@ import type { StreamTimings } from "../streaming/stream-request.ts";
 import type { BodyLimits } from "./client-body.ts";
 import type { ClusterStore } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { TracedRequestInput } from "../observability/request-trace.ts";
 import type { ClusterAccess } from "../security/cluster-access.ts";
 import type { ProxyError } from "../errors.ts";
 
@@ -57,15 +58,8 @@ export interface RouteDeps {
   readonly logger: Logger;
 }
 
-/** What a request trace records of a request beside its route and headers. */
-export interface TraceInput {
-  /** The client's body as it arrived. */
-  readonly body: Uint8Array;
-  /** The conversation id routing keys on. */
-  readonly conversationId: string | undefined;
-  /** The body is not a JSON object: it is recorded as text, with why it was refused. */
-  readonly unparsed?: boolean;
-}
+/** What a request trace records of a request beside its route and headers (which the server adds). */
+export type TraceInput = Omit<TracedRequestInput, "route" | "headers">;
 
 /** The store and who may use it. */
 export interface ClusterStorageDeps {
