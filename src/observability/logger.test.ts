@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { turnBatched } from "./logger.ts";
+import { dropWarned, turnBatched } from "./logger.ts";
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -31,5 +31,15 @@ describe("turnBatched", () => {
     await nextTurn();
     expect(elsewhere).toEqual(["a\n"]);
     expect(writes).toEqual([]);
+  });
+});
+
+describe("dropWarned", () => {
+  test("a loss is warned at the first record lost and at every 1000th, a batch that crosses one included", () => {
+    expect(dropWarned(0, 1)).toBe(true);
+    expect(dropWarned(1, 2)).toBe(false);
+    expect(dropWarned(999, 1000)).toBe(true);
+    expect(dropWarned(1000, 1001)).toBe(false);
+    expect(dropWarned(1998, 2030)).toBe(true);
   });
 });

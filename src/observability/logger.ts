@@ -72,6 +72,15 @@ export function batchedStdout(): Sink {
   return batch.sink;
 }
 
+/**
+ * Whether a count of lost records (spans, trace lines, metrics lines) that went from `before` to
+ * `after` is warned: at the first loss and at every 1000th, as trtllm-serve does, so a steady
+ * loss is not a line per record.
+ */
+export function dropWarned(before: number, after: number): boolean {
+  return before === 0 || Math.floor(before / 1000) !== Math.floor(after / 1000);
+}
+
 export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Logger {
   const threshold = RANK[level];
   // Lines written within one millisecond share its timestamp text (many requests end together).

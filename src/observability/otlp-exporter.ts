@@ -4,7 +4,7 @@
  * throws; a full queue or a failed export drops spans, which are counted.
  */
 
-import type { Logger } from "./logger.ts";
+import { dropWarned, type Logger } from "./logger.ts";
 
 export const SPAN_KIND_SERVER = 2;
 export const SPAN_KIND_CLIENT = 3;
@@ -145,7 +145,7 @@ export class OtlpExporter {
   #drop(count: number, message: string, detail?: unknown): void {
     const before = this.#dropped;
     this.#dropped += count;
-    if (before === 0 || Math.floor(before / 1000) !== Math.floor(this.#dropped / 1000)) {
+    if (dropWarned(before, this.#dropped)) {
       this.#options.logger.warn(message, { dropped_spans: this.#dropped, detail });
     }
   }

@@ -8,7 +8,7 @@
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { JsonObject } from "../json.ts";
-import type { Logger } from "./logger.ts";
+import { dropWarned, type Logger } from "./logger.ts";
 
 const QUEUE_SIZE = 1024;
 const BATCH_SIZE = 64;
@@ -104,8 +104,7 @@ export class PerfJsonlWriter {
   #drop(count: number, message: string, error?: unknown): void {
     const before = this.#dropped;
     this.#dropped += count;
-    // Warned at the first drop and every 1000th, as trtllm-serve does.
-    if (before === 0 || Math.floor(before / 1000) !== Math.floor(this.#dropped / 1000)) {
+    if (dropWarned(before, this.#dropped)) {
       this.#options.logger.warn(message, { dropped_records: this.#dropped, error });
     }
   }

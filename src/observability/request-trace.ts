@@ -17,7 +17,7 @@ import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ErrorCode } from "../errors.ts";
 import { withDeadline } from "../timers.ts";
-import type { Logger } from "./logger.ts";
+import { dropWarned, type Logger } from "./logger.ts";
 import { steadySeconds } from "./steady-clock.ts";
 import { TraceHandle } from "./trace-handle.ts";
 import { hourBucket, isoUtc, requestLine, sessionKey } from "./trace-records.ts";
@@ -241,8 +241,7 @@ export class RequestTraceWriter {
   #drop(reason: DropReason, count: number, message: string, error?: unknown): void {
     const before = this.#dropped[reason];
     this.#dropped[reason] += count;
-    // Warned at the first drop and every 1000th, as upstream does.
-    if (before === 0 || Math.floor(before / 1000) !== Math.floor(this.#dropped[reason] / 1000)) {
+    if (dropWarned(before, this.#dropped[reason])) {
       this.#options.logger.warn(message, { reason, dropped_records: this.#dropped[reason], error });
     }
   }
