@@ -14,8 +14,8 @@ import { runExtraLoop } from "./server/extra-loop.ts";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { writeReportAddress } from "./server/report-address.ts";
 import type { ControlServer } from "./server/control-socket.ts";
-import { notifySystemd } from "./server/sd-notify.ts";
-import { claimPort, coldStartNotes, controlHandler, holdAfterRelease, ReleaseRefused, ReleasedToAnother, type PortClaim, type Predecessor } from "./server/take-over.ts";
+import { notifyReady } from "./server/sd-notify.ts";
+import { claimPort, holdPort, takeOverOnceReady, type PortClaim, type Predecessor } from "./server/take-over.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
@@ -97,43 +97,37 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   process.on("SIGTERM", drain);
   process.on("SIGINT", drain);
   process.on("SIGHUP", () => reload(proxy, argv, logger));
-  const holdPort = (control: ControlServer): void => {
-    // The socket file goes with the process (a killed one's is found stale and replaced).
-    process.once("exit", () => control.close());
-    control.serve(
-      controlHandler({
-        info,
-        proxy,
-        control,
-        drainTimeoutMs: config.drainTimeoutMs,
-        logger,
-        onReleased(finished) {
-          stopping = true;
-          finish(finished);
-        },
-      }),
-    );
-  };
-  if (port.kind === "held") holdPort(port.control);
+  const hold = (control: ControlServer): void =>
+    holdPort(control, {
+      info,
+      proxy,
+      drainTimeoutMs: config.drainTimeoutMs,
+      logger,
+      onReleased(finished) {
+        stopping = true;
+        finish(finished);
+      },
+    });
+  if (port.kind === "held") hold(port.control);
   if (predecessor === undefined) notifyReady(logger);
   else logger.info("taking over the port once the workers are ready", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registrations: predecessor.registrations.length });
   ready = await proxy.waitForWorkers();
   if (stopping) return;
   if (port.kind === "taking-over") {
-    if (!ready) return abandonTakeOver(proxy, port.predecessor, logger);
-    await listenOrExit(proxy, config, predecessor);
-    listening();
-    const lost = await completeTakeOver(proxy, port, logger, holdPort);
-    if (lost !== undefined) {
-      // Another process took the port over at the same time, or the old one kept it: this one stops listening and drains.
-      logger.error(`${lost.what}; this one stops listening, drains and exits`, { old_pid: port.predecessor.info.pid, reason: lost.reason });
-      stopping = true;
-      await proxy.drain(config.drainTimeoutMs);
-      await claim?.release();
+    const listenNow = async (): Promise<void> => {
+      await listenOrExit(proxy, config, predecessor);
+      listening();
+    };
+    const end = await takeOverOnceReady({ proxy, port, config, logger, listen: listenNow, hold }, ready);
+    if (end === "serving") return;
+    if (end === "abandoned") {
+      await proxy.stop();
       exit(1);
     }
-    for (const note of coldStartNotes(config)) logger.info(note);
-    return;
+    stopping = true;
+    await proxy.drain(config.drainTimeoutMs);
+    await claim?.release();
+    exit(1);
   }
   // A signal ended the wait: the drain handler exits 0; this is no timeout.
   if (ready) return;
@@ -155,43 +149,6 @@ async function claimPortOrExit(config: ProxyConfig, logger: Logger): Promise<Por
     return port;
   } catch (error) {
     return exit(2, `cannot claim port ${config.port}'s control socket: ${error instanceof Error ? error.message : String(error)}`);
-  }
-}
-
-/** The workers were not ready in time: the old process keeps serving, this one leaves. */
-async function abandonTakeOver(proxy: RunningProxy, predecessor: Predecessor, logger: Logger): Promise<void> {
-  logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", { old_pid: predecessor.info.pid });
-  await proxy.stop();
-  exit(1);
-}
-
-/** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
-async function completeTakeOver(proxy: RunningProxy, port: Extract<PortClaim, { kind: "taking-over" }>, logger: Logger, holdPort: (control: ControlServer) => void): Promise<{ readonly what: string; readonly reason: string } | undefined> {
-  const { predecessor } = port;
-  const late = await predecessor.release().catch((error: unknown) => {
-    if (error instanceof ReleaseRefused) return error;
-    // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
-    logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
-    return undefined;
-  });
-  if (late instanceof ReleasedToAnother) return { what: "another process took the port over first", reason: late.message };
-  if (late instanceof ReleaseRefused) return { what: "the old process kept the port", reason: late.message };
-  const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
-  const after = await holdAfterRelease(port.path, late !== undefined);
-  if (after.kind === "lost") return { what: "another process took the port over first", reason: after.reason };
-  if (after.kind === "held") holdPort(after.control);
-  else logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`);
-  notifyReady(logger);
-  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
-  return undefined;
-}
-
-/** systemd (Type=notify) learns the service is up: listening, or, when taking over, the old process released the port. */
-function notifyReady(logger: Logger): void {
-  try {
-    notifySystemd("READY=1");
-  } catch (error) {
-    logger.warn("could not tell systemd the service is ready", { error });
   }
 }
 

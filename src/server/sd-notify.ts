@@ -6,6 +6,7 @@
  */
 
 import { dlopen, FFIType, ptr } from "bun:ffi";
+import type { Logger } from "../observability/logger.ts";
 
 const AF_UNIX = 1;
 const SOCK_DGRAM = 2;
@@ -43,4 +44,13 @@ export function notifySystemd(state: string, socketPath: string | undefined = pr
     libc.close();
   }
   return true;
+}
+
+/** systemd (Type=notify) learns the service is up: listening, or, when taking over, the old process released the port. */
+export function notifyReady(logger: Logger): void {
+  try {
+    notifySystemd("READY=1");
+  } catch (error) {
+    logger.warn("could not tell systemd the service is ready", { error });
+  }
 }

@@ -18,6 +18,7 @@ import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
 import { listensOn } from "./port-listener.ts";
+import { notifyReady } from "./sd-notify.ts";
 import type { RunningProxy } from "./serve.ts";
 
 /** Who serves a port, as the control socket's hello says. */
@@ -239,6 +240,68 @@ export function successorRefusal(pid: number | undefined, port: number, listens:
   } catch (error) {
     return `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`;
   }
+}
+
+/** Holds the port's control socket for this process: it answers hello, state and release until the process exits. */
+export function holdPort(control: ControlServer, side: Omit<OldSide, "control">): void {
+  // The socket file goes with the process (a killed one's is found stale and replaced).
+  process.once("exit", () => control.close());
+  control.serve(controlHandler({ ...side, control }));
+}
+
+/** What the take-over needs from the process that runs it. */
+export interface TakeOverSteps {
+  readonly proxy: RunningProxy;
+  readonly port: Extract<PortClaim, { kind: "taking-over" }>;
+  readonly config: ProxyConfig;
+  readonly logger: Logger;
+  /** Listens on the port beside the old process (a listen failure ends the process). */
+  readonly listen: () => Promise<void>;
+  /** Holds the port's control socket once the old process let go of it. */
+  readonly hold: (control: ControlServer) => void;
+}
+
+/**
+ * The take-over once the worker checks ended: `serving` (this process took the port over),
+ * `abandoned` (its workers were not ready: it never listened, the old process serves on
+ * untouched; this one must stop), or `left` (another process took the port over, or the old
+ * one kept it: this one listens and must stop listening and drain).
+ */
+export async function takeOverOnceReady(steps: TakeOverSteps, workersReady: boolean): Promise<"serving" | "abandoned" | "left"> {
+  const { predecessor } = steps.port;
+  if (!workersReady) {
+    steps.logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", { old_pid: predecessor.info.pid });
+    return "abandoned";
+  }
+  await steps.listen();
+  const lost = await releaseAndHold(steps);
+  if (lost !== undefined) {
+    steps.logger.error(`${lost.what}; this one stops listening, drains and exits`, { old_pid: predecessor.info.pid, reason: lost.reason });
+    return "left";
+  }
+  for (const note of coldStartNotes(steps.config)) steps.logger.info(note);
+  return "serving";
+}
+
+/** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
+async function releaseAndHold({ proxy, port, logger, hold }: TakeOverSteps): Promise<{ readonly what: string; readonly reason: string } | undefined> {
+  const { predecessor } = port;
+  const late = await predecessor.release().catch((error: unknown) => {
+    if (error instanceof ReleaseRefused) return error;
+    // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
+    logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
+    return undefined;
+  });
+  if (late instanceof ReleasedToAnother) return { what: "another process took the port over first", reason: late.message };
+  if (late instanceof ReleaseRefused) return { what: "the old process kept the port", reason: late.message };
+  const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
+  const after = await holdAfterRelease(port.path, late !== undefined);
+  if (after.kind === "lost") return { what: "another process took the port over first", reason: after.reason };
+  if (after.kind === "held") hold(after.control);
+  else logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`);
+  notifyReady(logger);
+  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
+  return undefined;
 }
 
 /** What the holder of a port answers on its control socket. */
