@@ -138,6 +138,11 @@ export function bodyTooLarge(maxBytes: number): ProxyError {
   return new ProxyError("BODY_TOO_LARGE", 413, `Request body is larger than ${maxBytes} bytes`);
 }
 
+/** The client left (closed its connection) before its request ended. */
+export function clientGone(): ProxyError {
+  return new ProxyError("CLIENT_GONE", 499, "Client disconnected");
+}
+
 export function internalError(cause: unknown): ProxyError {
   return new ProxyError("INTERNAL", 500, "Internal server error", { cause });
 }

@@ -1,4 +1,4 @@
-import { asProxyError, ProxyError } from "../errors.ts";
+import { asProxyError, clientGone, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json.ts";
 import type { JsonSource, ParsedBody } from "../json-source.ts";
 import { affinityOf, parentSessionOf, withoutClientAffinity } from "../pipeline/affinity.ts";
@@ -60,7 +60,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   const body = parent === undefined ? named : withSubagentConversationId(named);
   const affinity = parent === undefined ? undefined : affinityOf(parent, body);
   // Gone while its body was read (e.g. the runtime closed a pipelining connection): no work starts.
-  if (request.signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
+  if (request.signal.aborted) throw clientGone();
   const restoreIdle = call.keepOpen();
   const stream = body["stream"] === true;
   const ctx = await deps.startRequest(call.route, stream, request, () => traceInputOf(call, body));
@@ -140,10 +140,10 @@ export async function withinRequest(
  * it keep the request's body and every helper alive for as long as a stream stays open.
  */
 function watchClient(ctx: RequestContext, client: Request): () => void {
-  const clientGone = (): void => ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
-  if (client.signal.aborted) clientGone();
-  else client.signal.addEventListener("abort", clientGone, { once: true });
-  return () => client.signal.removeEventListener("abort", clientGone);
+  const onLeft = (): void => ctx.abortLegs(clientGone());
+  if (client.signal.aborted) onLeft();
+  else client.signal.addEventListener("abort", onLeft, { once: true });
+  return () => client.signal.removeEventListener("abort", onLeft);
 }
 
 async function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): Promise<void> {

@@ -1,4 +1,4 @@
-import { ProxyError } from "../errors.ts";
+import { clientGone, ProxyError } from "../errors.ts";
 import type { SharedAdmissionWords } from "../routing/shared-load.ts";
 
 /**
@@ -58,7 +58,7 @@ export class Admission {
         else resolve();
       };
       const wake = (): void => done();
-      const onAbort = (): void => done(new ProxyError("CLIENT_GONE", 499, "Client disconnected"));
+      const onAbort = (): void => done(clientGone());
       const timer = setTimeout(() => done(overloaded()), this.#waitMs);
       signal.addEventListener("abort", onAbort, { once: true });
       this.#queue.push(wake);
@@ -112,7 +112,7 @@ export class SharedAdmission {
     const deadline = performance.now() + this.#waitMs;
     try {
       for (;;) {
-        if (signal.aborted) throw new ProxyError("CLIENT_GONE", 499, "Client disconnected");
+        if (signal.aborted) throw clientGone();
         const seen = words.releases();
         if (words.tryAdmit(this.#limit)) return;
         const left = deadline - performance.now();

@@ -1,4 +1,4 @@
-import { asProxyError, ProxyError } from "../errors.ts";
+import { asProxyError, clientGone, ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
 import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock, type StreamTimings } from "./stream-request.ts";
@@ -169,7 +169,7 @@ export class ClientRelay {
     this.#closed = true;
     this.#cancelTimer?.();
     this.#ctx.hooks.streamClosed();
-    this.#settle({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
+    this.#settle({ status: 499, error: clientGone() });
     this.#reader?.cancel().catch(() => {});
   }
 
