@@ -11,12 +11,12 @@
  * Without `--take-over` a second copy on a held port is refused before it listens.
  */
 
-import { createConnection, isIP } from "node:net";
 import type { ProxyConfig } from "../config/types.ts";
 import { isJsonObject } from "../json.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import { listenCovers, listenerOn, resolvedAddresses, type ListenAddresses } from "./listen-address.ts";
 import { listensOn } from "./port-listener.ts";
 import { notifyReady } from "./sd-notify.ts";
 import type { RunningProxy } from "./serve.ts";
@@ -53,25 +53,6 @@ export type PortClaim =
   | { readonly kind: "taking-over"; readonly predecessor: Predecessor; readonly path: string }
   | { readonly kind: "refused"; readonly message: string };
 
-/** Every address a listen host stands for: an IP literal itself, a name what it resolves to. */
-export type ListenAddresses = (host: string) => Promise<readonly string[]>;
-
-const resolvedAddresses: ListenAddresses = async (host) => (isIP(unbracketed(host)) !== 0 ? [unbracketed(host)] : (await Bun.dns.lookup(host)).map((entry) => entry.address));
-
-function unbracketed(host: string): string {
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
-}
-
-/**
- * Whether a listener on `next` takes every connection one on `current` takes, so that `current`
- * may stop listening: `::` takes all, `0.0.0.0` every IPv4 address, any other only its own.
- */
-export function listenCovers(next: readonly string[], current: readonly string[]): boolean {
-  if (next.includes("::")) return true;
-  const anyV4 = next.includes("0.0.0.0");
-  return current.every((address) => next.includes(address) || (anyV4 && isIP(address) === 4));
-}
-
 /**
  * Why a take-over from `config`'s listen address would leave clients of the running process's
  * address refused (a narrower address: `127.0.0.1` taking over `0.0.0.0`), or undefined. Both
@@ -88,34 +69,6 @@ async function narrowerListen(config: ProxyConfig, info: ProcessInfo, addressesO
     `which does not take every connection ${current} takes: once it took over, clients of ${current} would be refused. ` +
     `Start it with --host ${current} (or a wildcard address), or stop that one first`
   );
-}
-
-/** How long a probe of the port waits for a connection to be accepted. */
-const PROBE_TIMEOUT_MS = 1_000;
-
-/**
- * The address at which something already accepts connections on the port, or undefined. With
- * SO_REUSEPORT a second proxy binds the port beside the first whatever the control sockets say,
- * so one whose runtime directory differs (another environment) is caught here, before it listens.
- */
-async function listenerOn(host: string, port: number): Promise<string | undefined> {
-  const bare = unbracketed(host);
-  const probes = bare === "0.0.0.0" ? ["127.0.0.1"] : bare === "::" ? ["::1", "127.0.0.1"] : [bare];
-  for (const address of probes) if (await accepts(address, port)) return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
-  return undefined;
-}
-
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port, timeout: PROBE_TIMEOUT_MS });
-    const done = (accepted: boolean): void => {
-      socket.destroy();
-      resolve(accepted);
-    };
-    socket.once("connect", () => done(true));
-    socket.once("timeout", () => done(false));
-    socket.once("error", () => done(false));
-  });
 }
 
 /** Before listening: hold the port's control socket, or find who holds it. */

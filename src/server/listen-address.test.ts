@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { listenCovers } from "./take-over.ts";
+import { listenCovers } from "./listen-address.ts";
 
 describe("listenCovers: whether a new listener takes every connection the running one takes", () => {
   test("the same addresses, or a wildcard over them, cover; a narrower address does not", () => {
