@@ -8,6 +8,7 @@
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { JsonObject } from "../json.ts";
+import { AppendQueue } from "./append-queue.ts";
 import { dropWarned, type Logger } from "./logger.ts";
 
 const QUEUE_SIZE = 1024;
@@ -26,16 +27,12 @@ export interface PerfJsonlOptions {
 export class PerfJsonlWriter {
   readonly path: string;
   readonly #options: PerfJsonlOptions;
-  readonly #append: (path: string, data: string) => Promise<void>;
-  readonly #queue: JsonObject[] = [];
+  readonly #queue: AppendQueue<JsonObject>;
   readonly #ready: Promise<boolean>;
-  #draining: Promise<void> | undefined;
   #dropped = 0;
-  #written = 0;
 
   constructor(options: PerfJsonlOptions) {
     this.#options = options;
-    this.#append = options.append ?? ((path, data) => appendFile(path, data, "utf8"));
     this.path = join(options.dir, `perf_metrics-disagg-${options.hostname}-${options.pid}-${utcStamp(options.startedAt)}.jsonl`);
     this.#ready = mkdir(options.dir, { recursive: true }).then(
       () => true,
@@ -44,6 +41,13 @@ export class PerfJsonlWriter {
         return false;
       },
     );
+    this.#queue = new AppendQueue<JsonObject>({
+      limit: QUEUE_SIZE,
+      batchSize: BATCH_SIZE,
+      lines: (batch) => this.#lines(batch),
+      append: options.append ?? ((path, data) => appendFile(path, data, "utf8")),
+      lost: (reason, count, error) => this.#drop(count, reason === "queue_full" ? "perf metrics queue full" : "perf metrics write failed", error),
+    });
   }
 
   /** Records lost: queue full, unserialisable, or not written. */
@@ -52,44 +56,25 @@ export class PerfJsonlWriter {
   }
 
   get written(): number {
-    return this.#written;
+    return this.#queue.written;
   }
 
   /** Queues one record; never blocks, never throws. */
   submit(record: JsonObject): void {
-    if (this.#queue.length >= QUEUE_SIZE) {
-      this.#drop(1, "perf metrics queue full");
-      return;
-    }
     this.#queue.push(record);
-    this.#draining ??= this.#drain().finally(() => {
-      this.#draining = undefined;
-    });
   }
 
   /** Resolves once every queued record was written (or dropped). */
-  async flush(): Promise<void> {
-    while (this.#draining !== undefined) await this.#draining;
+  flush(): Promise<void> {
+    return this.#queue.flush();
   }
 
-  async #drain(): Promise<void> {
-    const usable = await this.#ready;
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, BATCH_SIZE);
-      if (!usable) {
-        this.#dropped += batch.length;
-        continue;
-      }
-      const lines = batch.flatMap((record) => this.#line(record));
-      if (lines.length === 0) continue;
-      try {
-        // oxlint-disable-next-line no-await-in-loop -- batches are appended in order, one at a time
-        await this.#append(this.path, lines.join(""));
-        this.#written += lines.length;
-      } catch (error) {
-        this.#drop(lines.length, "perf metrics write failed", error);
-      }
+  async #lines(batch: readonly JsonObject[]): Promise<Map<string, string[]>> {
+    if (!(await this.#ready)) {
+      this.#dropped += batch.length;
+      return new Map();
     }
+    return new Map([[this.path, batch.flatMap((record) => this.#line(record))]]);
   }
 
   #line(record: JsonObject): string[] {

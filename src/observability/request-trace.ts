@@ -17,6 +17,7 @@ import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ErrorCode } from "../errors.ts";
 import { withDeadline } from "../timers.ts";
+import { AppendQueue, type LostReason } from "./append-queue.ts";
 import { dropWarned, type Logger } from "./logger.ts";
 import { steadySeconds } from "./steady-clock.ts";
 import { TraceHandle } from "./trace-handle.ts";
@@ -80,6 +81,11 @@ export interface TraceCounts {
 
 type DropReason = keyof TraceCounts["dropped"];
 
+const LOST_MESSAGE: Readonly<Record<LostReason, string>> = {
+  queue_full: "request trace queue full: lines dropped",
+  write_error: "request trace lines not written",
+};
+
 /** A request refused before admission: its status and why (upstream's `on_rejected`). */
 export interface TraceRefusal {
   readonly status: number;
@@ -112,20 +118,26 @@ export class RequestTraceWriter {
   readonly #options: RequestTraceOptions;
   readonly #clock: TraceClock;
   readonly #pid: number;
-  readonly #append: (path: string, data: string) => Promise<void>;
-  readonly #queue: Queued[] = [];
+  readonly #queue: AppendQueue<Queued>;
   readonly #dropped: Record<DropReason, number> = { queue_full: 0, write_error: 0, shutdown: 0 };
   #submitted = 0;
-  #persisted = 0;
-  #queuedBytes = 0;
-  #draining: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: RequestTraceOptions) {
     this.#options = options;
     this.#clock = options.clock ?? SYSTEM_CLOCK;
     this.#pid = options.pid ?? process.pid;
-    this.#append = options.append ?? appendMakingDirs();
+    this.#queue = new AppendQueue<Queued>({
+      limit: options.queueLimit ?? QUEUE_LIMIT,
+      maxBytes: options.maxQueuedBytes ?? MAX_QUEUED_BYTES,
+      bytesOf: (item) => item.bytes,
+      batchSize: BATCH_SIZE,
+      // Lines are built after the request's own work; those of requests ending together share an append.
+      startLater: true,
+      lines: (batch) => this.#lines(batch),
+      append: options.append ?? appendMakingDirs(),
+      lost: (reason, count, error) => this.#drop(reason, count, LOST_MESSAGE[reason], error),
+    });
   }
 
   /** Records an accepted request and returns the handle its end redeems. */
@@ -158,20 +170,20 @@ export class RequestTraceWriter {
 
   counts(): TraceCounts {
     const dropped = this.#dropped.queue_full + this.#dropped.write_error + this.#dropped.shutdown;
-    return { submitted: this.#submitted, persisted: this.#persisted, dropped: { ...this.#dropped }, pending: this.#submitted - this.#persisted - dropped };
+    const persisted = this.#queue.written;
+    return { submitted: this.#submitted, persisted, dropped: { ...this.#dropped }, pending: this.#submitted - persisted - dropped };
   }
 
   /** Resolves once every queued line was written or dropped. */
-  async flush(): Promise<void> {
-    while (this.#draining !== undefined) await this.#draining;
+  flush(): Promise<void> {
+    return this.#queue.flush();
   }
 
   /** Writes what is queued (up to 5 s), then drops anything submitted later, counted as `shutdown`. */
   async close(): Promise<void> {
     await withDeadline(this.flush(), CLOSE_TIMEOUT_MS);
     this.#closed = true;
-    this.#dropped.shutdown += this.#queue.splice(0).length;
-    this.#queuedBytes = 0;
+    this.#dropped.shutdown += this.#queue.clear();
   }
 
   #submit(item: Queued): void {
@@ -180,38 +192,7 @@ export class RequestTraceWriter {
       this.#dropped.shutdown++;
       return;
     }
-    const full = this.#queue.length >= (this.#options.queueLimit ?? QUEUE_LIMIT) || this.#queuedBytes + item.bytes > (this.#options.maxQueuedBytes ?? MAX_QUEUED_BYTES);
-    if (full) {
-      this.#drop("queue_full", 1, "request trace queue full: lines dropped");
-      return;
-    }
     this.#queue.push(item);
-    this.#queuedBytes += item.bytes;
-    // Started on a later turn, so the lines are built after the request's own work, and the
-    // lines of requests ending together go out in one append.
-    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#drain())
-      .finally(() => {
-        this.#draining = undefined;
-      });
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, BATCH_SIZE);
-      for (const item of batch) this.#queuedBytes -= item.bytes;
-      // oxlint-disable-next-line no-await-in-loop -- batches go out in order, one at a time
-      const groups = await this.#lines(batch);
-      for (const [path, lines] of groups) {
-        try {
-          // oxlint-disable-next-line no-await-in-loop -- one append per file, in order
-          await this.#append(path, lines.join(""));
-          this.#persisted += lines.length;
-        } catch (error) {
-          this.#drop("write_error", lines.length, "request trace lines not written", error);
-        }
-      }
-    }
   }
 
   /** The batch's lines by file, each in its own hour's directory. */
