@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { listenCovers } from "./listen-address.ts";
+import { networkInterfaces } from "node:os";
+import { isOwnAddress, listenCovers } from "./listen-address.ts";
 
 describe("listenCovers: whether a new listener takes every connection the running one takes", () => {
   test("the same addresses, or a wildcard over them, cover; a narrower address does not", () => {
@@ -14,5 +15,16 @@ describe("listenCovers: whether a new listener takes every connection the runnin
     expect(listenCovers(["0.0.0.0"], ["::"])).toBe(false);
     expect(listenCovers(["0.0.0.0"], ["::1"])).toBe(false);
     expect(listenCovers(["127.0.0.1"], ["127.0.0.1", "::1"])).toBe(false);
+  });
+});
+
+describe("isOwnAddress: which listen addresses the port probe may connect to", () => {
+  test("loopback and this machine's interface addresses are its own; an address elsewhere (TEST-NET) is not, so no probe leaves the machine", () => {
+    expect(isOwnAddress("127.0.0.1")).toBe(true);
+    expect(isOwnAddress("127.0.0.2")).toBe(true);
+    expect(isOwnAddress("::1")).toBe(true);
+    for (const entry of Object.values(networkInterfaces()).flat()) if (entry !== undefined) expect(isOwnAddress(entry.address)).toBe(true);
+    expect(isOwnAddress("192.0.2.1")).toBe(false);
+    expect(isOwnAddress("2001:db8::1")).toBe(false);
   });
 });

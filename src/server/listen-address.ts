@@ -5,6 +5,7 @@
  */
 
 import { createConnection, isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 
 /** Every address a listen host stands for: an IP literal itself, a name what it resolves to. */
 export type ListenAddresses = (host: string) => Promise<readonly string[]>;
@@ -35,9 +36,15 @@ const PROBE_TIMEOUT_MS = 1_000;
  */
 export async function listenerOn(host: string, port: number): Promise<string | undefined> {
   const bare = unbracketed(host);
-  const probes = bare === "0.0.0.0" ? ["127.0.0.1"] : bare === "::" ? ["::1", "127.0.0.1"] : [bare];
+  const probes = bare === "0.0.0.0" ? ["127.0.0.1"] : bare === "::" ? ["::1", "127.0.0.1"] : (await resolvedAddresses(host).catch(() => [])).filter(isOwnAddress);
   for (const address of probes) if (await accepts(address, port)) return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
   return undefined;
+}
+
+/** Only this machine's own addresses are probed: a listen address elsewhere fails to bind, and is no reason to connect out. */
+export function isOwnAddress(address: string): boolean {
+  if (address === "::1" || address.startsWith("127.")) return true;
+  return Object.values(networkInterfaces()).some((entries) => entries?.some((entry) => entry.address === address) === true);
 }
 
 function accepts(host: string, port: number): Promise<boolean> {
