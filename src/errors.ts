@@ -104,6 +104,11 @@ export interface ProxyErrorOptions {
   readonly unread?: boolean;
   /** For CONTEXT_OVERFLOW: what the worker said of the prompt's length. */
   readonly overflow?: ContextOverflow;
+  /**
+   * For WORKER_HTTP_ERROR: the worker answered its start-up 503 (`x-trtllm-server-state:
+   * starting`): its readiness gate answers before any route runs, so nothing was done.
+   */
+  readonly starting?: boolean;
 }
 
 export class ProxyError extends Error {
@@ -114,6 +119,7 @@ export class ProxyError extends Error {
   readonly neverSent: boolean;
   readonly unread: boolean;
   readonly overflow: ContextOverflow | undefined;
+  readonly starting: boolean;
 
   constructor(code: ErrorCode, status: number, message: string, options: ProxyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -123,6 +129,7 @@ export class ProxyError extends Error {
     this.neverSent = options.neverSent ?? false;
     this.unread = options.unread ?? false;
     this.overflow = options.overflow;
+    this.starting = options.starting ?? false;
   }
 
   get outcome(): Outcome {

@@ -12,7 +12,7 @@ import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
 import { startProxy } from "../src/server/serve.ts";
-import { eventually } from "./support/cluster.ts";
+import { eventually, startCluster } from "./support/cluster.ts";
 
 const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
 
@@ -137,4 +137,37 @@ describe("the proxy in front of a starting worker", () => {
       await generation.stop();
     }
   });
+});
+
+describe("a worker that restarted between two health checks", () => {
+  for (const schedule of ["context_first", "generation_first"] as const) {
+    test(`its start-up 503 to a request is no client error: the leg moves to another worker, and the worker is out of rotation until its health check passes (${schedule})`, async () => {
+      await using cluster = await startCluster({ contexts: [{}, {}], generations: [{}, {}], config: { schedule, maxRetries: 0, healthCheckIntervalMs: 600 } });
+      // Generation-first's context leg is pinned (the hand-off names its worker): only a generation worker restarts there.
+      const restarting = schedule === "context_first" ? [cluster.contexts[0]!, cluster.generations[0]!] : [cluster.generations[0]!];
+      // Just after a health round answered: a whole interval passes before the next one sees the restart.
+      await Promise.all(
+        restarting.map((worker) => {
+          const seen = worker.requests.length;
+          return worker.waitFor((r) => r.seq >= seen && r.path === "/health" && r.status !== "running");
+        }),
+      );
+      for (const worker of restarting) worker.restartInPlace();
+      for (let i = 0; i < 4; i++) {
+        const response = await cluster.post("/v1/chat/completions", { ...chat, messages: [{ role: "user", content: `after a restart ${i} [[emu tokens=3]]` }], stream: i % 2 === 1 });
+        expect(response.status).toBe(200);
+        expect(await response.text()).toContain(" tok3");
+      }
+      const pool = cluster.proxy.app.placement.pool;
+      for (const worker of restarting) {
+        expect(pool.entriesOf(worker.url).map((entry) => [entry.ready, entry.starting])).toEqual([[false, true]]);
+        // Told once, at info level, as the worker answered.
+        const lines = cluster.logs.filter((line) => line["worker"] === worker.url && line["state"] === "starting");
+        expect(lines.map((line) => line["level"])).toEqual(["info"]);
+      }
+      expect(cluster.logs.filter((line) => line["msg"] === "request" && line["status"] !== 200)).toEqual([]);
+      for (const worker of restarting) worker.finishStarting();
+      await eventually(() => restarting.every((worker) => pool.entriesOf(worker.url)[0]?.ready === true), 5000);
+    });
+  }
 });

@@ -34,6 +34,12 @@ export class ReadinessGate {
     this.#ready = true;
     clearTimeout(this.#timer);
   }
+
+  /** Shut again: the worker restarted in place and loads its model anew. */
+  shut(): void {
+    clearTimeout(this.#timer);
+    this.#ready = false;
+  }
 }
 
 /** The answer every route gets while the gate is shut. */

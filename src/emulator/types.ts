@@ -144,6 +144,8 @@ export interface EmulatedWorker {
   deregister(): Promise<void>;
   /** Ends the start-up state now (see `startingMs`). */
   finishStarting(): void;
+  /** Enters the start-up state again, as a worker restarted on its port does, until `finishStarting()`. */
+  restartInPlace(): void;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -130,6 +130,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.#readiness.open();
   }
 
+  restartInPlace(): void {
+    this.#readiness.shut();
+  }
+
   deregister(): Promise<void> {
     return Promise.all(this.#registrations.map((registration) => registration.stop())).then(() => undefined);
   }

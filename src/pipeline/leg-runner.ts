@@ -16,7 +16,7 @@ import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswe
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
 import { watchedCall, type HandoffWatch } from "./handoff-watch.ts";
-import { lostUnread, neverReachedEngine } from "./retry.ts";
+import { lostUnread, neverReachedEngine, workerStarting } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
@@ -98,7 +98,8 @@ async function runAttempts<T>(
   // A request a reused connection lost unread goes once more to the same worker, on a fresh
   // connection, under the same id, outside the retry budget (retry.ts, lostUnread).
   let fresh = false;
-  let freshRetries = 0;
+  // Retries outside --max-retries: fresh-connection resends, and workers that answered "starting".
+  let freeRetries = 0;
   let lastId = plan.id;
   for (let attempt = 0; ; attempt++) {
     const id = fresh ? lastId : attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
@@ -124,8 +125,15 @@ async function runAttempts<T>(
         leg.lostUnread(error);
         ctx.retried();
         fresh = true;
-        freshRetries++;
+        freeRetries++;
         again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
+        continue;
+      }
+      if (workerStarting(error) && !plan.pinned && !plan.signal.aborted) {
+        leg.answeredStarting(error);
+        ctx.retried();
+        freeRetries++;
+        failedOn.push(leg.origin);
         continue;
       }
       if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent, plan.path)) {
@@ -135,7 +143,7 @@ async function runAttempts<T>(
         again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
         continue;
       }
-      const last = attempt - freshRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
+      const last = attempt - freeRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       // Stopped by the request's end or its paired leg's failure (generation-first aborts the
       // pair with that failure): nothing said of this worker.
       leg.failed(error, last ? undefined : attempt + 1, plan.signal.aborted);
@@ -214,6 +222,20 @@ class LegAttempt {
       disagg_request_id: this.#ctx.disaggRequestId,
       worker: this.origin,
       error: error.message,
+    });
+  }
+
+  /** The worker answered its start-up 503: out of rotation until a health check passes; the leg moves to another worker. */
+  answeredStarting(error: ProxyError): void {
+    this.#placed.reservation.release();
+    this.#span.end(error);
+    this.#ctx.hooks.legRetry(this.#role);
+    const wasReady = this.#deps.placement.pool.markStarting(this.origin);
+    this.#deps.logger.info(`${this.#role} leg: the worker answered that it is starting; out of rotation until its health check passes, the request goes to another worker`, {
+      disagg_request_id: this.#ctx.disaggRequestId,
+      worker: this.origin,
+      state: "starting",
+      was_ready: wasReady,
     });
   }
 

@@ -51,6 +51,19 @@ export function lostUnread(error: ProxyError): boolean {
 }
 
 /**
+ * A worker that answered its start-up 503 (`x-trtllm-server-state: starting`) to a request:
+ * upstream's readiness gate (tensorrt_llm/serve/readiness.py @ e6c89c08) answers it before any
+ * route runs, so the request provably did nothing, on either leg: a generation request pulled
+ * no KV. It goes to another worker at once, outside --max-retries, and the worker leaves
+ * rotation until a health check passes (it restarted since its last one). Each such answer
+ * takes a worker out of rotation, so these retries are bounded by the fleet. A leg pinned to
+ * its worker (generation-first's context leg, which the hand-off names) cannot move.
+ */
+export function workerStarting(error: ProxyError): boolean {
+  return error.code === "WORKER_HTTP_ERROR" && error.starting;
+}
+
+/**
  * A generation leg that failed so, before any byte of it reached the client, is run again once
  * on a fresh context and generation pair (first-byte-restart.ts): the worker broke, stalled or
  * refused for a reason of its own (5xx, timeout, lost connection, a broken answer or stream).

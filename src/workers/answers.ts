@@ -40,17 +40,27 @@ function statementOf(answer: WorkerAnswer): ErrorStatement {
 }
 
 /**
+ * The answer of a worker still loading its model: upstream's readiness gate answers every route
+ * 503 with `x-trtllm-server-state: starting` before the route runs (tensorrt_llm/serve/
+ * readiness.py @ e6c89c08db8fc8e39c32a9589c732157df5d9dcd). The header alone says it, by
+ * upstream's design: the body need not be read.
+ */
+export function answersStarting(response: Response): boolean {
+  return response.status === 503 && response.headers.get("x-trtllm-server-state") === "starting";
+}
+
+/**
  * A worker's error answer as the domain error: a 400 refusing the prompt as too long for the
  * context is CONTEXT_OVERFLOW, with the counts the worker gave, so each dialect can say it in
  * its client's words; anything else is WORKER_HTTP_ERROR. Both keep the answer to relay.
  */
-export function workerHttpError(role: string, answer: WorkerAnswer): ProxyError {
+export function workerHttpError(role: string, answer: WorkerAnswer, starting = false): ProxyError {
   const { message, code } = statementOf(answer);
   // The worker's own text (never the raw body, which may name hosts).
   const text = message ?? `The ${role} worker rejected the request with status ${answer.status}`;
   const overflow = answer.status === 400 ? contextOverflowOf(message ?? "", code) : undefined;
   if (overflow !== undefined) return new ProxyError("CONTEXT_OVERFLOW", 400, text, { workerAnswer: answer, overflow });
-  return new ProxyError("WORKER_HTTP_ERROR", answer.status, text, { workerAnswer: answer });
+  return new ProxyError("WORKER_HTTP_ERROR", answer.status, text, { workerAnswer: answer, starting });
 }
 
 const encoder = new TextEncoder();

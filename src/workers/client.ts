@@ -4,7 +4,7 @@ import { parseKeepingList, type KeptList } from "../json-bytes.ts";
 import type { JsonLayout } from "../json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
-import { readBounded, readPrefix, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
+import { answersStarting, readBounded, readPrefix, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 import type { Role } from "../config/types.ts";
 
 
@@ -66,7 +66,7 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const response = await send(post, deadline);
   post.onAnswer?.();
   try {
-    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin));
+    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin), answersStarting(response));
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
@@ -113,7 +113,7 @@ export async function postForStream(post: WorkerPost): Promise<Response> {
     const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((error: unknown) => {
       throw translateFailure(error, post);
     });
-    if (response.status >= 400) throw workerHttpError(post.role, answer);
+    if (response.status >= 400) throw workerHttpError(post.role, answer, answersStarting(response));
     throw new ProxyError("WORKER_BAD_ANSWER", 502, `The ${post.role} worker did not answer with an event stream`, {
       workerAnswer: { ...answer, status: 502 },
     });

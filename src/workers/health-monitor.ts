@@ -1,7 +1,7 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import { isJsonObject, type JsonObject } from "../json.ts";
-import { getFromWorker, INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
+import { answersStarting, getFromWorker, INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
 import { acceptedVersion } from "./version-text.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
@@ -158,8 +158,7 @@ async function probe(fetch: WorkerFetch, origin: string, timeoutMs: number, sign
     const response = await fetch(`${origin}/health`, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
     await response.body?.cancel();
     if (response.status === 200) return "ok";
-    // The header alone says it, by upstream's design: the body is never read.
-    return response.status === 503 && response.headers.get("x-trtllm-server-state") === "starting" ? "starting" : "down";
+    return answersStarting(response) ? "starting" : "down";
   } catch {
     return "down";
   }

@@ -87,6 +87,22 @@ export class WorkerPool {
   }
 
   /**
+   * A worker answered a request with its start-up 503 (it restarted since its last health
+   * check): out of rotation at once, every role of its origin, until a health check passes
+   * again (health-monitor.ts takes it back as it takes any worker not ready). True when it was
+   * ready until now.
+   */
+  markStarting(origin: string): boolean {
+    const roles = this.entriesOf(origin);
+    const wasReady = roles.some((worker) => worker.ready);
+    for (const worker of roles) {
+      worker.ready = false;
+      worker.starting = true;
+    }
+    return wasReady;
+  }
+
+  /**
    * Replaces a role's list (reload, discovery): workers still listed keep their state;
    * new ones start not ready and join after their first healthy check; removed ones take
    * no new requests (what they are serving runs to its end).
