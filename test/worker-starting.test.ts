@@ -16,6 +16,21 @@ import { eventually, startCluster } from "./support/cluster.ts";
 
 const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
 
+/** A proxy on port 0 in front of one context and one generation worker, checking their health every 20 ms. */
+function proxyConfig(context: string, generation: string): ProxyConfig {
+  return {
+    ...DEFAULTS,
+    host: "127.0.0.1",
+    port: 0,
+    contextServers: [context],
+    generationServers: [generation],
+    serverStartPollMs: 20,
+    healthCheckIntervalMs: 20,
+    nodeId: 1,
+    configFile: undefined,
+  };
+}
+
 describe("the emulated worker while it starts", () => {
   test("every route, /health included, answers upstream's 503 starting, and nothing reaches the model; then it serves", async () => {
     await using worker = startEmulatedWorker({ role: "mixed", startingMs: Number.POSITIVE_INFINITY });
@@ -51,19 +66,7 @@ describe("the proxy in front of a starting worker", () => {
     const context = startEmulatedWorker({ role: "context", startingMs: Number.POSITIVE_INFINITY });
     const generation = startEmulatedWorker({ role: "generation" });
     const logger = memoryLogger();
-    const config: ProxyConfig = {
-      ...DEFAULTS,
-      host: "127.0.0.1",
-      port: 0,
-      contextServers: [context.url],
-      generationServers: [generation.url],
-      serverStartTimeoutMs: 60_000,
-      serverStartPollMs: 20,
-      healthCheckIntervalMs: 20,
-      nodeId: 1,
-      configFile: undefined,
-    };
-    const proxy = startProxy(config, logger, "test");
+    const proxy = startProxy({ ...proxyConfig(context.url, generation.url), serverStartTimeoutMs: 60_000 }, logger, "test");
     try {
       const started = proxy.waitForWorkers();
       const state = async (): Promise<unknown> => {
@@ -107,18 +110,7 @@ describe("the proxy in front of a starting worker", () => {
     const origin = context.url.origin;
     const generation = startEmulatedWorker({ role: "generation" });
     const logger = memoryLogger();
-    const config: ProxyConfig = {
-      ...DEFAULTS,
-      host: "127.0.0.1",
-      port: 0,
-      contextServers: [origin],
-      generationServers: [generation.url],
-      serverStartPollMs: 20,
-      healthCheckIntervalMs: 20,
-      nodeId: 1,
-      configFile: undefined,
-    };
-    const proxy = startProxy(config, logger, "test");
+    const proxy = startProxy(proxyConfig(origin, generation.url), logger, "test");
     try {
       expect(await proxy.waitForWorkers()).toBe(true);
       starting = true;

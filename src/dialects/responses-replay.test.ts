@@ -15,17 +15,23 @@ function finished(status: "completed" | "incomplete"): JsonObject {
   };
 }
 
+function replayedText(response: JsonObject): string {
+  return replayResponseEvents(response)
+    .map((chunk) => decoder.decode(chunk))
+    .join("");
+}
+
 /** Upstream's context-only replay (test_disagg_responses_api.py @ 1593a0d7, responses_done_generator). */
 describe("a Responses request the context phase finished, replayed as a stream", () => {
   test("a response that ran to its end opens with response.created and ends with response.completed, never [DONE]", () => {
-    const body = replayResponseEvents(finished("completed")).map((chunk) => decoder.decode(chunk)).join("");
+    const body = replayedText(finished("completed"));
     expect(body).toContain("event: response.completed");
     expect(body).not.toContain("[DONE]");
     expect(body.indexOf("response.created")).toBeLessThan(body.indexOf("response.completed"));
   });
 
   test("a response cut at max_output_tokens ends with response.incomplete carrying its reason", () => {
-    const body = replayResponseEvents(finished("incomplete")).map((chunk) => decoder.decode(chunk)).join("");
+    const body = replayedText(finished("incomplete"));
     expect(body).toContain("event: response.incomplete");
     expect(body).not.toContain("event: response.completed");
     expect(body).toContain("max_output_tokens");
