@@ -185,14 +185,13 @@ export interface OldSide {
  * another process, listening on the port now. Anything that can open the control socket can
  * ask; without this a stray `{"op":"release"}` left the port with no process serving it.
  */
-export function successorRefusal(pid: number | undefined, port: number, listens: (pid: number, port: number) => boolean = listensOn): string | undefined {
+export async function successorRefusal(pid: number | undefined, port: number, listens: (pid: number, port: number) => Promise<boolean> = listensOn): Promise<string | undefined> {
   if (pid === undefined) return "no successor listening: the release names no process (pid) to serve the port";
   if (pid === process.pid) return `no successor listening: pid ${pid} is this process`;
-  try {
-    return listens(pid, port) ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`;
-  } catch (error) {
-    return `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`;
-  }
+  return listens(pid, port).then(
+    (listening) => (listening ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`),
+    (error: unknown) => `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`,
+  );
 }
 
 /** Holds the port's control socket for this process: it answers hello, state and release until the process exits. */
@@ -260,16 +259,19 @@ async function releaseAndHold({ proxy, port, logger, hold }: TakeOverSteps): Pro
 /** What the holder of a port answers on its control socket. */
 export function controlHandler(side: OldSide): ControlHandler {
   let released = false;
-  return (request) => {
-    if (request.op === "hello") return Promise.resolve({ ...side.info });
-    if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
-    if (released) return Promise.resolve({ error: ALREADY_RELEASED });
-    const refusal = successorRefusal(request.pid, Number(side.proxy.url.port));
+  let deciding: Promise<unknown> = Promise.resolve();
+  const decide = async (pid: number | undefined): Promise<string | undefined> => {
+    if (released) return ALREADY_RELEASED;
+    const refusal = await successorRefusal(pid, Number(side.proxy.url.port));
+    if (refusal === undefined) released = true;
+    return refusal;
+  };
+  const grant = (refusal: string | undefined): Promise<Record<string, unknown>> => {
+    if (refusal === ALREADY_RELEASED) return Promise.resolve({ error: ALREADY_RELEASED });
     if (refusal !== undefined) {
       side.logger.warn(`refused to release the port: ${refusal}`);
       return Promise.resolve({ error: refusal });
     }
-    released = true;
     // The listener closes before the answer goes out: once the new process hears it, the port is its alone.
     const { listenerClosed, finished } = side.proxy.handOver(side.drainTimeoutMs);
     side.onReleased(finished);
@@ -279,6 +281,14 @@ export function controlHandler(side: OldSide): ControlHandler {
       side.logger.info("released the port to a new process; draining", { registrations: registrations.length, drain_timeout_ms: side.drainTimeoutMs });
       return { released: true, registrations };
     });
+  };
+  return (request) => {
+    if (request.op === "hello") return Promise.resolve({ ...side.info });
+    if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
+    // One release is decided at a time: of two successors asking at once, one gets the port.
+    const decision = deciding.then(() => decide(request.pid));
+    deciding = decision;
+    return decision.then(grant);
   };
 }
 
