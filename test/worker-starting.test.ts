@@ -133,10 +133,10 @@ describe("the proxy in front of a starting worker", () => {
 
 describe("a worker that restarted between two health checks", () => {
   for (const schedule of ["context_first", "generation_first"] as const) {
-    test(`its start-up 503 to a request is no client error: the leg moves to another worker, and the worker is out of rotation until its health check passes (${schedule})`, async () => {
+    test(`its start-up 503 to a request is no client error: the leg moves to another worker (a pinned one restarts its request on a fresh pair), and the worker is out of rotation until its health check passes (${schedule})`, async () => {
       await using cluster = await startCluster({ contexts: [{}, {}], generations: [{}, {}], config: { schedule, maxRetries: 0, healthCheckIntervalMs: 600 } });
-      // Generation-first's context leg is pinned (the hand-off names its worker): only a generation worker restarts there.
-      const restarting = schedule === "context_first" ? [cluster.contexts[0]!, cluster.generations[0]!] : [cluster.generations[0]!];
+      // Generation-first's context leg is pinned (the hand-off names its worker): that request restarts on a fresh pair.
+      const restarting = [cluster.contexts[0]!, cluster.generations[0]!];
       // Just after a health round answered: a whole interval passes before the next one sees the restart.
       await Promise.all(
         restarting.map((worker) => {

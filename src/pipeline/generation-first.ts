@@ -6,6 +6,7 @@ import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
 import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
+import { workerStarting } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
@@ -72,8 +73,10 @@ async function generationFirstOnce(deps: PipelineDeps, ctx: RequestContext, inpu
   if (genResult.status === "rejected" || contextResult.status === "rejected") {
     if (genResult.status === "fulfilled" && genResult.value.kind === "stream") await cancelBody(genResult.value.response);
     const failure = firstFailure?.error ?? asProxyError(genResult.status === "rejected" ? genResult.reason : undefined);
-    // Only the generation leg's own failure restarts the pair: a context failure was retried by its leg already.
-    throw firstFailure?.leg === "generation" ? restartable(ctx, failure, firstFailure.worker, id) : failure;
+    // The generation leg's own failure restarts the pair; a context failure was retried by its
+    // leg already, unless its pinned worker answered that it is starting (out of rotation now).
+    const restarts = firstFailure?.leg === "generation" || workerStarting(failure);
+    throw restarts ? restartable(ctx, failure, firstFailure?.worker, id) : failure;
   }
   return withFirstBytes(deps, ctx, genResult.value, id, generationStarted);
 }

@@ -129,8 +129,14 @@ async function runAttempts<T>(
         again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
         continue;
       }
-      if (workerStarting(error) && !plan.pinned && !plan.signal.aborted) {
-        leg.answeredStarting(error);
+      if (workerStarting(error) && !plan.signal.aborted) {
+        leg.answeredStarting(plan.pinned);
+        // A pinned leg cannot move: it fails, and its request restarts on a fresh pair (retry.ts).
+        if (plan.pinned) {
+          leg.failed(error, undefined);
+          throw error;
+        }
+        leg.movesOn(error);
         ctx.retried();
         freeRetries++;
         failedOn.push(leg.origin);
@@ -225,18 +231,23 @@ class LegAttempt {
     });
   }
 
-  /** The worker answered its start-up 503: out of rotation until a health check passes; the leg moves to another worker. */
-  answeredStarting(error: ProxyError): void {
-    this.#placed.reservation.release();
-    this.#span.end(error);
-    this.#ctx.hooks.legRetry(this.#role);
+  /** The worker answered its start-up 503: out of rotation until a health check passes. */
+  answeredStarting(pinned: boolean): void {
     const wasReady = this.#deps.placement.pool.markStarting(this.origin);
-    this.#deps.logger.info(`${this.#role} leg: the worker answered that it is starting; out of rotation until its health check passes, the request goes to another worker`, {
+    this.#deps.logger.info(`${this.#role} leg: the worker answered that it is starting; out of rotation until its health check passes`, {
       disagg_request_id: this.#ctx.disaggRequestId,
       worker: this.origin,
       state: "starting",
       was_ready: wasReady,
+      next: pinned ? "the request restarts on a fresh pair" : "the leg goes to another worker",
     });
+  }
+
+  /** The leg leaves this worker for another, outside the retry budget (nothing was done here). */
+  movesOn(error: ProxyError): void {
+    this.#placed.reservation.release();
+    this.#span.end(error);
+    this.#ctx.hooks.legRetry(this.#role);
   }
 
   /** A non-streamed answer: the worker is free again. */

@@ -57,7 +57,9 @@ export function lostUnread(error: ProxyError): boolean {
  * no KV. It goes to another worker at once, outside --max-retries, and the worker leaves
  * rotation until a health check passes (it restarted since its last one). Each such answer
  * takes a worker out of rotation, so these retries are bounded by the fleet. A leg pinned to
- * its worker (generation-first's context leg, which the hand-off names) cannot move.
+ * its worker (generation-first's context leg, which the hand-off names; a generation worker
+ * reserved by conditional disaggregation) cannot move: the request restarts on a fresh pair
+ * instead (restartsBeforeFirstByte).
  */
 export function workerStarting(error: ProxyError): boolean {
   return error.code === "WORKER_HTTP_ERROR" && error.starting;
@@ -78,8 +80,9 @@ export function restartsBeforeFirstByte(error: ProxyError): boolean {
       return true;
     case "WORKER_HTTP_ERROR":
       // An overloaded fleet (503, 529) is told to the client, whose back-off eases it; running
-      // the prefill again would add to the load.
-      return error.status >= 500 && error.status !== 503 && error.status !== 529;
+      // the prefill again would add to the load. A worker's start-up 503 is not overload: that
+      // worker is out of rotation now (workerStarting), and the fresh pair goes elsewhere.
+      return error.starting || (error.status >= 500 && error.status !== 503 && error.status !== 529);
     default:
       return false;
   }
