@@ -10,14 +10,15 @@ import { pause } from "../timers.ts";
 import type { JsonObject } from "../json.ts";
 import type { JsonSource } from "../json-source.ts";
 import type { BodyCodec, WorkerBody } from "../workers/body-codec.ts";
-import { rejectedCapability, type Capability } from "../workers/protocol.ts";
+import type { Capability } from "../workers/protocol.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
+import { outlierFailureOf } from "../workers/outlier-detector.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
-import { capabilitiesUsed, fitToWorker } from "./protocol-fit.ts";
+import { dropRejectedField, fitToWorker } from "./protocol-fit.ts";
 import { watchedCall, type HandoffWatch } from "./handoff-watch.ts";
 import { lostUnread, neverReachedEngine, workerStarting } from "./retry.ts";
-import { WORKER_PATH, type PipelineDeps } from "./types.ts";
+import type { PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
 export interface LegPlan {
@@ -142,7 +143,7 @@ async function runAttempts<T>(
         failedOn.push(leg.origin);
         continue;
       }
-      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps, leg.worker, error, sent, plan.path)) {
+      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps.logger, leg.worker, error, sent, plan.path)) {
         protocolRetried = true;
         leg.failed(error, attempt + 1);
         ctx.retried();
@@ -327,54 +328,6 @@ class LegAttempt {
   #learn(success: boolean): void {
     void this.#deps.placement.finished(this.#role, this.origin, this.#routing, success);
   }
-}
-
-/**
- * What a failed attempt says of its worker: a failure to count toward its ejection, or
- * undefined for no verdict (the client left, the proxy drained, the worker refused a bad or excess request and
- * so is alive, or a reused connection was lost unread).
- */
-function outlierFailureOf(error: ProxyError): string | undefined {
-  switch (error.code) {
-    case "WORKER_TIMEOUT":
-      return "timeout";
-    case "WORKER_UNREACHABLE":
-      return error.unread ? undefined : error.neverSent ? "connection refused" : "connection lost";
-    case "WORKER_HTTP_ERROR":
-      // 503 and 529 say "overloaded, try later" (a worker alive and answering), not "broken".
-      return error.status >= 500 && error.status !== 503 && error.status !== 529 ? `http ${error.status}` : undefined;
-    case "WORKER_BAD_ANSWER":
-      return "bad answer";
-    case "WORKER_STREAM_BROKEN":
-      return "stream broken";
-    default:
-      return undefined;
-  }
-}
-
-/**
- * A worker's 400 naming an optional field it was sent (pydantic extra="forbid"): its version
- * claimed a capability it lacks. The capability goes off for that worker (logged once, since it
- * is gone afterwards) and the caller retries without it.
- */
-function dropRejectedField(deps: PipelineDeps, worker: WorkerEntry, error: ProxyError, sent: JsonObject, path: string): boolean {
-  if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
-  const used = capabilitiesUsed(sent);
-  // Only ChatCompletionRequest has injected_chat_template_kwargs and prompt_token_ids_b64: a
-  // request to another route refused for one says nothing of the worker's version.
-  if (path !== WORKER_PATH.chat) {
-    used.delete("injected_chat_template_kwargs");
-    used.delete("prompt_token_ids_b64");
-  }
-  const capability = rejectedCapability(error.message, used);
-  if (capability === undefined) return false;
-  worker.protocol.accepts.delete(capability);
-  deps.logger.warn("worker rejected an optional field; no longer sending it to this worker", {
-    worker: worker.origin,
-    version: worker.protocol.version ?? "unknown",
-    field: capability,
-  });
-  return true;
 }
 
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {

@@ -1,5 +1,9 @@
 import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
-import type { Capability } from "../workers/protocol.ts";
+import type { ProxyError } from "../errors.ts";
+import type { Logger } from "../observability/logger.ts";
+import { rejectedCapability, type Capability } from "../workers/protocol.ts";
+import type { WorkerEntry } from "../workers/worker-pool.ts";
+import { WORKER_PATH } from "./api-kind.ts";
 
 /**
  * A worker-bound body cut to what the target worker's version accepts (workers/protocol.ts):
@@ -65,4 +69,29 @@ export function capabilitiesUsed(body: JsonObject): Set<Capability> {
   if (params?.["return_prompt_token_ids_b64"] !== undefined || body["prompt_token_ids_b64"] !== undefined) used.add("prompt_token_ids_b64");
   if (body["injected_chat_template_kwargs"] !== undefined) used.add("injected_chat_template_kwargs");
   return used;
+}
+
+/**
+ * A worker's 400 naming an optional field it was sent (pydantic extra="forbid"): its version
+ * claimed a capability it lacks. The capability goes off for that worker (logged once, since it
+ * is gone afterwards) and the caller retries without it.
+ */
+export function dropRejectedField(logger: Logger, worker: WorkerEntry, error: ProxyError, sent: JsonObject, path: string): boolean {
+  if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
+  const used = capabilitiesUsed(sent);
+  // Only ChatCompletionRequest has injected_chat_template_kwargs and prompt_token_ids_b64: a
+  // request to another route refused for one says nothing of the worker's version.
+  if (path !== WORKER_PATH.chat) {
+    used.delete("injected_chat_template_kwargs");
+    used.delete("prompt_token_ids_b64");
+  }
+  const capability = rejectedCapability(error.message, used);
+  if (capability === undefined) return false;
+  worker.protocol.accepts.delete(capability);
+  logger.warn("worker rejected an optional field; no longer sending it to this worker", {
+    worker: worker.origin,
+    version: worker.protocol.version ?? "unknown",
+    field: capability,
+  });
+  return true;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { memoryLogger } from "../observability/logger.ts";
-import { OutlierDetector } from "./outlier-detector.ts";
+import { ProxyError } from "../errors.ts";
+import { OutlierDetector, outlierFailureOf } from "./outlier-detector.ts";
 import { WorkerPool } from "./worker-pool.ts";
 
 const A = "http://a:1";
@@ -84,5 +85,23 @@ describe("OutlierDetector", () => {
     const { fail, serving } = setup([B, C], { outlierFailures: 0, outlierEjectionMs: 1000, outlierMaxEjectionPercent: 100 });
     fail(B, 50);
     expect(serving()).toEqual([B, C]);
+  });
+});
+
+function http(status: number, starting = false): ProxyError {
+  return new ProxyError("WORKER_HTTP_ERROR", status, "x", { starting });
+}
+
+describe("what a failed attempt says of its worker", () => {
+  test("timeouts, lost or refused connections, 5xx and broken answers count; overload, start-up, 4xx, a reused connection lost unread and a client gone do not", () => {
+    expect(outlierFailureOf(new ProxyError("WORKER_TIMEOUT", 504, "x"))).toBe("timeout");
+    expect(outlierFailureOf(new ProxyError("WORKER_UNREACHABLE", 502, "x"))).toBe("connection lost");
+    expect(outlierFailureOf(new ProxyError("WORKER_UNREACHABLE", 502, "x", { neverSent: true }))).toBe("connection refused");
+    expect(outlierFailureOf(new ProxyError("WORKER_UNREACHABLE", 502, "x", { unread: true }))).toBeUndefined();
+    expect(outlierFailureOf(http(500))).toBe("http 500");
+    for (const status of [400, 429, 503, 529]) expect(outlierFailureOf(http(status))).toBeUndefined();
+    expect(outlierFailureOf(http(503, true))).toBeUndefined();
+    expect(outlierFailureOf(new ProxyError("WORKER_STREAM_BROKEN", 502, "x"))).toBe("stream broken");
+    expect(outlierFailureOf(new ProxyError("CLIENT_GONE", 499, "x"))).toBeUndefined();
   });
 });

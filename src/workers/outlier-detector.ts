@@ -1,4 +1,5 @@
 import type { Role } from "../config/types.ts";
+import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { OutlierState, WorkerEntry, WorkerPool } from "./worker-pool.ts";
 
@@ -89,5 +90,28 @@ export class OutlierDetector {
     entry.outlier.ejected = undefined;
     entry.outlier.backSince = this.#now();
     this.#logger.info("worker back in rotation after its ejection", { worker: entry.origin, role: entry.role, because: why, ejections: entry.outlier.ejections });
+  }
+}
+
+/**
+ * What a failed attempt says of its worker: a failure to count toward its ejection, or
+ * undefined for no verdict (the client left, the proxy drained, the worker refused a bad or excess request and
+ * so is alive, or a reused connection was lost unread).
+ */
+export function outlierFailureOf(error: ProxyError): string | undefined {
+  switch (error.code) {
+    case "WORKER_TIMEOUT":
+      return "timeout";
+    case "WORKER_UNREACHABLE":
+      return error.unread ? undefined : error.neverSent ? "connection refused" : "connection lost";
+    case "WORKER_HTTP_ERROR":
+      // 503 and 529 say "overloaded, try later" (a worker alive and answering), not "broken".
+      return error.status >= 500 && error.status !== 503 && error.status !== 529 ? `http ${error.status}` : undefined;
+    case "WORKER_BAD_ANSWER":
+      return "bad answer";
+    case "WORKER_STREAM_BROKEN":
+      return "stream broken";
+    default:
+      return undefined;
   }
 }
