@@ -41,6 +41,8 @@ export class HealthMonitor {
   readonly #settings: HealthSettings;
   readonly #logger: Logger;
   readonly #streaks = new Map<string, Streak>();
+  /** Origins whose check is under way: rounds overlap (a change of the worker list starts one at once, beside the periodic one). */
+  readonly #checking = new Set<string>();
   readonly #fetch: WorkerFetch;
   readonly #onChecked: HealthCheckListener | undefined;
 
@@ -61,6 +63,19 @@ export class HealthMonitor {
   }
 
   async #check(origin: string, signal: AbortSignal): Promise<void> {
+    // One check of a worker at a time: two would both join it (its /server_info, /version and
+    // /v1/models asked twice at once, "worker ready" logged twice, the first model list's
+    // failure hidden by the second's answer).
+    if (this.#checking.has(origin)) return;
+    this.#checking.add(origin);
+    try {
+      await this.#checkOnce(origin, signal);
+    } finally {
+      this.#checking.delete(origin);
+    }
+  }
+
+  async #checkOnce(origin: string, signal: AbortSignal): Promise<void> {
     const answer = await probe(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
     if (signal.aborted) return;
     const healthy = answer === "ok";
