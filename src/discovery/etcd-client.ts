@@ -3,6 +3,7 @@
  * nothing read from disk at run time, so it works the same inside the compiled binary.
  */
 
+import { parseJsonBounded, readJsonBounded, readPrefix } from "../bounded-read.ts";
 import { decode, encode, errorOf, int64At, isObject, linesOf, listAt, objectAt, prefixRangeEnd, stringAt, type JsonObject } from "./etcd-wire.ts";
 
 export class EtcdError extends Error {
@@ -35,6 +36,16 @@ export type WatchMessage =
 const DEFAULT_TIMEOUT_MS = 5000;
 
 /**
+ * A range answer holds every key of the prefix: ~350 bytes a worker registration (base64 and
+ * revisions included), so this bound holds ~48,000 workers. Every other call answers a few
+ * hundred bytes.
+ */
+export const RANGE_ANSWER_BYTES = 16 * 1024 * 1024;
+const CALL_ANSWER_BYTES = 64 * 1024;
+/** An error answer is only read for its message. */
+const ERROR_ANSWER_BYTES = 64 * 1024;
+
+/**
  * `endpoint` is `http://host:port`, or a comma list of them: a call that cannot connect moves
  * the client on to the next endpoint for the following call.
  */
@@ -51,7 +62,7 @@ export class EtcdClient {
 
   /** Every key starting with `prefix`, and the revision of that view. */
   async range(prefix: string): Promise<{ revision: bigint; kvs: KeyValue[] }> {
-    const body = await this.#call("/v3/kv/range", { key: encode(prefix), range_end: prefixRangeEnd(prefix) });
+    const body = await this.#call("/v3/kv/range", { key: encode(prefix), range_end: prefixRangeEnd(prefix) }, undefined, RANGE_ANSWER_BYTES);
     return { revision: int64At(objectAt(body, "header"), "revision"), kvs: listAt(body, "kvs").map(keyValueOf) };
   }
 
@@ -112,13 +123,14 @@ export class EtcdClient {
     };
     const response = await this.#fetch("/v3/watch", request, signal, false);
     if (!response.ok || response.body === null) throw await failureOf(response);
-    for await (const line of linesOf(response.body)) yield watchMessageOf(parseLine(line));
+    for await (const line of linesOf(response.body)) yield watchMessageOf(await parseLine(line));
   }
 
-  async #call(path: string, request: JsonObject, timeoutMs = this.#timeoutMs): Promise<JsonObject> {
+  /** One unary call; its answer is read within `maxBytes` and the shape bounds worker answers have (bounded-read.ts). */
+  async #call(path: string, request: JsonObject, timeoutMs = this.#timeoutMs, maxBytes = CALL_ANSWER_BYTES): Promise<JsonObject> {
     const response = await this.#fetch(path, request, AbortSignal.timeout(timeoutMs), undefined);
     if (!response.ok) throw await failureOf(response);
-    const body: unknown = await response.json();
+    const body: unknown = await readJsonBounded(response, maxBytes, (what, cause) => new EtcdError(`etcd's answer to ${path} ${what}`, undefined, { cause }));
     const error = errorOf(body);
     if (error !== undefined) throw new EtcdError(error.message, error.code);
     if (!isObject(body)) throw new EtcdError(`etcd answered ${path} with something that is not a JSON object`);
@@ -147,8 +159,11 @@ function keyValueOf(kv: JsonObject): KeyValue {
   return { key: decode(stringAt(kv, "key")), value: decode(stringAt(kv, "value")), modRevision: int64At(kv, "mod_revision") };
 }
 
-function parseLine(line: string): JsonObject {
-  const value: unknown = JSON.parse(line);
+const encoder = new TextEncoder();
+
+/** A watch line, bounded in size by linesOf, and here in shape as every other etcd answer. */
+async function parseLine(line: string): Promise<JsonObject> {
+  const value: unknown = await parseJsonBounded(encoder.encode(line), (what, cause) => new EtcdError(`etcd's watch message ${what}`, undefined, { cause }));
   const error = errorOf(value);
   if (error !== undefined) throw new EtcdError(`etcd watch failed: ${error.message}`, error.code);
   if (!isObject(value)) throw new EtcdError("etcd sent a watch message that is not a JSON object");
@@ -173,7 +188,7 @@ function watchMessageOf(result: JsonObject): WatchMessage {
 }
 
 async function failureOf(response: Response): Promise<EtcdError> {
-  const text = await response.text().catch(() => "");
+  const text = new TextDecoder().decode(await readPrefix(response.body, ERROR_ANSWER_BYTES).catch(() => new Uint8Array()));
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -1,8 +1,7 @@
 import { ProxyError, type WorkerAnswer } from "../errors.ts";
+import { readBounded as readBoundedAnswer, readJsonBounded, readShaped as readShapedAnswer } from "../bounded-read.ts";
 import { isJsonObject, parseJson, type JsonValue } from "../json.ts";
-import { ANSWER_SHAPE_LIMITS } from "../json-bytes.ts";
-import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "../json-shape.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import type { JsonLayout } from "../json-shape.ts";
 import { contextOverflowOf } from "./context-overflow.ts";
 import type { WorkerFetch } from "./transport.ts";
 
@@ -78,77 +77,21 @@ export function withoutWorkerAddress(body: Uint8Array, origin: string): Uint8Arr
   return scrubbed === text ? body : encoder.encode(scrubbed);
 }
 
-/** Reads a body up to `limit` bytes; the rest is cancelled, as it is when `onPiece` throws (which the read then throws). */
-export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
-  if (!body) return new Uint8Array();
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      onPiece?.(value);
-      parts.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  return (concatBytes(parts) ?? new Uint8Array()).subarray(0, Math.min(size, limit));
+/** A worker's answer refused by a bounded read: a 502 WORKER_BAD_ANSWER (the failed leg is logged with it where it ends). */
+function refuseWorkerAnswer(what: string, cause?: unknown): ProxyError {
+  return new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`, cause === undefined ? {} : { cause });
 }
 
-/**
- * Reads a whole answer, refusing one larger than `limit` bytes; `onPiece` sees its bytes in
- * order as they arrive (all at once when read natively) and may refuse them by throwing. An
- * answer that declares its length (and is not compressed, so the length is what arrives) is
- * read natively in one go: the HTTP framing already stops it there, and a JS read loop costs
- * ~12 µs more per call.
- */
-export async function readBounded(response: Response, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
-  const declared = declaredLength(response.headers);
-  if (declared !== undefined) {
-    if (declared > limit) {
-      response.body?.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    const bytes = await response.bytes();
-    onPiece?.(bytes);
-    return bytes;
-  }
-  const bytes = await readPrefix(response.body, limit + 1, onPiece);
-  if (bytes.byteLength > limit) throw tooLarge(limit);
-  return bytes;
+export { readPrefix } from "../bounded-read.ts";
+
+/** bounded-read.ts's readBounded, refusing as a worker's answer. */
+export function readBounded(response: Response, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
+  return readBoundedAnswer(response, limit, refuseWorkerAnswer, onPiece);
 }
 
-function declaredLength(headers: Headers): number | undefined {
-  const encoding = headers.get("content-encoding");
-  if (encoding !== null && encoding.toLowerCase() !== "identity") return undefined;
-  const length = headers.get("content-length");
-  if (length === null || !/^\d+$/.test(length)) return undefined;
-  return Number(length);
-}
-
-function tooLarge(limit: number): ProxyError {
-  return new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`);
-}
-
-/**
- * An answer read by `read`, its shape checked against ANSWER_SHAPE_LIMITS as its bytes arrive
- * and before anything parses them: refused (the failed leg is logged with this cause where it
- * ends) or returned with its layout.
- */
-export async function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
-  const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
-  const bytes = await read((piece) => refuseShape(guard.feed(piece)));
-  refuseShape(guard.finish(bytes.length));
-  return { bytes, layout: guard.layout() };
-}
-
-function refuseShape(problem: JsonShapeProblem | undefined): void {
-  if (problem === undefined) return;
-  const what = problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`;
-  throw new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`);
+/** bounded-read.ts's readShaped (within ANSWER_SHAPE_LIMITS), refusing as a worker's answer. */
+export function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
+  return readShapedAnswer(limit, refuseWorkerAnswer, read);
 }
 
 /**
@@ -165,26 +108,11 @@ export async function getFromWorker(fetch: WorkerFetch, origin: string, path: st
   return undefined;
 }
 
-/** Fatal: an answer that is not UTF-8 is broken, not text to repair. */
-const strictDecoder = new TextDecoder("utf-8", { fatal: true });
-
 /**
  * A worker's JSON answer to a call the proxy makes for itself (/server_info, /version,
- * /kv_cache_events, /perf_metrics, the clock probe), bounded as a model answer is: at most
- * `limit` bytes (a declared larger length is refused before a byte is read), its shape
- * checked as it arrives, parsed only then. Throws a WORKER_BAD_ANSWER ProxyError otherwise.
+ * /kv_cache_events, /perf_metrics, the clock probe), bounded as a model answer is
+ * (bounded-read.ts's readJsonBounded). Throws a WORKER_BAD_ANSWER ProxyError otherwise.
  */
-export async function readJsonAnswer(response: Response, limit: number): Promise<JsonValue> {
-  const { bytes } = await readShaped(limit, (onPiece) => readBounded(response, limit, onPiece));
-  let text: string;
-  try {
-    text = strictDecoder.decode(bytes);
-  } catch (cause) {
-    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid UTF-8", { cause });
-  }
-  try {
-    return parseJson(text);
-  } catch (cause) {
-    throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not valid JSON", { cause });
-  }
+export function readJsonAnswer(response: Response, limit: number): Promise<JsonValue> {
+  return readJsonBounded(response, limit, refuseWorkerAnswer);
 }
