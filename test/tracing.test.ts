@@ -63,6 +63,8 @@ describe.each(["context_first", "generation_first"] as const)("%s: OTLP export",
     expect(legs).toHaveLength(2);
     for (const leg of legs) expect(leg).toMatchObject({ traceId: CLIENT_TRACE_ID, parentSpanId: server[0]!.spanId, name: "POST /v1/chat/completions" });
     expect(attribute(legs.find((s) => s.spanId === ctxSpan), "trtllm.role")).toBe("context");
+    // The client asked for "m"; the one served model took it.
+    expect([attribute(server[0], "gen_ai.request.model"), attribute(server[0], "trtllm.model")]).toEqual(["m", "emulated-model"]);
   });
 });
 

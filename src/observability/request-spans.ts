@@ -31,6 +31,9 @@ export interface RequestEnd {
   readonly outcome: string;
   readonly error: string | undefined;
   readonly disaggRequestId: bigint;
+  /** The served model it was placed on, and the client's name (capped) when that differs. */
+  readonly model?: string | undefined;
+  readonly requestedModel?: string | undefined;
 }
 
 export interface RequestSpans {
@@ -95,10 +98,20 @@ export function requestSpans(trace: TraceContext, route: string, sink: SpanSink 
           "http.response.status_code": result.status,
           "trtllm.disagg_request_id": result.disaggRequestId.toString(),
           "trtllm.outcome": result.outcome,
+          ...modelAttributes(result),
         },
         error: result.error,
       });
     },
+  };
+}
+
+/** OpenTelemetry's GenAI name for the model a request asked for (the client's), and ours for the served model it went to. */
+function modelAttributes(result: RequestEnd): Record<string, string> {
+  const requested = result.requestedModel ?? result.model;
+  return {
+    ...(requested === undefined ? {} : { "gen_ai.request.model": requested }),
+    ...(result.model === undefined ? {} : { "trtllm.model": result.model }),
   };
 }
 

@@ -3,8 +3,11 @@ import type { RequestPerf } from "../observability/request-perf.ts";
 import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
 import type { TraceHandle } from "../observability/request-trace.ts";
+import type { ModelNames } from "../routing/model-choice.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
+
+const NO_MODEL: ModelNames = { model: undefined, requestedModel: undefined };
 
 /** What one finished request reports: the request log line and the metrics come from it. */
 export interface RequestSummary {
@@ -17,6 +20,9 @@ export interface RequestSummary {
   readonly generationWorker: string | undefined;
   /** The worker the last failed attempt went to (of either role), if an attempt failed. */
   readonly failedWorker: string | undefined;
+  /** The served model it was placed on, and the client's name when that differs (routing/model-choice.ts's ModelNames). */
+  readonly model: string | undefined;
+  readonly requestedModel: string | undefined;
   readonly status: number;
   readonly outcome: Outcome;
   readonly error: string | undefined;
@@ -102,6 +108,7 @@ export class RequestContext {
   #contextWorker: string | undefined;
   #generationWorker: string | undefined;
   #failedWorker: string | undefined;
+  #models: ModelNames = NO_MODEL;
   #retries = 0;
   #bytesOut = 0;
   readonly #schedule: string;
@@ -172,6 +179,11 @@ export class RequestContext {
   legServed(role: Role, origin: string): void {
     if (role === "context") this.#contextWorker = origin;
     else this.#generationWorker = origin;
+  }
+
+  /** The model the request goes to, as placement chose it, for the log line and the server span. */
+  modelChosen(names: ModelNames): void {
+    this.#models = names;
   }
 
   /** The worker the last failed attempt went to, if one failed. */
@@ -271,6 +283,8 @@ export class RequestContext {
       contextWorker: this.#contextWorker,
       generationWorker: this.#generationWorker,
       failedWorker: this.#failedWorker,
+      model: this.#models.model,
+      requestedModel: this.#models.requestedModel,
       status,
       outcome: error?.outcome ?? "ok",
       error: error?.message,

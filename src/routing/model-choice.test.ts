@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { aliasTarget, chooseModel, modelNotFoundMessage } from "./model-choice.ts";
+import { aliasTarget, chooseModel, modelNamesOf, modelNotFoundMessage } from "./model-choice.ts";
 
 const aliases = [
   { from: "claude-opus-4", to: "big" },
@@ -38,5 +38,23 @@ describe("chooseModel", () => {
   test("the refusal names what is served and bounds the echoed name", () => {
     expect(modelNotFoundMessage("x".repeat(10_000), ["a", "b"])).toHaveLength("The model `` does not exist: this proxy serves a, b".length + 256);
     expect(modelNotFoundMessage(undefined, ["a", "b"])).toContain("(a, b)");
+  });
+});
+
+function names(requested: string | undefined, served: string[]): ReturnType<typeof modelNamesOf> {
+  return modelNamesOf(requested, chooseModel(requested, served, aliases));
+}
+
+describe("modelNamesOf", () => {
+  test("the served model, and the client's name only when it is another", () => {
+    expect(names("big", ["big", "small"])).toEqual({ model: "big", requestedModel: undefined });
+    expect(names("claude-opus-4", ["big", "small"])).toEqual({ model: "big", requestedModel: "claude-opus-4" });
+    expect(names("anything", ["only"])).toEqual({ model: "only", requestedModel: "anything" });
+  });
+
+  test("no served model for a refused name or an unknown fleet model; the client's name is capped at 256 characters", () => {
+    expect(names("y".repeat(10_000), ["big", "small"])).toEqual({ model: undefined, requestedModel: "y".repeat(256) });
+    expect(names("m", [])).toEqual({ model: undefined, requestedModel: "m" });
+    expect(names(undefined, ["big", "small"])).toEqual({ model: undefined, requestedModel: undefined });
   });
 });

@@ -39,6 +39,23 @@ export function aliasTarget(name: string, aliases: readonly ModelAlias[]): strin
   return best?.to;
 }
 
+/** A client's model name is its own text: a log line or span carries at most this much of it. */
+export const MAX_LOGGED_MODEL_CHARS = 256;
+
+/** What a request's log line and span say of its model. */
+export interface ModelNames {
+  /** The served model the request is placed on; undefined when no worker serves it or the fleet's model is unknown. */
+  readonly model: string | undefined;
+  /** The client's name, capped, when it is not `model` (an alias, a single-model fleet taking any name, a refused name). */
+  readonly requestedModel: string | undefined;
+}
+
+export function modelNamesOf(requested: string | undefined, choice: ModelChoice): ModelNames {
+  const model = choice.kind === "unknown" || choice.key === UNKNOWN_MODEL ? undefined : choice.key;
+  const requestedModel = requested === undefined || requested === model ? undefined : requested.slice(0, MAX_LOGGED_MODEL_CHARS);
+  return { model, requestedModel };
+}
+
 /** Whether a worker may take a request of this choice. */
 export function servesChoice(worker: WorkerEntry, choice: ModelChoice): boolean {
   if (choice.kind === "all") return true;

@@ -5,6 +5,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
 import { RequestContext, type RequestHooks } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
+import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
 import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
@@ -181,9 +182,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       requestTrace?.refused({ route, headers, ...traced }, { status: error.status, code: error.code, message: error.message });
     },
     runPipeline(ctx, input) {
+      ctx.modelChosen(modelNamesOf(input.routing?.model, placement.chooseModel(input.routing?.model)));
       return runPipeline(this, ctx, input);
     },
     callWorker(ctx, call) {
+      const model = call.body?.["model"];
+      if (typeof model === "string") ctx.modelChosen(modelNamesOf(model, placement.chooseModel(model)));
       return callOneWorker(this, ctx, call);
     },
     workersReady: () => placement.pool.isReady(),

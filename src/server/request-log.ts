@@ -13,6 +13,8 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     context_worker: s.contextWorker,
     generation_worker: s.generationWorker,
     failed_worker: s.failedWorker,
+    model: s.model,
+    requested_model: s.requestedModel,
     status: s.status,
     outcome: s.outcome,
     error: s.error,
