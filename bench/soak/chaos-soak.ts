@@ -33,6 +33,8 @@ export interface ChaosSoakPlan {
   readonly logDir: string;
   /** How to run the program: the compiled binary, or bun with src/main.ts. */
   readonly command: readonly string[];
+  /** The proxy's schedule style (context_first unless set). */
+  readonly schedule?: "context_first" | "generation_first" | undefined;
 }
 
 export interface ChaosSoakReport {
@@ -57,6 +59,8 @@ export interface ChaosSoakReport {
     readonly ejections: number;
     readonly restarts: number;
     readonly freshConnectionRetries: number;
+    /** Legs a restarted worker answered with its start-up 503, moved to another worker (or restarted on a fresh pair). */
+    readonly startingAnswers: number;
     /**
      * Client requests sent per route, of those the ones whose client left (or whose connection
      * broke) before an answer: such a request may never have been written, and the proxy
@@ -112,7 +116,7 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     writeFileSync(configFile, yamlFor(workers, plan.idleTimeoutS));
     const proxy = await spawnService({
       name: "chaos-soak-proxy",
-      cmd: [...plan.command, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0", "--request-timeout", "3", "--max-body-bytes", String(1024 * 1024), "--health-check-interval-ms", "500", "--body-grace-ms", "2000", "--worker-keep-alive-s", "0.8", "--outlier-failures", "3", "--outlier-ejection-s", "2", "--first-token-timeout-ms", "2500"],
+      cmd: [...plan.command, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0", "--request-timeout", "3", "--max-body-bytes", String(1024 * 1024), "--health-check-interval-ms", "500", "--body-grace-ms", "2000", "--worker-keep-alive-s", "0.8", "--outlier-failures", "3", "--outlier-ejection-s", "2", "--first-token-timeout-ms", "2500", ...(plan.schedule === undefined ? [] : ["--schedule", plan.schedule])],
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
       logDir: plan.logDir,
     });
@@ -185,6 +189,7 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
       ejections: linesOf("worker ejected"),
       restarts: linesOf("generation failed before any byte reached the client"),
       freshConnectionRetries: linesOf("context leg: a reused connection") + linesOf("generation leg: a reused connection"),
+      startingAnswers: linesOf("context leg: the worker answered that it is starting") + linesOf("generation leg: the worker answered that it is starting"),
       sentByRoute,
       leftByRoute,
       loggedByRoute,
@@ -247,6 +252,13 @@ const FAULTS: readonly Fault[] = [
   async (_worker, proxy) => {
     process.kill(proxy.pid, "SIGHUP");
     return "SIGHUP proxy";
+  },
+  async (worker, _proxy, plan) => {
+    // Restarted at once, loading its model for 1.5 s: requests that reach it before the next
+    // health check get upstream's start-up 503.
+    process.kill(worker.service.pid, "SIGKILL");
+    worker.service = await spawnWorker(plan, worker.role, worker.port, 3, [...worker.flags, "--starting-ms", "1500"]);
+    return `SIGKILL ${worker.role}:${worker.port}, restarted at once with a 1.5 s start-up`;
   },
 ];
 

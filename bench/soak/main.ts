@@ -1,5 +1,5 @@
 /**
- * `npm run soak [-- --minutes 8 --clients 48]`: the chaos soak (chaos-soak.ts) from source,
+ * `npm run soak [-- --minutes 8 --clients 48 --schedule generation_first]`: the chaos soak (chaos-soak.ts) from source,
  * printing its report as JSON; exits 1 when a check fails.
  */
 
@@ -18,6 +18,7 @@ async function main(): Promise<void> {
       clients: { type: "string", default: "48" },
       "fault-every": { type: "string", default: "8" },
       seed: { type: "string", default: "17" },
+      schedule: { type: "string" },
     },
   });
   raiseOpenFileLimit(65_536);
@@ -30,9 +31,14 @@ async function main(): Promise<void> {
     seed: Number(values.seed),
     logDir: join(ROOT, "bench", "out", "logs"),
     command: [process.execPath, join(ROOT, "src", "main.ts")],
+    schedule: values.schedule === "generation_first" ? "generation_first" : values.schedule === undefined || values.schedule === "context_first" ? undefined : fail(`--schedule ${values.schedule}: context_first or generation_first`),
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   process.exitCode = report.pass ? 0 : 1;
+}
+
+function fail(message: string): never {
+  throw new Error(message);
 }
 
 await main();
