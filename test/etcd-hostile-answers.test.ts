@@ -56,6 +56,9 @@ const generation = startEmulatedWorker({ role: "generation" });
 const served: Served[] = [];
 /** The range answers still to give, in order; once empty, the normal answer. */
 const hostile: (() => Response)[] = [];
+/** The first lines of the watch streams still to open, in order; once empty, `created`. */
+const hostileWatches: string[] = [];
+let watches = 0;
 let fakeEtcd: ReturnType<typeof Bun.serve>;
 
 beforeAll(() => {
@@ -73,11 +76,13 @@ beforeAll(() => {
         return new Response(normal, { headers: { "content-type": "application/json" } });
       }
       if (path === "/v3/watch") {
-        // Created, then quiet: the stream stays open until the proxy drops it.
+        watches += 1;
+        const first = hostileWatches.shift() ?? JSON.stringify({ result: { header: { revision: "5" }, created: true } });
+        // Its first line, then quiet: the stream stays open until the proxy drops it.
         return new Response(
           new ReadableStream({
             start(controller) {
-              controller.enqueue(encoder.encode(`${JSON.stringify({ result: { header: { revision: "5" }, created: true } })}\n`));
+              controller.enqueue(encoder.encode(`${first}\n`));
             },
           }),
         );
@@ -97,6 +102,7 @@ describe("etcd's answers are read within bounds", () => {
   test("a huge, a deep and a dense range answer are each refused with the bound named, the huge one mostly unread, and the proxy then takes a normal answer's workers", async () => {
     const huge = 3 * RANGE_ANSWER_BYTES;
     const dense = 2 * 1024 * 1024;
+    served.length = 0;
     hostile.push(
       // Valid JSON: one key whose value is 48 MiB of base64.
       () => pulled("huge", '{"header":{"revision":"5"},"kvs":[{"key":"a2V5","value":"', "QUFB", '","mod_revision":"5"}]}', huge, served),
@@ -129,5 +135,25 @@ describe("etcd's answers are read within bounds", () => {
     // The proxy serves once the normal answer came.
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
     expect((await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 })).status).toBe(200);
+  }, 30_000);
+
+  test("a deep watch message is refused as deep, and the watch opened again keeps the workers", async () => {
+    // 100,000 levels of arrays where the result object belongs.
+    hostileWatches.push(`{"result":${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
+    const watchesBefore = watches;
+    await using cluster = await startCluster({
+      contexts: [],
+      generations: [],
+      config: {
+        discovery: { kind: "cluster", storage: "etcd", endpoint: fakeEtcd.url.origin, clusterName: "hostile", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        serverStartTimeoutMs: 50,
+        healthCheckIntervalMs: 50,
+      },
+    });
+    await eventually(() => watches - watchesBefore >= 2, 10_000, "the watch opened again");
+    const refusals = cluster.logs.filter((record) => record["msg"] === "etcd unreachable; keeping the last known workers").map((record) => String(record["error"]));
+    expect(refusals).toEqual(["etcd's watch message nests deeper than 256 levels"]);
+    await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 1, 10_000, "the workers ready");
+    expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
   }, 30_000);
 });
