@@ -132,7 +132,7 @@ function contextWatch(deps: PipelineDeps, ctx: RequestContext, input: PipelineIn
         reason: settleReason(ctx, ctx.signal.reason),
         follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftByAnswer(deps, input, options, value, attempt) : undefined),
         onFailure: () => undefined,
-      });
+      }, { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId });
     },
   };
 }
@@ -161,9 +161,9 @@ function generationWatch(deps: PipelineDeps, ctx: RequestContext, handoff: Uncla
   const settler = deps.handoffs;
   return {
     reached: false,
-    adopt(pending, abort) {
+    adopt(pending, abort, attempt) {
       if (settler === undefined) abort(ctx.signal.reason);
-      else settler.adopt(pending, abort, settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason)));
+      else settler.adopt(pending, abort, settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason)), { role: "generation", origin: attempt.origin, requestKey: ctx.disaggRequestId });
     },
   };
 }

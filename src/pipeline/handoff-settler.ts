@@ -8,7 +8,7 @@ import { JSON_CODEC } from "../workers/body-codec.ts";
 import { postForJson } from "../workers/client.ts";
 import { neverReachedEngine } from "./retry.ts";
 import { WORKER_PATH, type ApiKind } from "./api-kind.ts";
-import type { ProxyConfig } from "../config/types.ts";
+import type { ProxyConfig, Role } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { Placed, Placement } from "../routing/placement.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
@@ -73,6 +73,13 @@ export interface AdoptedOutcome {
   onFailure(error: ProxyError): UnclaimedHandoff | undefined;
 }
 
+/** The worker an adopted attempt runs on, under which request key. */
+export interface AdoptedWorker {
+  readonly role: Role;
+  readonly origin: string;
+  readonly requestKey: bigint;
+}
+
 /** Hears each settle's end: `settled` true when the hand-off was claimed. */
 export type SettleListener = (reason: SettleReason, settled: boolean) => void;
 
@@ -114,10 +121,14 @@ export class HandoffSettler {
   /**
    * An attempt that was in flight when its request ended runs on, bounded by the request
    * timeout, until `follow` has seen what it answered (and says which hand-off that leaves to
-   * settle), or it failed (`onFailure` says the same); then `abort` stops it.
+   * settle), or it failed (`onFailure` says the same); then `abort` stops it. Its worker stays
+   * reserved until then: the request's end released the request's reservations, yet the worker
+   * still serves the attempt (a non-streamed generation: to its last token), and placement,
+   * --max-inflight-per-worker and the load shown must count it.
    */
-  adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, outcome: AdoptedOutcome): void {
-    void this.#follow(pending, abort, outcome);
+  adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, outcome: AdoptedOutcome, worker: AdoptedWorker): void {
+    const reservation = this.#deps.placement.table.reserve(worker.requestKey, worker.role, worker.origin);
+    void this.#follow(pending, abort, outcome).finally(() => reservation.release());
   }
 
   /** A generation attempt claims its hand-off once it answers (a stream: its first bytes); one that never reached an engine leaves it to settle. */
