@@ -81,6 +81,18 @@ describe("OutlierDetector", () => {
     expect(one.serving()).toEqual([B]);
   });
 
+  test("an ejected worker whose check passes returns before its time once no other worker of its role is in rotation", () => {
+    const { pool, detector, fail, serving } = setup([B, C]);
+    fail(B, 3);
+    expect(serving()).toEqual([C]);
+    detector.checked(B, true);
+    expect(serving()).toEqual([C]);
+    const c = pool.all("generation").find((worker) => worker.origin === C);
+    if (c !== undefined) c.ready = false;
+    detector.checked(B, true);
+    expect(serving()).toEqual([B]);
+  });
+
   test("with outlierFailures 0 nothing is ever ejected", () => {
     const { fail, serving } = setup([B, C], { outlierFailures: 0, outlierEjectionMs: 1000, outlierMaxEjectionPercent: 100 });
     fail(B, 50);

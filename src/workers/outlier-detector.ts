@@ -52,10 +52,17 @@ export class OutlierDetector {
     if (state.ejected === undefined && state.failures >= this.#settings.outlierFailures) this.#eject(entry, state, failure);
   }
 
-  /** A health check of the origin ended: a passing one brings its ejected entries back once their time is over. */
+  /**
+   * A health check of the origin ended: a passing one brings its ejected entries back once their
+   * time is over, or at once when no other worker of the role is in rotation any more (the others
+   * failed their checks since): never the last worker, whichever way the others left.
+   */
   checked(origin: string, ok: boolean): void {
     if (!ok) return;
-    for (const entry of this.#pool.entriesOf(origin)) this.#restoreIfDue(entry, "a health check passed");
+    for (const entry of this.#pool.entriesOf(origin)) {
+      if (entry.outlier?.ejected !== undefined && this.#pool.ready(entry.role).length === 0) this.#restore(entry, "a health check passed and no other worker of its role is in rotation");
+      else this.#restoreIfDue(entry, "a health check passed");
+    }
   }
 
   #eject(entry: WorkerEntry, state: OutlierState, reason: string): void {
@@ -86,7 +93,12 @@ export class OutlierDetector {
 
   #restoreIfDue(entry: WorkerEntry, why: string): void {
     const ejected = entry.outlier?.ejected;
-    if (ejected === undefined || this.#now() < ejected.until || entry.outlier === undefined) return;
+    if (ejected === undefined || this.#now() < ejected.until) return;
+    this.#restore(entry, why);
+  }
+
+  #restore(entry: WorkerEntry, why: string): void {
+    if (entry.outlier === undefined) return;
     entry.outlier.ejected = undefined;
     entry.outlier.backSince = this.#now();
     this.#logger.info("worker back in rotation after its ejection", { worker: entry.origin, role: entry.role, because: why, ejections: entry.outlier.ejections });
