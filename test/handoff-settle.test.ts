@@ -42,6 +42,18 @@ describe("settling hand-offs", () => {
     expect(settle?.body).toMatchObject({ max_tokens: 1, stream: false });
   });
 
+  test("a settle turned away (503) by an overloaded generation worker is tried again until the worker takes it", async () => {
+    const faults: { rejectStatus?: number } = { rejectStatus: 503 };
+    await using cluster = await startCluster({ generations: [{ faults }] });
+    const [context] = cluster.contexts;
+    const generation = cluster.generations[0]!;
+    expect((await cluster.post("/v1/chat/completions", chat("overloaded", false))).status).toBe(503);
+    // The request's own attempt and three settles turned away; then the overload passes.
+    await eventually(() => generation.requests.filter((record) => record.phase === "generation").length >= 4, 2000, "three settles turned away");
+    delete faults.rejectStatus;
+    await eventually(() => context!.heldKvHandoffs() === 0, 3000, "the hand-off released once the worker takes the settle");
+  });
+
   test("a proxy drained while a request waits on its generation worker leaves no unclaimed KV", async () => {
     await using cluster = await startCluster();
     const [context] = cluster.contexts;

@@ -49,8 +49,13 @@ const SETTLE_CONCURRENCY = 8;
 const SETTLE_QUEUE = 1024;
 /** Between placements while no generation worker can take the settle. */
 const PLACE_AGAIN_MS = 100;
-/** Generation workers that turned the settle away (refused, 429, 503) before it is given up. */
-const SETTLE_ATTEMPTS = 3;
+/**
+ * The longest wait between two settles turned away (refused, 429, 503): the waits double from
+ * PLACE_AGAIN_MS. A settle is tried until the request timeout, not a fixed number of times: an
+ * overload that outlasts a few tries would otherwise leave every hand-off of its requests held
+ * for good (no kv_transfer_timeout_ms by default), so the overload would end with full KV caches.
+ */
+const TURNED_AWAY_WAIT_MAX_MS = 2000;
 
 /** Why a hand-off was settled (the metric's `reason` label). */
 export type SettleReason = "client_gone" | "no_generation_worker" | "draining" | "generation_unsent";
@@ -184,9 +189,9 @@ export class HandoffSettler {
     const deadline = performance.now() + deps.config.requestTimeoutMs;
     const fields = { disagg_request_id: handoff.disaggRequestId, context_worker: handoff.contextWorker, reason };
     let lastError: ProxyError | undefined;
-    let turnedAway = 0;
+    let turnedAwayWaitMs = PLACE_AGAIN_MS;
     const tried: string[] = [];
-    while (!this.#stopping.signal.aborted && performance.now() < deadline && turnedAway < SETTLE_ATTEMPTS) {
+    while (!this.#stopping.signal.aborted && performance.now() < deadline) {
       try {
         const worker = await this.#claimOnce(handoff, deadline - performance.now(), tried);
         deps.logger.info("hand-off settled", { ...fields, generation_worker: worker });
@@ -195,8 +200,12 @@ export class HandoffSettler {
       } catch (thrown) {
         lastError = asProxyError(thrown);
         // A worker that answered (an error included) pulled the KV or found none: nothing to retry.
-        if (neverReachedEngine(lastError)) turnedAway++;
-        else if (lastError.code !== "NO_WORKER" && lastError.code !== "OVERLOADED") break;
+        if (neverReachedEngine(lastError)) {
+          await delay(Math.min(turnedAwayWaitMs, deadline - performance.now()), this.#stopping.signal);
+          turnedAwayWaitMs = Math.min(turnedAwayWaitMs * 2, TURNED_AWAY_WAIT_MAX_MS);
+          continue;
+        }
+        if (lastError.code !== "NO_WORKER" && lastError.code !== "OVERLOADED") break;
         await delay(PLACE_AGAIN_MS, this.#stopping.signal);
       }
     }
