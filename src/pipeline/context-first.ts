@@ -16,6 +16,7 @@ import {
   type BodyOptions,
 } from "./bodies.ts";
 import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
+import { outputLengthTimeout } from "./leg-runner.ts";
 import type { JsonAnswer } from "../workers/client.ts";
 import type { HandoffWatch } from "./handoff-watch.ts";
 import type { SettleReason, UnclaimedHandoff } from "./handoff-settler.ts";
@@ -71,6 +72,8 @@ async function contextFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: 
     } catch (error) {
       // No generation request can have reached a worker: the context worker still holds the KV.
       if (!watch.reached) deps.handoffs?.settle(handoff, settleReason(ctx, error));
+      // A non-streamed answer longer than the request timeout would be as long again: not run twice.
+      if (!input.stream && outputLengthTimeout("generation", asProxyError(error))) throw error;
       throw restartable(ctx, error, ctx.failedWorker, continueId);
     }
     return await withFirstBytes(deps, ctx, result, continueId, generationStarted);

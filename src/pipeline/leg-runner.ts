@@ -153,7 +153,8 @@ async function runAttempts<T>(
       const last = attempt - freeRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       // Stopped by the request's end or its paired leg's failure (generation-first aborts the
       // pair with that failure): nothing said of this worker.
-      leg.failed(error, last ? undefined : attempt + 1, plan.signal.aborted);
+      // Nor a non-streamed generation cut by the timeout of the whole call (outputLengthTimeout).
+      leg.failed(error, last ? undefined : attempt + 1, plan.signal.aborted || (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)));
       if (last) throw error;
       failedOn.push(leg.origin);
       ctx.retried();
@@ -343,4 +344,14 @@ function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, at
     routing: plan.routing,
     requires: plan.requires,
   });
+}
+
+/**
+ * A non-streamed generation call's timeout bounds the whole output, whose length the client
+ * chose (max_tokens): a long answer, not a wedged worker. Counted against the worker, a client
+ * asking for more than --request-timeout's worth ejected healthy generation workers (binary,
+ * --request-timeout 1 and 2 s answers: both generation workers ejected in turn).
+ */
+export function outputLengthTimeout(role: Role, error: ProxyError): boolean {
+  return role === "generation" && error.code === "WORKER_TIMEOUT";
 }
