@@ -99,7 +99,8 @@ export interface ProxyErrorOptions {
   /**
    * For WORKER_UNREACHABLE: the connection failed before any response byte, and it was (or may
    * have been) a pooled connection reused: a worker closing it idle never read the request
-   * (pipeline/retry.ts says why that holds). One retry on a fresh connection follows.
+   * (pipeline/retry.ts says when that holds, and what a middlebox resetting after forwarding
+   * the request costs). One resend on a fresh connection follows.
    */
   readonly unread?: boolean;
   /** For CONTEXT_OVERFLOW: what the worker said of the prompt's length. */

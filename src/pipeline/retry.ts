@@ -33,18 +33,31 @@ export function neverReachedEngine(error: ProxyError): boolean {
 
 /**
  * A request lost on a reused connection before any byte of an answer: sent once more, at once,
- * to the same worker on a fresh connection, for both legs and outside --max-retries (as
- * TensorRT-LLM's client does, with a budget of its own for exactly these failures: #14562).
+ * to the same worker on a fresh connection, under the same id, for both legs and outside
+ * --max-retries. TensorRT-LLM's own client resends the same failures, with a budget of its own
+ * (up to 5 times: #14562), so this is upstream's behaviour, not a stricter one.
  *
- * Why that never replays work a worker started: a worker (uvicorn) closes a kept-alive
- * connection only while it is idle: its keep-alive timer starts when a response completes and
- * the next byte received cancels it, so a request that arrives as the timer fires was never
- * read (the kernel answers it with a reset). A worker that did read a request answers it: an
- * error becomes a 500 with a body, which is an answer, not this. The one other way a request
- * it read ends with no byte is the worker's process dying; then the fresh connection is
- * refused, nothing is sent, and the request fails as it would have. A transport that knows the
- * connection was new reports no such loss (ProxyError.unread is false), and a fresh connection's
- * loss is never retried this way.
+ * What the rule assumes: the proxy talks to the worker (uvicorn) directly. Then a lost request
+ * was never read: uvicorn closes a kept-alive connection only while idle (its keep-alive timer
+ * starts when a response completes and the next byte received cancels it), so a request that
+ * arrives as the timer fires is answered by the kernel's reset; a worker that read a request
+ * answers it (an error is a 500 with a body); and a worker whose process died refuses the fresh
+ * connection, so nothing is resent.
+ *
+ * When it does not hold: anything between the proxy and the worker (a sidecar, an L4 balancer,
+ * a NAT/conntrack reset, a supervisor restarting the worker within the resend's reach) can
+ * reset the proxy's side after forwarding the whole request. fetch cannot tell whether the
+ * body was written, so such a request, read and started by the worker, is resent (review2 F5,
+ * a relay resetting 300 ms after forwarding; every client still got 200):
+ * - context leg: the worker runs the prefill twice under the same id: one wasted prefill;
+ * - generation leg: the resend finds the KV already pulled by the first copy and gets a 500
+ *   (KV cache transfer failed); that counts as one outlier failure against the healthy
+ *   generation worker (a resend's 5xx is not told apart from the worker's own failures; at
+ *   --outlier-failures 5 in a row, it takes five such resets with no success between), and the request restarts before its first byte on a fresh pair
+ *   (restartsBeforeFirstByte): a second prefill, and a correct answer.
+ * Resending only losses before the body was fully written would need the transport to say so.
+ * A transport that knows the connection was new reports no such loss (ProxyError.unread is
+ * false), and a fresh connection's loss is never resent this way.
  */
 export function lostUnread(error: ProxyError): boolean {
   return error.code === "WORKER_UNREACHABLE" && error.unread;

@@ -242,8 +242,10 @@ const CONNECTION_LOST = new Set(["ECONNRESET", "ConnectionClosed", "EPIPE", "ECO
  *
  * A connection lost `before the answer` (no status line yet) on a pooled connection is the
  * keep-alive race (pipeline/retry.ts): `unread`. fetch does not say whether the connection was
- * a pooled one or new, so every such loss is reported so; a transport that knows reports it for
- * reused connections only (notes for a transport: /work/notes/faults-to-perf.md).
+ * a pooled one or new, nor whether the request's body was fully written, so every such loss is
+ * reported so, including a reset by a middlebox after it forwarded the whole request (retry.ts
+ * says what that costs); a transport that knows reports it for reused connections only, and
+ * could for losses before the body was written only (notes: /work/notes/faults-to-perf.md).
  */
 export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" | "signal" | "fresh">, when?: "before the answer"): ProxyError {
   if (post.signal.aborted && post.signal.reason instanceof ProxyError) return post.signal.reason;
