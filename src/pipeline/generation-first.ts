@@ -4,6 +4,7 @@ import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
 import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg } from "./legs.ts";
+import { outputLengthTimeout } from "./leg-runner.ts";
 import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
 import { workerStarting } from "./retry.ts";
@@ -75,7 +76,10 @@ async function generationFirstOnce(deps: PipelineDeps, ctx: RequestContext, inpu
     const failure = firstFailure?.error ?? asProxyError(genResult.status === "rejected" ? genResult.reason : undefined);
     // The generation leg's own failure restarts the pair; a context failure was retried by its
     // leg already, unless its pinned worker answered that it is starting (out of rotation now).
-    const restarts = firstFailure?.leg === "generation" || workerStarting(failure);
+    // Not a non-streamed generation cut by the request timeout: its answer, as long as the
+    // client's max_tokens makes it, would be as long again (as in context-first order).
+    const tooLong = !input.stream && outputLengthTimeout("generation", failure);
+    const restarts = (firstFailure?.leg === "generation" && !tooLong) || workerStarting(failure);
     throw restarts ? restartable(ctx, failure, firstFailure?.worker, id) : failure;
   }
   return withFirstBytes(deps, ctx, genResult.value, id, generationStarted);
