@@ -30,6 +30,27 @@ describe("settling hand-offs", () => {
     });
   }
 
+  test("a non-streamed generation that runs on after its client left keeps the request's --max-inflight slot until it ends", async () => {
+    await using cluster = await startCluster({ generations: [{ tokenMs: 20 }], config: { maxInflight: 1 } });
+    const [generation] = cluster.generations;
+    const client = new AbortController();
+    const reply = cluster.post("/v1/chat/completions", { ...chat("leave [[emu tokens=40]]", false), max_tokens: 40 }, { signal: client.signal }).catch(() => undefined);
+    await generation!.waitFor((record) => record.phase === "generation");
+    client.abort();
+    await reply;
+    await eventually(() => cluster.logs.some((line) => line["outcome"] === "client_disconnected"), 1000, "the request ended");
+    // The generation (40 tokens at 20 ms) still runs: the slot is still taken.
+    const refused = await cluster.post("/v1/chat/completions", chat("hi", false));
+    expect(refused.status).toBe(429);
+    await refused.text();
+    await generation!.waitFor((record) => record.phase === "generation" && record.status === "finished");
+    await eventually(async () => {
+      const response = await cluster.post("/v1/chat/completions", chat("hi", false));
+      await response.text();
+      return response.status === 200;
+    }, 2000, "the slot freed once the generation ended");
+  });
+
   test("a generation leg its worker refused (503) leaves no unclaimed KV: the hand-off is settled on another generation worker", async () => {
     await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 503 } }, {}] });
     const [context] = cluster.contexts;

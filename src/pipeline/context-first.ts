@@ -166,7 +166,11 @@ function generationWatch(deps: PipelineDeps, ctx: RequestContext, handoff: Uncla
     reached: false,
     adopt(pending, abort, attempt) {
       if (settler === undefined) abort(ctx.signal.reason);
-      else settler.adopt(pending, abort, settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason)), { role: "generation", origin: attempt.origin, requestKey: ctx.disaggRequestId });
+      else {
+        // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
+        const outcome = settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason));
+        settler.adopt(pending, abort, outcome, { role: "generation", origin: attempt.origin, requestKey: ctx.disaggRequestId, releaseAdmission: ctx.keepAdmission() });
+      }
     },
   };
 }

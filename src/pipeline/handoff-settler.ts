@@ -83,6 +83,8 @@ export interface AdoptedWorker {
   readonly role: Role;
   readonly origin: string;
   readonly requestKey: bigint;
+  /** Frees the request's admission slot (--max-inflight), kept while the attempt runs on. */
+  readonly releaseAdmission?: (() => void) | undefined;
 }
 
 /** Hears each settle's end: `settled` true when the hand-off was claimed. */
@@ -133,7 +135,10 @@ export class HandoffSettler {
    */
   adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, outcome: AdoptedOutcome, worker: AdoptedWorker): void {
     const reservation = this.#deps.placement.table.reserve(worker.requestKey, worker.role, worker.origin);
-    void this.#follow(pending, abort, outcome).finally(() => reservation.release());
+    void this.#follow(pending, abort, outcome).finally(() => {
+      reservation.release();
+      worker.releaseAdmission?.();
+    });
   }
 
   /** A generation attempt claims its hand-off once it answers (a stream: its first bytes); one that never reached an engine leaves it to settle. */

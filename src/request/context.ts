@@ -81,6 +81,8 @@ export interface RequestContextOptions {
   readonly spans?: RequestSpans;
   /** Its request trace (TRTLLM_REQUEST_TRACE_DIR), when one is written. */
   readonly traced?: TraceHandle | undefined;
+  /** Frees its admission slot (--max-inflight): at its end, or once the attempts it left running end (keepAdmission). */
+  readonly releaseAdmission?: (() => void) | undefined;
 }
 
 /**
@@ -121,6 +123,9 @@ export class RequestContext {
   #ttftMs: number | undefined;
   readonly #atEnd: ((error: ProxyError | undefined) => void)[] = [];
   #ended = false;
+  readonly #releaseAdmission: (() => void) | undefined;
+  /** Attempts that run on past the request's end and keep its admission slot. */
+  #admissionKeepers = 0;
 
   constructor(options: RequestContextOptions) {
     this.disaggRequestId = options.disaggRequestId;
@@ -133,6 +138,7 @@ export class RequestContext {
     this.spans = options.spans ?? requestSpans(options.trace, options.route, undefined);
     this.traced = options.traced;
     this.#schedule = options.schedule;
+    this.#releaseAdmission = options.releaseAdmission;
     this.#onEnd = options.onEnd;
     this.#now = options.now ?? PERFORMANCE_NOW;
     this.#startedAt = this.#now();
@@ -257,6 +263,24 @@ export class RequestContext {
     this.#atEnd.push(callback);
   }
 
+  /**
+   * An attempt that runs on past the request's end (a generation the settler follows after its
+   * client left) keeps the request's admission slot until it calls the returned function: the
+   * work goes on, so --max-inflight must count it. The request still ends once (`end`); only
+   * the slot waits. Called after the end (the slot is free already), it keeps nothing.
+   */
+  keepAdmission(): () => void {
+    if (this.#ended && this.#admissionKeepers === 0) return () => {};
+    this.#admissionKeepers += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#admissionKeepers -= 1;
+      if (this.#ended && this.#admissionKeepers === 0) this.#releaseAdmission?.();
+    };
+  }
+
   /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
   abortLegs(reason: ProxyError): void {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
@@ -271,6 +295,7 @@ export class RequestContext {
     this.#reservations.clear();
     for (const callback of this.#atEnd) callback(error);
     this.#onEnd(this.#summary(status, error));
+    if (this.#admissionKeepers === 0) this.#releaseAdmission?.();
   }
 
   #summary(status: number, error: ProxyError | undefined): RequestSummary {

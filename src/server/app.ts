@@ -251,9 +251,9 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       perf: telemetry.perfFor(client.headers),
       spans: telemetry.spansFor(trace, route),
       traced,
+      releaseAdmission: release,
       onEnd: (summary) => {
         active.delete(ctx);
-        release();
         if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));
         telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
         ctx.spans.end(summary);
