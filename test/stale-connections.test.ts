@@ -53,6 +53,23 @@ describe("stale pooled connections", () => {
     expect(cluster.logs.filter((line) => String(line["msg"]).includes("a reused connection closed before any answer")).length).toBeGreaterThan(20);
   });
 
+  test("a middlebox resetting after forwarding a whole generation request costs a restart, not the healthy worker's ejection", async () => {
+    // The resend finds the KV pulled by the first copy (a 500); the request restarts on a fresh pair.
+    await using cluster = await startCluster({
+      generations: [{ tokenMs: 50, faults: { resetKeptAliveAfterMs: 100 } }, {}],
+      config: { outlierFailures: 1 },
+    });
+    const [middleboxed] = cluster.generations;
+    for (let i = 0; i < 8 && middleboxed!.connectionFaults().resets === 0; i++) {
+      const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i} [[emu tokens=6]]` }], max_tokens: 6 });
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    expect(middleboxed!.connectionFaults().resets).toBeGreaterThan(0);
+    expect(cluster.logs.some((line) => String(line["msg"]).includes("a reused connection closed before any answer"))).toBe(true);
+    expect(cluster.logs.filter((line) => line["msg"] === "worker ejected: its requests keep failing")).toHaveLength(0);
+  });
+
   test("a load loop whose gaps straddle the workers' keep-alive close sees no client error (2,000 requests, both legs)", async () => {
     // uvicorn's close at 100 ms after each response; the proxy expires its pooled connections at 60 ms.
     const faults = { keepAliveTimeoutMs: 100 };

@@ -11,7 +11,10 @@
  *   default is 5 s, and trtllm-serve keeps it (tensorrt_llm/serve/openai_server.py
  *   `TIMEOUT_KEEP_ALIVE = 5`, read_file id 36409600292);
  * - resets (RST) the next request of every kept-alive connection before the worker reads it,
- *   the race a proxy loses when it reuses a connection the worker is closing.
+ *   the race a proxy loses when it reuses a connection the worker is closing;
+ * - or, as a middlebox (sidecar, L4 balancer) can, forwards the next request of every
+ *   kept-alive connection whole and resets the client's side a while later, before any answer
+ *   byte: the worker read the request and had started it.
  *
  * The emulator's own calls between workers (/emulator/…) are never reset.
  */
@@ -24,6 +27,8 @@ export interface ConnectionFaults {
   readonly keepAliveTimeoutMs?: number | undefined;
   /** The next request on a connection that already served one is reset unread. */
   readonly resetKeptAlive?: boolean | undefined;
+  /** The next request on a connection that already served one is forwarded, and the client's side reset this many ms later. */
+  readonly resetKeptAliveAfterMs?: number | undefined;
 }
 
 /** What the front did, for tests and soaks. */
@@ -43,6 +48,8 @@ interface Relay {
   readonly framing: ResponseFraming;
   /** A request is between its first byte and its response's end. */
   inRequest: boolean;
+  /** The worker sent bytes since the current request began. */
+  answered: boolean;
   served: number;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
   closed: boolean;
@@ -94,7 +101,7 @@ export class ConnectionFront {
 
   #open(client: Socket<Relay>): void {
     this.#opened++;
-    client.data = { backend: undefined, toBackend: [], toClient: [], framing: new ResponseFraming(), inRequest: false, served: 0, idleTimer: undefined, closed: false, endOnDrain: false };
+    client.data = { backend: undefined, toBackend: [], toClient: [], framing: new ResponseFraming(), inRequest: false, answered: false, served: 0, idleTimer: undefined, closed: false, endOnDrain: false };
     void Bun.connect<BackendData>({
       hostname: "127.0.0.1",
       port: this.#backendPort,
@@ -132,14 +139,30 @@ export class ConnectionFront {
         return;
       }
       relay.inRequest = true;
+      relay.answered = false;
+      const afterMs = this.#faults.resetKeptAliveAfterMs;
+      if (afterMs !== undefined && relay.served > 0 && !OWN_PATH.test(new TextDecoder().decode(bytes.subarray(0, 64)))) {
+        setTimeout(() => this.#resetForwarded(client), afterMs);
+      }
     }
     relay.toBackend.push(bytes.slice());
     if (relay.backend !== undefined) flush(relay.backend, relay.toBackend);
   }
 
+  /** A forwarded request's client side reset before any answer byte (one came: left alone). */
+  #resetForwarded(client: Socket<Relay>): void {
+    const relay = client.data;
+    if (relay.closed || relay.answered) return;
+    this.#resets++;
+    relay.closed = true;
+    client.terminate();
+    relay.backend?.end();
+  }
+
   #fromWorker(client: Socket<Relay>, bytes: Uint8Array): void {
     const relay = client.data;
     if (relay.closed) return;
+    relay.answered = true;
     relay.toClient.push(bytes.slice());
     flush(client, relay.toClient);
     const ended = relay.framing.feed(bytes);

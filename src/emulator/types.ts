@@ -26,6 +26,8 @@ export interface EmulatorFaults {
   keepAliveTimeoutMs?: number;
   /** Reset the next request of every kept-alive connection before reading it (default false). */
   resetKeptAlive?: boolean;
+  /** Forward the next request of every kept-alive connection whole, then reset the client's side this many ms later, before any answer byte (a middlebox's reset). */
+  resetKeptAliveAfterMs?: number;
 }
 
 export interface EmulatorOptions {

@@ -80,7 +80,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     });
     const hostname = options.host ?? "127.0.0.1";
     const faults = options.faults ?? {};
-    const fronted = faults.keepAliveTimeoutMs !== undefined || faults.resetKeptAlive === true;
+    const fronted = faults.keepAliveTimeoutMs !== undefined || faults.resetKeptAlive === true || faults.resetKeptAliveAfterMs !== undefined;
     this.#server = Bun.serve({
       hostname: fronted ? "127.0.0.1" : hostname,
       port: fronted ? 0 : (options.port ?? 0),

@@ -109,6 +109,7 @@ async function runAttempts<T>(
     again = undefined;
     const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
+    const resend = fresh;
     try {
       const post = leg.post(plan, plan.codec.encode(sent, plan.source), fresh);
       fresh = false;
@@ -153,8 +154,10 @@ async function runAttempts<T>(
       const last = attempt - freeRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
       // Stopped by the request's end or its paired leg's failure (generation-first aborts the
       // pair with that failure): nothing said of this worker.
-      // Nor a non-streamed generation cut by the timeout of the whole call (outputLengthTimeout).
-      leg.failed(error, last ? undefined : attempt + 1, plan.signal.aborted || (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)));
+      // Nor a non-streamed generation cut by the timeout of the whole call (outputLengthTimeout),
+      // nor a resend's 5xx on a generation leg (resentAfterPull).
+      const saysNothing = plan.signal.aborted || (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)) || (resend && resentAfterPull(plan.role, error));
+      leg.failed(error, last ? undefined : attempt + 1, saysNothing);
       if (last) throw error;
       failedOn.push(leg.origin);
       ctx.retried();
@@ -354,4 +357,15 @@ function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, at
  */
 export function outputLengthTimeout(role: Role, error: ProxyError): boolean {
   return role === "generation" && error.code === "WORKER_TIMEOUT";
+}
+
+/**
+ * A generation request resent on a fresh connection (retry.ts, lostUnread) that the worker
+ * answers with a 5xx: when a middlebox reset the first copy after forwarding it whole, that
+ * copy pulled the KV, and the resend's KV transfer fails (a 500) on a healthy worker. Which of
+ * the two it was cannot be told from the answer, so a resend's 5xx counts toward no ejection;
+ * a worker failing so for its own reasons still fails its other requests.
+ */
+export function resentAfterPull(role: Role, error: ProxyError): boolean {
+  return role === "generation" && error.code === "WORKER_HTTP_ERROR" && error.status >= 500;
 }

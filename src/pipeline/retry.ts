@@ -51,9 +51,8 @@ export function neverReachedEngine(error: ProxyError): boolean {
  * a relay resetting 300 ms after forwarding; every client still got 200):
  * - context leg: the worker runs the prefill twice under the same id: one wasted prefill;
  * - generation leg: the resend finds the KV already pulled by the first copy and gets a 500
- *   (KV cache transfer failed); that counts as one outlier failure against the healthy
- *   generation worker (a resend's 5xx is not told apart from the worker's own failures; at
- *   --outlier-failures 5 in a row, it takes five such resets with no success between), and the request restarts before its first byte on a fresh pair
+ *   (KV cache transfer failed), which counts toward no ejection of the healthy worker
+ *   (leg-runner.ts, resentAfterPull), and the request restarts before its first byte on a fresh pair
  *   (restartsBeforeFirstByte): a second prefill, and a correct answer.
  * Resending only losses before the body was fully written would need the transport to say so.
  * A transport that knows the connection was new reports no such loss (ProxyError.unread is
