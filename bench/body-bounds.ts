@@ -11,7 +11,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JSON_SHAPE_LIMITS, JsonShapeGuard } from "../src/json-shape.ts";
+import { JSON_SHAPE_LIMITS, JsonShapeGuard } from "../src/json/json-shape.ts";
 import { spawnService, type Service } from "./cluster/service.ts";
 
 const MIB = 1024 * 1024;

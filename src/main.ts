@@ -8,14 +8,14 @@ import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
 import { batchedStdout, createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
-import { withLoops } from "./server/all-loops.ts";
-import { EventLoops, isLoopData } from "./server/event-loops.ts";
-import { runExtraLoop } from "./server/extra-loop.ts";
+import { withLoops } from "./loops/all-loops.ts";
+import { EventLoops, isLoopData } from "./loops/event-loops.ts";
+import { runExtraLoop } from "./loops/extra-loop.ts";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { writeReportAddress } from "./server/report-address.ts";
-import type { ControlServer } from "./server/control-socket.ts";
-import { notifyReady } from "./server/sd-notify.ts";
-import { claimPort, holdPort, takeOverOnceReady, type PortClaim, type Predecessor } from "./server/take-over.ts";
+import { writeReportAddress } from "./process/report-address.ts";
+import type { ControlServer } from "./process/control-socket.ts";
+import { notifyReady } from "./process/sd-notify.ts";
+import { claimPort, holdPort, takeOverOnceReady, type PortClaim, type Predecessor } from "./process/take-over.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;

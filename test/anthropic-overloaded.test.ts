@@ -1,9 +1,9 @@
 import Anthropic, { APIError } from "@anthropic-ai/sdk";
 import { describe, expect, test } from "bun:test";
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { startCluster } from "./support/cluster.ts";
 
-/** A hand-off's one-token settle (pipeline/handoff-settler.ts), not a client's request. */
+/** A hand-off's one-token settle (pipeline/handoff/settler.ts), not a client's request. */
 function isSettle(body: unknown): boolean {
   return isJsonObject(body) && body["max_tokens"] === 1 && body["stream"] === false;
 }

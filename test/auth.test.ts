@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isJsonObject, readInteger } from "../src/json.ts";
+import { isJsonObject, readInteger } from "../src/json/json.ts";
 import { disaggAuthHeader, DISAGG_AUTH_HEADER, subagentAffinityHeaders } from "../src/security/disagg-auth.ts";
 import { startCluster } from "./support/cluster.ts";
 

@@ -1,7 +1,7 @@
 import Anthropic, { APIError as AnthropicApiError, BadRequestError as AnthropicBadRequest } from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI, { BadRequestError as OpenAiBadRequest } from "openai";
-import { contextLengthExceeded, errorResponse } from "../src/emulator/worker-error.ts";
+import { contextLengthExceeded, errorResponse } from "../src/emulator/http/worker-error.ts";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 import { parseSseEvents, type ParsedEvent } from "./support/sse.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject, parseJson, readInteger, type JsonObject } from "../src/json.ts";
+import { isJsonObject, parseJson, readInteger, type JsonObject } from "../src/json/json.ts";
 import { sseData, startCluster } from "./support/cluster.ts";
 
 const SCHEDULES = ["context_first", "generation_first"] as const;

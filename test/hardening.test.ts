@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
-import type { JsonObject } from "../src/json.ts";
+import type { JsonObject } from "../src/json/json.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
 import { openAiErrorResponse } from "../src/routes/errors.ts";
 import { proxyThroughPipeline } from "../src/routes/proxied.ts";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isJsonObject, type JsonValue } from "../src/json.ts";
+import { isJsonObject, type JsonValue } from "../src/json/json.ts";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
 import { rawConnect, rawJsonPost, rawRequest, statuses } from "./support/raw-http.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 

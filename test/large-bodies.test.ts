@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject, type JsonObject } from "../src/json.ts";
+import { isJsonObject, type JsonObject } from "../src/json/json.ts";
 import { startCluster } from "./support/cluster.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { checkGrammar, readEvents, type SeenEvent } from "../src/dialects/anthropic-test-events.ts";
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
 
 const SCHEDULES = ["context_first", "generation_first"] as const;

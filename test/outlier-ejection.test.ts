@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
-import { isJsonObject, parseJson } from "../src/json.ts";
+import { isJsonObject, parseJson } from "../src/json/json.ts";
 import { startCluster, eventually } from "./support/cluster.ts";
 
 const chat = (content: string) => ({ model: "m", messages: [{ role: "user", content }], max_tokens: 3 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
 
 const history = (turns: number): object[] =>

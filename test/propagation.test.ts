@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { startCluster } from "./support/cluster.ts";
 
 const CLIENT_TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";

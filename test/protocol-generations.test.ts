@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { admitFields, generationOf } from "../src/emulator/protocol-generation.ts";
+import { admitFields, generationOf } from "../src/emulator/engine/protocol-generation.ts";
 import type { EmulatedWorker } from "../src/emulator/index.ts";
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../src/json.ts";
+import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../src/json/json.ts";
 import { silentLogger } from "../src/observability/logger.ts";
 import { HealthMonitor } from "../src/workers/health-monitor.ts";
 import { WorkerPool } from "../src/workers/worker-pool.ts";

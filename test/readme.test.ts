@@ -3,7 +3,7 @@ import { flagTable } from "../scripts/flag-table.ts";
 import { OPTIONS } from "../src/cli.ts";
 import type { OptionSpec } from "../src/config/cli-options.ts";
 import { DEFAULTS } from "../src/config/types.ts";
-import { NEWEST_PROTOCOL_VERSION } from "../src/emulator/protocol-generation.ts";
+import { NEWEST_PROTOCOL_VERSION } from "../src/emulator/engine/protocol-generation.ts";
 
 const specs: readonly OptionSpec[] = OPTIONS;
 

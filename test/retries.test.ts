@@ -1,4 +1,4 @@
-import { isJsonObject } from "../src/json.ts";
+import { isJsonObject } from "../src/json/json.ts";
 import { describe, expect, test } from "bun:test";
 import { eventually, startCluster } from "./support/cluster.ts";
 

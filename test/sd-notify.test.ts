@@ -2,7 +2,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { notifySystemd } from "../src/server/sd-notify.ts";
+import { notifySystemd } from "../src/process/sd-notify.ts";
 import { notifySocket } from "./support/notify-socket.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sd-notify-"));

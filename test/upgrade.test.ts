@@ -12,7 +12,7 @@ import { runUpgrades, problems } from "../bench/upgrade/upgrade-run.ts";
 import { ProxyProcess } from "../bench/upgrade/proxy-process.ts";
 import { LOOP_KINDS } from "../bench/upgrade/client-loops.ts";
 import { httpRegistrar } from "../src/discovery/index.ts";
-import { connectControlSocket, type ControlRequest } from "../src/server/control-socket.ts";
+import { connectControlSocket, type ControlRequest } from "../src/process/control-socket.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import type { EmulatedWorker } from "../src/emulator/types.ts";
 import { silentLogger } from "../src/observability/logger.ts";

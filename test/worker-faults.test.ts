@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
-import { isJsonObject, parseJson, type JsonObject } from "../src/json.ts";
+import { isJsonObject, parseJson, type JsonObject } from "../src/json/json.ts";
 import { rawConnect, rawRequest, statuses } from "./support/raw-http.ts";
 import { eventually } from "./support/wait.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject, readInteger } from "../src/json.ts";
+import { isJsonObject, readInteger } from "../src/json/json.ts";
 import { startCluster } from "./support/cluster.ts";
 
 const CHAT = { model: "m", messages: [{ role: "user", content: "héllo there" }], max_tokens: 3, temperature: 0.5 };

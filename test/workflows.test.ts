@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { validateWorkflow } from "@action-validator/core";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { isJsonObject, type JsonObject, type JsonValue } from "../src/json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../src/json/json.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const DIR = join(ROOT, ".github", "workflows");

@@ -4,7 +4,7 @@
  * text, and the usage of the final chunk (`stream_options.include_usage`).
  */
 
-import { isJsonObject, parseJson, type JsonValue } from "../../src/json.ts";
+import { isJsonObject, parseJson, type JsonValue } from "../../src/json/json.ts";
 import type { HttpConnection } from "../http/connection.ts";
 
 export interface TurnAnswer {

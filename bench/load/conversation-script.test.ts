@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { startEmulatedWorker } from "../../src/emulator/index.ts";
-import { messagesText } from "../../src/emulator/prompt-text.ts";
-import { tokenize } from "../../src/emulator/tokenizer.ts";
+import { messagesText } from "../../src/emulator/engine/prompt-text.ts";
+import { tokenize } from "../../src/emulator/engine/tokenizer.ts";
 import { HttpConnection } from "../http/connection.ts";
 import { postRequest } from "../http/exchange.ts";
 import { endpointOf } from "./paths.ts";

@@ -9,7 +9,7 @@
  * prompt text without a tokenizer, so its text blocks line up with the workers' token blocks.
  */
 
-import type { JsonObject } from "../../src/json.ts";
+import type { JsonObject } from "../../src/json/json.ts";
 
 export interface ConversationShape {
   /** Words of the system prompt all conversations share. */

@@ -4,7 +4,7 @@
  * the worker bodies built by the proxy's own code in src/pipeline/bodies.ts.
  */
 
-import { isJsonObject, parseJson, type JsonObject } from "../../src/json.ts";
+import { isJsonObject, parseJson, type JsonObject } from "../../src/json/json.ts";
 import { contextBody, generationBody, needsGeneration, verifyContextAnswer } from "../../src/pipeline/bodies.ts";
 import type { ApiKind, PipelineInput } from "../../src/pipeline/types.ts";
 import { DisaggIdAllocator } from "../../src/request/disagg-id.ts";

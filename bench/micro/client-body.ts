@@ -17,13 +17,15 @@ const CALLS = Number(process.env["CALLS"] ?? 20_000);
 
 /* oxlint-disable typescript/no-unsafe-assignment, typescript/no-unsafe-call, typescript/no-unsafe-member-access, typescript/no-explicit-any -- modules of another tree, loaded by path */
 const load = async (path: string): Promise<any> => import(join(ROOT, path));
-const shape = await load("src/json-shape.ts");
-const json = await load("src/json.ts");
+/** A module at its path since the json/ move, or where older trees keep it. */
+const loadMoved = async (path: string, before: string): Promise<any> => load(path).catch(() => load(before));
+const shape = await loadMoved("src/json/json-shape.ts", "src/json-shape.ts");
+const json = await loadMoved("src/json/json.ts", "src/json.ts");
 const schemas = await load("src/routes/openai-schemas.ts");
 const routing = await load("src/routing/routing-request.ts");
 const bodies = await load("src/pipeline/bodies.ts");
 const codec = await load("src/workers/body-codec.ts");
-const source = await load("src/json-source.ts").catch(() => undefined);
+const source = await loadMoved("src/json/json-source.ts", "src/json-source.ts").catch(() => undefined);
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

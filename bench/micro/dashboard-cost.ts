@@ -12,7 +12,7 @@
 
 import { DashboardRecorder, type DashboardSource } from "../../src/dashboard/recorder.ts";
 import { createMetrics } from "../../src/observability/metrics.ts";
-import { metricsHooks } from "../../src/server/metrics-hooks.ts";
+import { metricsHooks } from "../../src/request/metrics-hooks.ts";
 import type { EndedRequest } from "../../src/observability/traffic-observer.ts";
 
 const WORKERS = 8;

@@ -17,12 +17,12 @@
  * - end of a request that went well: a new abort reason (an Error and its stack) per request.
  */
 
-import { parseJson } from "../../src/json.ts";
+import { parseJson } from "../../src/json/json.ts";
 import { ProxyError } from "../../src/errors.ts";
 import { readBounded, readPrefix } from "../../src/workers/answers.ts";
 import { stringifyBody } from "../../src/workers/body-codec.ts";
 import { generationBody } from "../../src/pipeline/bodies.ts";
-import { isJsonObject } from "../../src/json.ts";
+import { isJsonObject } from "../../src/json/json.ts";
 import type { PipelineInput } from "../../src/pipeline/types.ts";
 import { NO_ROUTING } from "../../src/routing/routing-request.ts";
 

@@ -10,7 +10,7 @@
  */
 
 import { join } from "node:path";
-import { isJsonObject } from "../../src/json.ts";
+import { isJsonObject } from "../../src/json/json.ts";
 import { waitReady } from "../cluster/cluster.ts";
 import { spawnService, type Service } from "../cluster/service.ts";
 import { OpenStreams } from "../load/open-streams.ts";

@@ -17,7 +17,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { versionLine } from "../../src/build-info.ts";
 import { sourceCommit } from "../build.ts";
 import { buildRelease, RELEASE_DIR, sha256Sums, sourceDateEpoch, TARBALL_FILES, tarballName } from "./release.ts";
-import { isJsonObject } from "../../src/json.ts";
+import { isJsonObject } from "../../src/json/json.ts";
 import { withDeadline } from "../../src/timers.ts";
 import { hostTarget, isTarget, TARGETS, type Target } from "./runtime.ts";
 

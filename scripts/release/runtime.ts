@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { isJsonObject } from "../../src/json.ts";
+import { isJsonObject } from "../../src/json/json.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 

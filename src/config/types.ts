@@ -106,9 +106,9 @@ export interface ProxyConfig {
   readonly admissionWaitMs: number;
   /** SIGTERM: how long in-flight requests may run on before they are aborted. */
   readonly drainTimeoutMs: number;
-  /** --take-over: start beside the proxy serving this port and replace it once ready (server/take-over.ts). */
+  /** --take-over: start beside the proxy serving this port and replace it once ready (process/take-over.ts). */
   readonly takeOver: boolean;
-  /** --runtime-dir: where the per-port control socket lives; undefined: from the environment (server/control-socket.ts). */
+  /** --runtime-dir: where the per-port control socket lives; undefined: from the environment (process/control-socket.ts). */
   readonly runtimeDir: string | undefined;
   /** TLS for clients: PEM files, re-read on SIGHUP. Both or neither. */
   readonly tlsCertFile: string | undefined;

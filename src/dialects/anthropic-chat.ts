@@ -3,7 +3,7 @@
  * the usage and stop-reason mappings both directions share (reference §3.5.2).
  */
 import * as v from "valibot";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 
 const maybeString = v.nullish(v.string());
 const maybeCount = v.nullish(v.number());

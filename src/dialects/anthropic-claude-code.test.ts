@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json/json.ts";
 import { toChatRequest, toCountTokensRequest } from "./anthropic-request.ts";
 
 const FIXTURE = new URL("../../test/fixtures/anthropic/claude-code-request.json", import.meta.url);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { anthropicStream } from "./anthropic-dialect.ts";
 import {

@@ -6,8 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import * as fc from "fast-check";
-import { isJsonObject, type JsonObject } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { anthropicStream } from "./anthropic-dialect.ts";
 import { chatSse, checkGrammar, counterIds, readEvents, type SeenEvent } from "./anthropic-test-events.ts";

@@ -5,8 +5,8 @@
  */
 import * as v from "valibot";
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject, parseJsonOrUndefined } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { isJsonObject, type JsonObject, parseJsonOrUndefined } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import { encodeEvent } from "../sse/encode.ts";
 import { type SseFrame, SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";

@@ -1,6 +1,6 @@
 /** Anthropic system prompt and message history → chat messages (reference §3.5.1). */
 import { badRequest } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import {
   type AnthropicMessage,
   type ImageBlock,

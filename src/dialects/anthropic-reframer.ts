@@ -8,7 +8,7 @@
  * every other call's fragments wait in its own buffer until it gets a block, so each call's
  * partial_json concatenates to exactly what upstream sent for it.
  */
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import {
   type ChatChunk,
   convertUsage,

@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { badRequest } from "../errors.ts";
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
 
 const jsonObject = v.custom<JsonObject>(isJsonObject, "Invalid type: Expected object");
 const maybeString = v.nullish(v.string());

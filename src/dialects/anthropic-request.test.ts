@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { toChatRequest } from "./anthropic-request.ts";
 
 const base = { model: "m", max_tokens: 100 };

@@ -3,7 +3,7 @@
  * chat fields: workers reject unknown fields, so nothing of the Anthropic body passes through.
  */
 import { badRequest } from "../errors.ts";
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
 import { randomAnthropicIds } from "./anthropic-ids.ts";
 import { convertMessages } from "./anthropic-messages.ts";
 import {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import {
   anthropicErrorBody,
   anthropicErrorFor,

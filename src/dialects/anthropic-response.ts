@@ -1,7 +1,7 @@
 /** Chat answer → Anthropic message (reference §3.5.2), and Anthropic error bodies (§3.5.4). */
 import * as v from "valibot";
 import { type ContextOverflow, ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject, type JsonValue, parseJsonOrUndefined } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, parseJsonOrUndefined } from "../json/json.ts";
 import { ChatCompletion, convertUsage, mapStop, stopFieldsOf, withToolUse } from "./anthropic-chat.ts";
 import type { AnthropicIds } from "./anthropic-ids.ts";
 

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import Anthropic, { APIError } from "@anthropic-ai/sdk";
 import { ProxyError } from "../errors.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import { anthropicStream } from "./anthropic-dialect.ts";
 import { counterIds, fixtureBytes, pieces } from "./anthropic-test-events.ts";
 

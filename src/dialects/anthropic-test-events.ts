@@ -4,7 +4,7 @@
  */
 import { expect } from "bun:test";
 import * as v from "valibot";
-import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, parseJson } from "../json/json.ts";
 import { SseFrameScanner } from "../sse/frame-scanner.ts";
 
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));

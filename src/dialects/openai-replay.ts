@@ -5,7 +5,7 @@
  * The relay then treats them as the worker's stream (Anthropic Messages reframes them too).
  */
 
-import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../json/json.ts";
 import { DONE_EVENT, encodeData } from "../sse/encode.ts";
 
 /** `request` is the worker-bound body: its stream_options.include_usage asks for the usage chunk. */

@@ -1,6 +1,6 @@
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, parseJsonOrUndefined } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { isJsonObject, parseJsonOrUndefined } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import { encodeComment, encodeData } from "../sse/encode.ts";
 import { dataHeadIn, headStartsWith, isExactly, ScannedFrame } from "../sse/frame.ts";
 import { type FrameSink, SseFrameScanner } from "../sse/frame-scanner.ts";

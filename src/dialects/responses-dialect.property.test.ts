@@ -6,8 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import * as fc from "fast-check";
-import { isJsonObject, type JsonObject, parseJson } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { isJsonObject, type JsonObject, parseJson } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import { SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { responsesStream } from "./responses-dialect.ts";

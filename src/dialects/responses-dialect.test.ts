@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { responsesStream } from "./responses-dialect.ts";
 import { buildResponsesOpening } from "./responses-opening.ts";

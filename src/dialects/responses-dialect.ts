@@ -12,8 +12,8 @@
  * event of our own, later worker events are renumbered so the sequence stays gap-free.
  */
 import { ProxyError } from "../errors.ts";
-import { type JsonObject, isJsonObject, readInteger } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { type JsonObject, isJsonObject, readInteger } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { CONTEXT_LENGTH_EXCEEDED } from "../workers/context-overflow.ts";

@@ -1,5 +1,5 @@
 /** Reading worker Responses events and writing the proxy's own, as SSE bytes. */
-import { type JsonObject, isJsonObject, parseJsonOrUndefined } from "../json.ts";
+import { type JsonObject, isJsonObject, parseJsonOrUndefined } from "../json/json.ts";
 import { encodeData, encodeEvent } from "../sse/encode.ts";
 import type { SseFrame } from "../sse/frame-scanner.ts";
 

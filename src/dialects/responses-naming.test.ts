@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { nameResponsesRequest, responseIdFor } from "./responses-naming.ts";
 
 describe("responseIdFor", () => {

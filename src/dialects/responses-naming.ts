@@ -2,7 +2,7 @@
  * Names a Responses request after its disaggregated request id (seed #21602), so the reply id
  * ties back to the proxy's and both workers' logs and metrics for the same request.
  */
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 
 const HEX16 = /^[0-9a-f]{16}$/;
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type JsonObject, jsonInteger } from "../json.ts";
+import { type JsonObject, jsonInteger } from "../json/json.ts";
 import { buildResponsesOpening } from "./responses-opening.ts";
 
 const NOW_MS = 1_700_000_123_456;

@@ -6,7 +6,7 @@
  * (a sampling parameter out of range, a field of the wrong type) must keep its HTTP error
  * status, so it waits for its pipeline instead of getting a 200 it cannot honour.
  */
-import { type JsonObject, type JsonValue, isJsonObject, readInteger } from "../json.ts";
+import { type JsonObject, type JsonValue, isJsonObject, readInteger } from "../json/json.ts";
 
 type Field = JsonValue | undefined;
 

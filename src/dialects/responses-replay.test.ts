@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { replayResponseEvents } from "./responses-replay.ts";
 
 const decoder = new TextDecoder();

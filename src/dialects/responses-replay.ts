@@ -4,7 +4,7 @@
  * ending in its terminal event, never `[DONE]` (the Responses protocol has none).
  */
 
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
 import { encodeEvent } from "../sse/encode.ts";
 
 /** The Responses event sequence a worker would have streamed for this finished response. */

@@ -1,8 +1,8 @@
 /** Worker Responses streams and client-stream checks shared by the Responses dialect tests. */
 import { expect } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import { type JsonObject, isJsonObject, parseJson } from "../json.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { type JsonObject, isJsonObject, parseJson } from "../json/json.ts";
+import { concatBytes } from "../bytes.ts";
 import { SseFrameScanner } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 

@@ -3,7 +3,7 @@
  * nothing read from disk at run time, so it works the same inside the compiled binary.
  */
 
-import { parseJsonBounded, readJsonBounded, readPrefix } from "../bounded-read.ts";
+import { parseJsonBounded, readJsonBounded, readPrefix } from "../json/bounded-read.ts";
 import { decode, encode, errorOf, int64At, isObject, linesOf, listAt, objectAt, prefixRangeEnd, stringAt, type JsonObject } from "./etcd-wire.ts";
 
 export class EtcdError extends Error {
@@ -126,7 +126,7 @@ export class EtcdClient {
     for await (const line of linesOf(response.body)) yield watchMessageOf(await parseLine(line));
   }
 
-  /** One unary call; its answer is read within `maxBytes` and the shape bounds worker answers have (bounded-read.ts). */
+  /** One unary call; its answer is read within `maxBytes` and the shape bounds worker answers have (json/bounded-read.ts). */
   async #call(path: string, request: JsonObject, timeoutMs = this.#timeoutMs, maxBytes = CALL_ANSWER_BYTES): Promise<JsonObject> {
     const response = await this.#fetch(path, request, AbortSignal.timeout(timeoutMs), undefined);
     if (!response.ok) throw await failureOf(response);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { jsonInteger } from "../json.ts";
+import { jsonInteger } from "../json/json.ts";
 import { startEmulatedWorker } from "./index.ts";
 import { post } from "./test-support.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { startEmulatedWorker } from "./index.ts";
 import { at, json, post, sseEvents, ssePayloads, stringAt } from "./test-support.ts";
 

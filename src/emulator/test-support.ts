@@ -1,6 +1,6 @@
 /** Helpers for the emulator's own tests: requests over loopback and readers for what comes back. */
 
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, parseJson, type JsonObject, type JsonValue } from "../json/json.ts";
 
 export function post(base: string, path: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return fetch(`${base}${path}`, {

@@ -1,6 +1,6 @@
 /** Public types of the emulated trtllm-serve worker. Everything else in src/emulator is private. */
 
-import type { JsonValue } from "../json.ts";
+import type { JsonValue } from "../json/json.ts";
 
 /** `mixed` serves both phases (a URL listed as a context and as a generation server). */
 export type WorkerRole = "context" | "generation" | "mixed";

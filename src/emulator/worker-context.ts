@@ -1,14 +1,14 @@
 /** What every request handler of one emulated worker shares, and one model request's handle. */
 
-import type { KvBlockCache } from "./kv-cache.ts";
-import type { HeldKv } from "./held-kv.ts";
-import type { KvHandoffTable } from "./kv-handoff.ts";
-import type { ModelRequest } from "./model-request.ts";
-import type { WorkerPerfState } from "./perf-state.ts";
-import type { JobTimeline } from "./perf-timeline.ts";
-import type { PrefillTally } from "./prefill-tally.ts";
-import type { WorkerGeneration } from "./protocol-generation.ts";
-import type { RequestLog } from "./request-log.ts";
+import type { KvBlockCache } from "./kv/kv-cache.ts";
+import type { HeldKv } from "./kv/held-kv.ts";
+import type { KvHandoffTable } from "./kv/kv-handoff.ts";
+import type { ModelRequest } from "./http/model-request.ts";
+import type { WorkerPerfState } from "./perf/perf-state.ts";
+import type { JobTimeline } from "./perf/perf-timeline.ts";
+import type { PrefillTally } from "./perf/prefill-tally.ts";
+import type { WorkerGeneration } from "./engine/protocol-generation.ts";
+import type { RequestLog } from "./http/request-log.ts";
 import type { EmulatorOptions, RecordedRequest } from "./types.ts";
 
 export interface WorkerContext {

@@ -1,26 +1,26 @@
 /** The emulated trtllm-serve worker: one Bun server, its routes, and everything it remembers. */
 
 import type { Server } from "bun";
-import type { JsonValue } from "../json.ts";
-import { health, countTokens, iterationStats, kvCacheEvents, kvClaim, kvHandoff, models, serverInfo, version } from "./info-routes.ts";
-import { ConnectionFront } from "./connection-faults.ts";
-import { HeldKv } from "./held-kv.ts";
-import { KV_CLAIM_PATH } from "./kv-claim.ts";
-import { loadGauges, PROMETHEUS_PATH } from "./load-gauges.ts";
-import { KV_HANDOFF_PATH } from "./kv-fetch.ts";
-import { KvBlockCache } from "./kv-cache.ts";
-import { generationOf, type WorkerGeneration } from "./protocol-generation.ts";
-import { KvHandoffTable } from "./kv-handoff.ts";
-import { WorkerPerfState } from "./perf-state.ts";
-import { PREFILL_TALLY_PATH, PrefillTally } from "./prefill-tally.ts";
-import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf-routes.ts";
-import type { ApiKind } from "./model-request.ts";
-import { ReadinessGate, startingResponse } from "./readiness.ts";
-import { RequestLog } from "./request-log.ts";
-import { readJsonBody, serveModelRequest } from "./serve-model.ts";
+import type { JsonValue } from "../json/json.ts";
+import { health, countTokens, iterationStats, kvCacheEvents, kvClaim, kvHandoff, models, serverInfo, version } from "./http/info-routes.ts";
+import { ConnectionFront } from "./faults/connection-faults.ts";
+import { HeldKv } from "./kv/held-kv.ts";
+import { KV_CLAIM_PATH } from "./kv/kv-claim.ts";
+import { loadGauges, PROMETHEUS_PATH } from "./perf/load-gauges.ts";
+import { KV_HANDOFF_PATH } from "./kv/kv-fetch.ts";
+import { KvBlockCache } from "./kv/kv-cache.ts";
+import { generationOf, type WorkerGeneration } from "./engine/protocol-generation.ts";
+import { KvHandoffTable } from "./kv/kv-handoff.ts";
+import { WorkerPerfState } from "./perf/perf-state.ts";
+import { PREFILL_TALLY_PATH, PrefillTally } from "./perf/prefill-tally.ts";
+import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf/perf-routes.ts";
+import type { ApiKind } from "./http/model-request.ts";
+import { ReadinessGate, startingResponse } from "./http/readiness.ts";
+import { RequestLog } from "./http/request-log.ts";
+import { readJsonBody, serveModelRequest } from "./http/serve-model.ts";
 import type { EmulatedWorker, EmulatorOptions, PhaseRole, RecordedRequest, Registrar, WorkerRole } from "./types.ts";
 import type { WorkerContext } from "./worker-context.ts";
-import { detailResponse, errorEnvelope } from "./worker-error.ts";
+import { detailResponse, errorEnvelope } from "./http/worker-error.ts";
 
 const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
   "/v1/completions": "completions",

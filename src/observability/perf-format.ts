@@ -2,7 +2,7 @@
  * TensorRT-LLM's per-request metrics on the wire (reference §5.3): the four Server-Timing-style
  * headers, how one phase's timestamps become them, the 80 KiB budget and the trailing SSE event.
  * The proxy's side: it merges ctx_/gen_ phases (the emulated worker writes its "server" phase with
- * its own encoder, src/emulator/perf-wire.ts; both are checked against test/fixtures/perf-metrics/).
+ * its own encoder, src/emulator/perf/perf-wire.ts; both are checked against test/fixtures/perf-metrics/).
  */
 
 export const SERVER_TIMING = "Server-Timing";

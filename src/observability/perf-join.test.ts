@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { jsonInteger, type JsonValue } from "../json.ts";
+import { jsonInteger, type JsonValue } from "../json/json.ts";
 import { PerfMetricsJoin } from "./perf-join.ts";
 
 const ID = 4_611_686_018_427_387_905n;

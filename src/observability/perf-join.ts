@@ -5,7 +5,7 @@
  * and forgets every request whose generation record arrived. Calls run one at a time.
  */
 
-import { isJsonObject, readInteger, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, readInteger, type JsonObject, type JsonValue } from "../json/json.ts";
 import { serverName } from "./request-perf.ts";
 
 export interface FinishedRequest {

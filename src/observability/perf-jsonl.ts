@@ -7,7 +7,7 @@
 
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { AppendQueue } from "./append-queue.ts";
 import { dropWarned, type Logger } from "./logger.ts";
 

@@ -4,7 +4,7 @@
  * `server_`/`server-` to the phase's `ctx_`/`gen_`, and the timestamps they imply.
  */
 
-import { isJsonObject, parseJsonOrUndefined } from "../json.ts";
+import { isJsonObject, parseJsonOrUndefined } from "../json/json.ts";
 import { METRICS_HEADER_NAMES, SERVER_TIMING, START_END_TIME, type MetricsHeaders } from "./perf-format.ts";
 
 export type WorkerPhase = "ctx" | "gen";

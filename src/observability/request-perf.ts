@@ -4,7 +4,7 @@
  * client's headers or trailing event, and into the JSONL record.
  */
 
-import { jsonInteger, type JsonObject, type JsonValue } from "../json.ts";
+import { jsonInteger, type JsonObject, type JsonValue } from "../json/json.ts";
 import { limitMetricsHeaders, MetricsHeaderBuilder, metricsEvent, metricsRequested, type MetricsHeaders } from "./perf-format.ts";
 import { workerMetricsFromEvent, workerMetricsFromHeaders, type WorkerMetrics, type WorkerPhase } from "./perf-worker-metrics.ts";
 import type { SteadyClock } from "./steady-clock.ts";

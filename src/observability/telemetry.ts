@@ -7,7 +7,7 @@
 
 import { hostname } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
-import type { JsonObject, JsonValue } from "../json.ts";
+import type { JsonObject, JsonValue } from "../json/json.ts";
 import type { Logger } from "./logger.ts";
 import { OtlpExporter } from "./otlp-exporter.ts";
 import { PerfJsonlWriter } from "./perf-jsonl.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { concatBytes } from "../sse/bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import { TraceCapture } from "./trace-capture.ts";
 import { responseLine } from "./trace-records.ts";
 

@@ -5,7 +5,7 @@
  * writer calls these off the request's path, in its drain.
  */
 
-import { isJsonObject, parseJsonOrUndefined, type JsonObject } from "../json.ts";
+import { isJsonObject, parseJsonOrUndefined, type JsonObject } from "../json/json.ts";
 import type { CapturedKind } from "./trace-capture.ts";
 
 /** Upstream's `_REDACTED`, and the header names whose values are credentials. */

@@ -5,7 +5,7 @@
  */
 
 import type { ErrorCode, Outcome } from "../errors.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import type { TraceHandle } from "./trace-handle.ts";
 import { responseLine, sessionKey } from "./trace-records.ts";
 

@@ -1,4 +1,4 @@
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
 import { subagentAffinityHeaders } from "../security/disagg-auth.ts";
 import type { Role } from "../config/types.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import { jsonInteger, type JsonObject } from "../json.ts";
+import { jsonInteger, type JsonObject } from "../json/json.ts";
 import { NO_ROUTING } from "../routing/routing-request.ts";
 import { contextBody, generationBody, generationFirstBody, needsGeneration, verifyContextAnswer, withoutHandOff } from "./bodies.ts";
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";

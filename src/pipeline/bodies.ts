@@ -1,5 +1,5 @@
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, jsonInteger, readInteger, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, jsonInteger, readInteger, type JsonObject, type JsonValue } from "../json/json.ts";
 import { unpackTokenIds } from "./protocol-fit.ts";
 import type { ApiKind, PipelineInput } from "./types.ts";
 

@@ -1,6 +1,6 @@
-import type { JsonObject, JsonValue } from "../json.ts";
-import { keptListEquals, keptListValues, type KeptList } from "../json-bytes.ts";
-import { withOwnMember, type JsonSource } from "../json-source.ts";
+import type { JsonObject, JsonValue } from "../json/json.ts";
+import { keptListEquals, keptListValues, type KeptList } from "../json/json-bytes.ts";
+import { withOwnMember, type JsonSource } from "../json/json-source.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
@@ -18,8 +18,8 @@ import {
 import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
 import { outputLengthTimeout } from "./leg-runner.ts";
 import type { JsonAnswer } from "../workers/client.ts";
-import type { HandoffWatch } from "./handoff-watch.ts";
-import type { SettleReason, UnclaimedHandoff } from "./handoff-settler.ts";
+import type { HandoffWatch } from "./handoff/watch.ts";
+import type { SettleReason, UnclaimedHandoff } from "./handoff/settler.ts";
 import { asProxyError } from "../errors.ts";
 import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
@@ -113,7 +113,7 @@ function generationBodyOf(
 
 /**
  * A client that left during the context phase: the phase gets this long to begin answering.
- * One that does (its KV committed: an abort would free nothing, emulator/held-kv.ts cites
+ * One that does (its KV committed: an abort would free nothing, emulator/kv/held-kv.ts cites
  * upstream) is read to its end and its hand-off settled; one that does not is aborted then, so
  * a long prefill stops costing. Aborting at once left the hand-offs of clients that left as
  * the phase ended (5 of 20 in bench/faults/handoff-leave.ts); letting every phase finish cost

@@ -7,7 +7,7 @@
  */
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
-import { streamOf } from "../sse/bytes.ts";
+import { streamOf } from "../bytes.ts";
 import { withDeadline } from "../timers.ts";
 import type { runGenerationLeg } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";

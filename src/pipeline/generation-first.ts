@@ -1,5 +1,5 @@
 import { asProxyError, type ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
 import { bodyOptions } from "./context-first.ts";

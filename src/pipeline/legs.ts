@@ -1,13 +1,13 @@
 import type { ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
-import type { KeptList } from "../json-bytes.ts";
-import type { JsonSource } from "../json-source.ts";
+import type { JsonObject } from "../json/json.ts";
+import type { KeptList } from "../json/json-bytes.ts";
+import type { JsonSource } from "../json/json-source.ts";
 import { disaggAuthOf } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import type { HandoffWatch } from "./handoff-watch.ts";
+import type { HandoffWatch } from "./handoff/watch.ts";
 import { runJsonLeg, runStreamLeg, type LegPlan } from "./leg-runner.ts";
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
 import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";

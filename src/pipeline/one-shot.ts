@@ -1,5 +1,5 @@
 import type { Role } from "../config/types.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import type { RequestContext } from "../request/context.ts";
 import { NO_ROUTING } from "../routing/routing-request.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";

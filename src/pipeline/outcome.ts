@@ -1,5 +1,5 @@
 import type { RequestContext } from "../request/context.ts";
-import { streamOf } from "../sse/bytes.ts";
+import { streamOf } from "../bytes.ts";
 import type { runGenerationLeg } from "./legs.ts";
 import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 

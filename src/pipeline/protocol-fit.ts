@@ -1,4 +1,4 @@
-import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../json/json.ts";
 import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import { rejectedCapability, type Capability } from "../workers/protocol.ts";

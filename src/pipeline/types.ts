@@ -1,6 +1,6 @@
 import type { ProxyConfig } from "../config/types.ts";
-import type { JsonObject } from "../json.ts";
-import type { JsonSource } from "../json-source.ts";
+import type { JsonObject } from "../json/json.ts";
+import type { JsonSource } from "../json/json-source.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { DisaggIdAllocator } from "../request/disagg-id.ts";
 import type { Placement } from "../routing/placement.ts";
@@ -8,7 +8,7 @@ import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { Affinity } from "./affinity.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
-import type { HandoffSettler } from "./handoff-settler.ts";
+import type { HandoffSettler } from "./handoff/settler.ts";
 import type { OutlierDetector } from "../workers/outlier-detector.ts";
 
 export { WORKER_PATH, type ApiKind } from "./api-kind.ts";

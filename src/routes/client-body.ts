@@ -1,7 +1,7 @@
 import { badRequest, bodyTooLarge, ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
-import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json-shape.ts";
-import { parseJsonSource, type ParsedBody } from "../json-source.ts";
+import type { JsonObject } from "../json/json.ts";
+import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json/json-shape.ts";
+import { parseJsonSource, type ParsedBody } from "../json/json-source.ts";
 import { withDeadline } from "../timers.ts";
 import { type BodyBuffer, ChunkedBodyBuffer, DeclaredBodyBuffer } from "./body-buffer.ts";
 

@@ -11,7 +11,7 @@
  * name this proxy (421, in dispatch).
  */
 
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { STORE_LIMITS, StoreFullError, type ClusterStore } from "../discovery/index.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { readClientBody } from "./client-body.ts";

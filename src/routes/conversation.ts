@@ -1,4 +1,4 @@
-import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../json/json.ts";
 
 /**
  * Session headers that name a conversation, in trtllm-serve's order (reference §2.2 step 4;

@@ -1,5 +1,5 @@
 import type { ProxyConfig } from "../config/types.ts";
-import type { JsonObject, JsonValue } from "../json.ts";
+import type { JsonObject, JsonValue } from "../json/json.ts";
 import type { OneShotCall, WorkerReply } from "../pipeline/one-shot.ts";
 import type { PipelineInput, PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";

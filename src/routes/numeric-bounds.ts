@@ -1,5 +1,5 @@
 import { badRequest } from "../errors.ts";
-import { isRawJson, type JsonObject, type JsonValue } from "../json.ts";
+import { isRawJson, type JsonObject, type JsonValue } from "../json/json.ts";
 
 /**
  * Numbers a worker can hold. trtllm-serve's request models type these as Python int/float
@@ -59,7 +59,7 @@ export function checkNumericBounds(body: JsonObject): void {
 
 function integerOf(value: JsonValue): bigint | undefined {
   if (typeof value === "number") return Number.isSafeInteger(value) ? BigInt(value) : undefined;
-  // Integers of 16+ digits arrive as raw JSON text (json.ts), exact.
+  // Integers of 16+ digits arrive as raw JSON text (json/json.ts), exact.
   if (isRawJson(value) && /^-?\d+$/.test(value.rawJSON)) return BigInt(value.rawJSON);
   return undefined;
 }

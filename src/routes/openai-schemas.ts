@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { badRequest, type ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 
 /**
  * Only the fields the proxy reads are checked; every other field passes through untouched

@@ -1,7 +1,7 @@
 import { openAiStream } from "../dialects/openai.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";

@@ -1,11 +1,11 @@
 import { asProxyError, clientGone, ProxyError } from "../errors.ts";
-import type { JsonObject } from "../json.ts";
-import type { JsonSource, ParsedBody } from "../json-source.ts";
+import type { JsonObject } from "../json/json.ts";
+import type { JsonSource, ParsedBody } from "../json/json-source.ts";
 import { affinityOf, parentSessionOf, withoutClientAffinity } from "../pipeline/affinity.ts";
 import { ENGINE_REQUEST_ID_HEADER, type ApiKind, type PipelineOutcome } from "../pipeline/types.ts";
 import type { RequestContext } from "../request/context.ts";
 import { routingRequestOf } from "../routing/routing-request.ts";
-import { streamOf } from "../sse/bytes.ts";
+import { streamOf } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/early-stream.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";

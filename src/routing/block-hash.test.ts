@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseJson } from "../json.ts";
+import { parseJson } from "../json/json.ts";
 import { blockHashes, matchedDepth, readBlockHash } from "./block-hash.ts";
 
 /** Computed with TensorRT-LLM's tensorrt_llm/runtime/kv_cache_hash.py (hash_v1_block_key), blocks as its router cuts them. */

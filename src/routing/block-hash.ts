@@ -9,7 +9,7 @@
  * The per-element mix works on two 32-bit halves in plain numbers: no BigInt in the hot loop.
  */
 
-import { readInteger } from "../json.ts";
+import { readInteger } from "../json/json.ts";
 
 const MASK64 = (1n << 64n) - 1n;
 const PARENT_CONST = 0xbf58476d1ce4e5b9n;

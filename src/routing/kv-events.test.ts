@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseJson } from "../json.ts";
+import { parseJson } from "../json/json.ts";
 import { KvEventPoller, readKvEvents, type KvEvent } from "./kv-events.ts";
 
 describe("readKvEvents", () => {

@@ -6,7 +6,7 @@
  * worker (further requests are coalesced into one follow-up poll) and `maxConcurrent` at once.
  */
 
-import { isJsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonValue } from "../json/json.ts";
 import { readJsonAnswer } from "../workers/answers.ts";
 import { readBlockHash } from "./block-hash.ts";
 

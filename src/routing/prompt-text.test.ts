@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
 import { contentWeight, estimatedPromptTokens, routingRequestOf, withPromptTokenIds } from "./routing-request.ts";
 

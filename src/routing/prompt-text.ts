@@ -10,7 +10,7 @@
  *   messages; function calls and their outputs as tool calls and `tool:` messages).
  */
 
-import { isJsonObject, type JsonObject, type JsonValue } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../json/json.ts";
 
 export type PromptApi = "completions" | "chat" | "responses";
 

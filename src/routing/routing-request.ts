@@ -6,7 +6,7 @@
  */
 
 import { createHash } from "node:crypto";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { blockHashes } from "./block-hash.ts";
 import { promptLengthOf as lengthOfPrompt, promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
 

@@ -40,7 +40,7 @@ const TOTAL_BYTES = KEY_BYTE_OFFSET + SLOTS * KEY_BYTES;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Admission's counts in the shared memory (server/admission.ts's SharedAdmission uses them). */
+/** Admission's counts in the shared memory (request/admission.ts's SharedAdmission uses them). */
 export interface SharedAdmissionWords {
   admitted(): number;
   waiting(): number;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type JsonObject, isJsonObject, parseJson } from "../json.ts";
+import { type JsonObject, isJsonObject, parseJson } from "../json/json.ts";
 import { DISAGG_AUTH_HEADER, type SubagentAffinityFields, disaggAuthHeader, subagentAffinityHeaders } from "./disagg-auth.ts";
 
 /** Vectors written by CPython's json and hmac (test/fixtures/hmac/make-vectors.py; see it to regenerate). */

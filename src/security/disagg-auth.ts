@@ -12,7 +12,7 @@
  * (./python-json.ts). Test vectors: test/fixtures/hmac/make-vectors.py.
  */
 import { createHmac } from "node:crypto";
-import { isJsonObject, type JsonObject, type JsonValue, jsonInteger } from "../json.ts";
+import { isJsonObject, type JsonObject, type JsonValue, jsonInteger } from "../json/json.ts";
 import { pythonCanonicalJson } from "./python-json.ts";
 
 export { pythonCanonicalJson } from "./python-json.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseJson } from "../json.ts";
+import { parseJson } from "../json/json.ts";
 import { compareCodePoints, pythonCanonicalJson, pythonFloat } from "./python-json.ts";
 
 /** Vectors written by CPython (test/fixtures/hmac/make-vectors.py); see that file to regenerate. */

@@ -5,10 +5,10 @@
  *
  * Numbers: a JavaScript number is written as the worker reads what JSON.stringify sent it — an
  * integer below 1e21 as a Python int (digits), anything else as a Python float (repr). Raw JSON
- * numbers (large integers kept by src/json.ts) are read as Python reads their text: an integer
+ * numbers (large integers kept by src/json/json.ts) are read as Python reads their text: an integer
  * text is an exact int, any other number text a float.
  */
-import { type JsonValue, isRawJson } from "../json.ts";
+import { type JsonValue, isRawJson } from "../json/json.ts";
 
 const INTEGER_TEXT = /^-?\d+$/;
 const SHORT_ESCAPES: Readonly<Record<number, string>> = {

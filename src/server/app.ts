@@ -19,16 +19,16 @@ import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import type { RouteDeps } from "../routes/deps.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
-import { HandoffSettler } from "../pipeline/handoff-settler.ts";
+import { HandoffSettler } from "../pipeline/handoff/settler.ts";
 import { OutlierDetector } from "../workers/outlier-detector.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { modelListOf, modelReadyOf } from "./model-list.ts";
-import { Admission, SharedAdmission, type AdmissionControl } from "./admission.ts";
-import type { LoopShare } from "./event-loops.ts";
-import { metricsHooks, modelGauges, workerGauges } from "./metrics-hooks.ts";
+import { Admission, SharedAdmission, type AdmissionControl } from "../request/admission.ts";
+import type { LoopShare } from "./loop-share.ts";
+import { metricsHooks, modelGauges, workerGauges } from "../request/metrics-hooks.ts";
 import { DashboardRecorder } from "../dashboard/recorder.ts";
 import { dashboardSource } from "./dashboard-source.ts";
-import { requestEnds, type RequestEnds } from "./request-end.ts";
+import { requestEnds, type RequestEnds } from "../request/request-end.ts";
 import { openRequestTrace, type RequestTraceWriter, type TraceEnd } from "../observability/request-trace.ts";
 import type { RequestSummary } from "../request/context.ts";
 import type { TraceInput } from "../routes/deps.ts";
@@ -93,7 +93,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
         ? logger.info("worker reports its load", { worker: origin })
         : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
   });
-  // Each loop its own process id in the snowflake (server/event-loops.ts).
+  // Each loop its own process id in the snowflake (loops/event-loops.ts).
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const active = new Set<RequestContext>();
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;

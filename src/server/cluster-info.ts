@@ -1,6 +1,6 @@
 import type { Role } from "../config/types.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import type { LoadReport } from "../workers/load-report.ts";
 import type { ModelRoleStatus, ModelStatus, Placement } from "../routing/placement.ts";
 

@@ -4,7 +4,7 @@ import type { DiscoveryView, ModelView, WorkerView } from "../dashboard/snapshot
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
-import type { AdmissionControl } from "./admission.ts";
+import type { AdmissionControl } from "../request/admission.ts";
 
 interface SourceParts {
   readonly config: ProxyConfig;

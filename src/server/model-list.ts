@@ -1,7 +1,7 @@
 /** What the proxy says of its models: GET /v1/models's list and per-model readiness. */
 
 import type { ModelAlias } from "../config/types.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { servesChoice } from "../routing/model-choice.ts";
 import type { Placement } from "../routing/placement.ts";
 

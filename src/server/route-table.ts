@@ -43,7 +43,7 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
 
 /**
  * An extra event loop's dashboard routes (num_workers > 1): checked here as any, answered by
- * the main loop (`forward`, server/loop-dashboard.ts), whose recorder hears every loop.
+ * the main loop (`forward`, loops/loop-dashboard.ts), whose recorder hears every loop.
  */
 export function forwardedDashboardRoutes(forward: (request: Request) => Promise<Response>): RouteTable {
   const entry: RouteEntry = {

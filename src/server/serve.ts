@@ -7,7 +7,7 @@ import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
-import type { LoopShare } from "./event-loops.ts";
+import type { LoopShare } from "./loop-share.ts";
 import { startDiscovery } from "./discovery.ts";
 import { createDispatch, mayCall, type RouteEntry, type RouteTable } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";

@@ -8,7 +8,7 @@
 import { ProxyError } from "../errors.ts";
 import { PERF_EVENT_NAME } from "../observability/perf-format.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
-import { concatBytes } from "../sse/bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "./dialect.ts";
 

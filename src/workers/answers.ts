@@ -1,7 +1,7 @@
 import { ProxyError, type WorkerAnswer } from "../errors.ts";
-import { readBounded as readBoundedAnswer, readJsonBounded, readShaped as readShapedAnswer } from "../bounded-read.ts";
-import { isJsonObject, parseJson, type JsonValue } from "../json.ts";
-import type { JsonLayout } from "../json-shape.ts";
+import { readBounded as readBoundedAnswer, readJsonBounded, readShaped as readShapedAnswer } from "../json/bounded-read.ts";
+import { isJsonObject, parseJson, type JsonValue } from "../json/json.ts";
+import type { JsonLayout } from "../json/json-shape.ts";
 import { contextOverflowOf } from "./context-overflow.ts";
 import type { WorkerFetch } from "./transport.ts";
 
@@ -82,14 +82,14 @@ function refuseWorkerAnswer(what: string, cause?: unknown): ProxyError {
   return new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer ${what}`, cause === undefined ? {} : { cause });
 }
 
-export { readPrefix } from "../bounded-read.ts";
+export { readPrefix } from "../json/bounded-read.ts";
 
-/** bounded-read.ts's readBounded, refusing as a worker's answer. */
+/** json/bounded-read.ts's readBounded, refusing as a worker's answer. */
 export function readBounded(response: Response, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
   return readBoundedAnswer(response, limit, refuseWorkerAnswer, onPiece);
 }
 
-/** bounded-read.ts's readShaped (within ANSWER_SHAPE_LIMITS), refusing as a worker's answer. */
+/** json/bounded-read.ts's readShaped (within ANSWER_SHAPE_LIMITS), refusing as a worker's answer. */
 export function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
   return readShapedAnswer(limit, refuseWorkerAnswer, read);
 }
@@ -111,7 +111,7 @@ export async function getFromWorker(fetch: WorkerFetch, origin: string, path: st
 /**
  * A worker's JSON answer to a call the proxy makes for itself (/server_info, /version,
  * /kv_cache_events, /perf_metrics, the clock probe), bounded as a model answer is
- * (bounded-read.ts's readJsonBounded). Throws a WORKER_BAD_ANSWER ProxyError otherwise.
+ * (json/bounded-read.ts's readJsonBounded). Throws a WORKER_BAD_ANSWER ProxyError otherwise.
  */
 export function readJsonAnswer(response: Response, limit: number): Promise<JsonValue> {
   return readJsonBounded(response, limit, refuseWorkerAnswer);

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { Unpackr } from "msgpackr/unpack";
-import { isJsonObject, jsonInteger, parseJson } from "../json.ts";
-import { JsonShapeGuard, JSON_SHAPE_LIMITS } from "../json-shape.ts";
-import { parseJsonSource, type ParsedBody } from "../json-source.ts";
+import { isJsonObject, jsonInteger, parseJson } from "../json/json.ts";
+import { JsonShapeGuard, JSON_SHAPE_LIMITS } from "../json/json-shape.ts";
+import { parseJsonSource, type ParsedBody } from "../json/json-source.ts";
 import { JSON_CODEC, msgpackCodec, PARTS_BODY_BYTES, toMsgpackValue, type WorkerBody } from "./body-codec.ts";
 
 function clientBody(text: string): ParsedBody {

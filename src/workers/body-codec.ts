@@ -6,8 +6,8 @@
  */
 
 import { Packr } from "msgpackr/pack";
-import { isRawJson, type JsonObject, type JsonValue } from "../json.ts";
-import type { JsonSource } from "../json-source.ts";
+import { isRawJson, type JsonObject, type JsonValue } from "../json/json.ts";
+import type { JsonSource } from "../json/json-source.ts";
 
 export const MSGPACK_HEADER = "x-trtllm-msgpack";
 

@@ -1,7 +1,7 @@
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, parseJson, type JsonObject } from "../json.ts";
-import { parseKeepingList, type KeptList } from "../json-bytes.ts";
-import type { JsonLayout } from "../json-shape.ts";
+import { isJsonObject, parseJson, type JsonObject } from "../json/json.ts";
+import { parseKeepingList, type KeptList } from "../json/json-bytes.ts";
+import type { JsonLayout } from "../json/json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
 import { answersStarting, readBounded, readPrefix, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";

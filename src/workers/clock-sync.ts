@@ -8,7 +8,7 @@
  * Failures are only logged: metrics then stay in the worker's own clock.
  */
 
-import { isJsonObject } from "../json.ts";
+import { isJsonObject } from "../json/json.ts";
 import { INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { SteadyClock } from "../observability/steady-clock.ts";

@@ -1,6 +1,6 @@
 import type { ProxyConfig } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
-import { isJsonObject, type JsonObject } from "../json.ts";
+import { isJsonObject, type JsonObject } from "../json/json.ts";
 import { answersStarting, getFromWorker, INFO_ANSWER_BYTES, readJsonAnswer } from "./answers.ts";
 import { acceptedVersion } from "./version-text.ts";
 import type { Logger } from "../observability/logger.ts";

@@ -1,4 +1,4 @@
-import type { JsonValue } from "../json.ts";
+import type { JsonValue } from "../json/json.ts";
 import { getFromWorker, readJsonAnswer } from "./answers.ts";
 import type { WorkerFetch } from "./transport.ts";
 

@@ -1,6 +1,6 @@
 /** A worker's served model ids, read from its GET /v1/models when it joins. */
 
-import { isJsonObject } from "../json.ts";
+import { isJsonObject } from "../json/json.ts";
 import { getFromWorker, readJsonAnswer } from "./answers.ts";
 import { MAX_MODELS_PER_WORKER } from "./worker-pool.ts";
 import type { WorkerFetch } from "./transport.ts";

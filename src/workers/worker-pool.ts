@@ -1,5 +1,5 @@
 import type { Role } from "../config/types.ts";
-import type { JsonObject } from "../json.ts";
+import type { JsonObject } from "../json/json.ts";
 import { workerProtocol, type WorkerProtocol } from "./protocol.ts";
 
 

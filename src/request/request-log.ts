@@ -1,0 +1,39 @@
+import type { ProxyError } from "../errors.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { RequestSummary } from "./context.ts";
+
+/** One structured line per finished request (bodies are never logged here). */
+export function logRequest(logger: Logger, s: RequestSummary): void {
+  const fields = {
+    disagg_request_id: s.disaggRequestId,
+    engine_request_id: s.engineRequestId,
+    route: s.route,
+    stream: s.stream,
+    schedule: s.schedule,
+    context_worker: s.contextWorker,
+    generation_worker: s.generationWorker,
+    failed_worker: s.failedWorker,
+    model: s.model,
+    requested_model: s.requestedModel,
+    status: s.status,
+    outcome: s.outcome,
+    error: s.error,
+    retries: s.retries,
+    ttfb_ms: round(s.ttfbMs),
+    ttft_ms: round(s.ttftMs),
+    duration_ms: round(s.durationMs),
+    bytes_out: s.bytesOut,
+  };
+  if (s.outcome === "ok") logger.info("request", fields);
+  else if (s.outcome === "internal_error") logger.error("request", { ...fields, cause: s.cause });
+  else logger.warn("request", fields);
+}
+
+function round(ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : Math.round(ms * 1000) / 1000;
+}
+
+/** The log line of a request refused before any worker saw it (validation, draining, …). */
+export function logRejection(logger: Logger, route: string, error: ProxyError): void {
+  logger.warn("request", { route, status: error.status, outcome: error.outcome, code: error.code, error: error.message });
+}
