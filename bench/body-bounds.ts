@@ -59,13 +59,16 @@ function parseMs(body: Uint8Array): number | string {
   return round(performance.now() - started);
 }
 
-const chat = (content: string, extra = ""): string => `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":${JSON.stringify(content)}}]${extra}}`;
+const chat = (content: string, extra = ""): string =>
+  `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":${JSON.stringify(content)}}]${extra}}`;
 
 function worstBodies(size: number): Record<string, Uint8Array> {
   const filler = "x".repeat(size - 200_000);
   return {
     "deep nesting after 31.8 MiB of string": encoder.encode(chat(filler, `,"x":${"[".repeat(100_000)}${"]".repeat(100_000)}`)),
-    "32 MiB of 1-key objects": encoder.encode(`{"model":"m","messages":[${Array.from({ length: Math.floor(size / 8) }, () => '{"a":1}').join(",")}]}`),
+    "32 MiB of 1-key objects": encoder.encode(
+      `{"model":"m","messages":[${Array.from({ length: Math.floor(size / 8) }, () => '{"a":1}').join(",")}]}`,
+    ),
     "32 MiB of numbers": encoder.encode(`{"model":"m","prompt":[${"1,".repeat(size / 2 - 8)}1]}`),
     "32 MiB of escaped quotes in a string": encoder.encode(chat('"'.repeat(size / 2 - 100))),
     "32 MiB of whitespace": encoder.encode(chat("x", " ".repeat(size - 200))),
@@ -89,7 +92,10 @@ function acceptedShapes(size: number): Record<string, string> {
     "token ids at the bound (completions prompt)": `{"model":"m","max_tokens":4,"prompt":[${Array.from({ length: Math.floor(JSON_SHAPE_LIMITS.minValues * 3.9) }, (_, i) => String(100_000 + (i % 99_999))).join(",")}]}`,
     "49,000 keys with numbers (the floor)": chat("x", `,"extra":{${Array.from({ length: keys }, (_, i) => `"k${i}":${i}`).join(",")}}`),
     "Anthropic /v1/messages, one long ASCII string": chat("x".repeat(size)),
-    "nesting 120 deep, repeated": chat("x", `,"x":[${Array.from({ length: Math.floor(size / 9000) }, () => `${"[".repeat(119)}"${"z".repeat(8700)}"${"]".repeat(119)}`).join(",")}]`),
+    "nesting 120 deep, repeated": chat(
+      "x",
+      `,"x":[${Array.from({ length: Math.floor(size / 9000) }, () => `${"[".repeat(119)}"${"z".repeat(8700)}"${"]".repeat(119)}`).join(",")}]`,
+    ),
   };
 }
 
@@ -135,7 +141,8 @@ async function peakGrowth(shapes: Record<string, string>, runs: number, chunked:
   const logDir = mkdtempSync(join(tmpdir(), "body-bounds-"));
   const bun = [process.execPath, join(ROOT, "src", "main.ts")];
   const out: Record<string, Growth> = {};
-  const worker = async (role: string): Promise<Service> => spawnService({ name: `bb-${role}`, cmd: [...bun, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"], logDir });
+  const worker = async (role: string): Promise<Service> =>
+    spawnService({ name: `bb-${role}`, cmd: [...bun, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"], logDir });
   const context = await worker("context");
   const generation = await worker("generation");
   try {
@@ -146,16 +153,41 @@ async function peakGrowth(shapes: Record<string, string>, runs: number, chunked:
       for (let run = 0; run < runs; run++) {
         const proxy = await spawnService({
           name: "bb-proxy",
-          cmd: [...bun, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url, "--max-body-bytes", String(32 * MIB), "--log-level", "warn"],
+          cmd: [
+            ...bun,
+            "serve",
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--context",
+            context.url,
+            "--generation",
+            generation.url,
+            "--max-body-bytes",
+            String(32 * MIB),
+            "--log-level",
+            "warn",
+          ],
           logDir,
         });
         try {
-          while ((await fetch(`${proxy.url}/health`).then((r) => r.status, () => 0)) !== 200) await Bun.sleep(50);
+          while (
+            (await fetch(`${proxy.url}/health`).then(
+              (r) => r.status,
+              () => 0,
+            )) !== 200
+          )
+            await Bun.sleep(50);
           await warm(proxy.url);
           await Bun.sleep(200);
           const before = hwmBytes(proxy.pid);
           const sent = chunked ? { body: chunkedStream(bytes), duplex: "half" } : { body: bytes };
-          const response = await fetch(`${proxy.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, ...sent } as RequestInit);
+          const response = await fetch(`${proxy.url}${path}`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            ...sent,
+          } as RequestInit);
           await response.arrayBuffer();
           const grown = hwmBytes(proxy.pid) - before;
           Object.assign(growth, { status: response.status });
@@ -194,9 +226,14 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify({ peakRssGrowth: growth }, null, 2)}\n`);
     return;
   }
-  const typical = encoder.encode(chat("Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(20)));
+  const typical = encoder.encode(
+    chat("Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(20)),
+  );
   const large = encoder.encode(chat("y".repeat(200_000)));
-  const cost = { [`typical chat body (${typical.length} B), µs`]: round(guardMicros(typical, 20_000)), [`200 KB chat body, µs`]: round(guardMicros(large, 500)) };
+  const cost = {
+    [`typical chat body (${typical.length} B), µs`]: round(guardMicros(typical, 20_000)),
+    [`200 KB chat body, µs`]: round(guardMicros(large, 500)),
+  };
   const worst: Record<string, unknown> = {};
   for (const [name, body] of Object.entries(worstBodies(32 * MIB))) worst[name] = { ...refuse(body), jsonParseMs: parseMs(body) };
   process.stdout.write(`${JSON.stringify({ guardCost: cost, worst32MiB: worst, peakRssGrowth: growth }, null, 2)}\n`);

@@ -10,13 +10,29 @@ import { startCluster } from "../test/support/cluster.ts";
 await using cluster = await startCluster({
   contexts: [],
   generations: [],
-  config: { discovery: { kind: "cluster", storage: "http", endpoint: "http://127.0.0.1:0", clusterName: "bench", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 }, serverStartTimeoutMs: 50, logLevel: "error" },
+  config: {
+    discovery: {
+      kind: "cluster",
+      storage: "http",
+      endpoint: "http://127.0.0.1:0",
+      clusterName: "bench",
+      minimalContext: 1,
+      minimalGeneration: 1,
+      leaseTtlMs: 2000,
+    },
+    serverStartTimeoutMs: 50,
+    logLevel: "error",
+  },
 });
 const value = "v".repeat(64 * 1024 - 64);
 let keys = 0;
 let status = 200;
 while (status === 200) {
-  const response = await fetch(`${cluster.url}/set`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ key: `/bench/${keys}`, value }) });
+  const response = await fetch(`${cluster.url}/set`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ key: `/bench/${keys}`, value }),
+  });
   status = response.status;
   await response.arrayBuffer();
   if (status === 200) keys++;
@@ -24,5 +40,13 @@ while (status === 200) {
 for (let round = 0; round < 3; round++) {
   const started = performance.now();
   const bytes = (await (await fetch(`${cluster.url}/get_prefix?key_prefix=/`)).arrayBuffer()).byteLength;
-  console.log(JSON.stringify({ keysHeld: keys, refusedWith: status, getPrefixBytes: bytes, getPrefixMs: Math.round(performance.now() - started), rssMiB: Math.round(process.memoryUsage().rss / 1048576) }));
+  console.log(
+    JSON.stringify({
+      keysHeld: keys,
+      refusedWith: status,
+      getPrefixBytes: bytes,
+      getPrefixMs: Math.round(performance.now() - started),
+      rssMiB: Math.round(process.memoryUsage().rss / 1048576),
+    }),
+  );
 }

@@ -43,12 +43,17 @@ async function main(): Promise<void> {
     },
   });
   const [base, next] = positionals;
-  if (base === undefined || next === undefined) throw new Error("usage: bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream]");
+  if (base === undefined || next === undefined)
+    throw new Error("usage: bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream]");
   mkdirSync(LOG_DIR, { recursive: true });
   const services: Service[] = [];
   try {
     const worker = async (role: string): Promise<Service> => {
-      const service = await spawnService({ name: `compare-${role}`, cmd: [base, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"], logDir: LOG_DIR });
+      const service = await spawnService({
+        name: `compare-${role}`,
+        cmd: [base, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"],
+        logDir: LOG_DIR,
+      });
       services.push(service);
       return service;
     };
@@ -64,9 +69,21 @@ async function main(): Promise<void> {
     const floorSpec = { name: "compare", logDir: LOG_DIR, maxHttpRequests: 4096 };
     const floor = await spawnFloor(floorSpec, context.url, generation.url, "native");
     services.push(floor);
-    const floorRaw = values["floor-raw"] ? await spawnFloor({ ...floorSpec, name: "compare-raw", preload: join(import.meta.dir, "micro", "raw-fetch-preload.ts") }, context.url, generation.url, "native") : undefined;
+    const floorRaw = values["floor-raw"]
+      ? await spawnFloor(
+          { ...floorSpec, name: "compare-raw", preload: join(import.meta.dir, "micro", "raw-fetch-preload.ts") },
+          context.url,
+          generation.url,
+          "native",
+        )
+      : undefined;
     if (floorRaw !== undefined) services.push(floorRaw);
-    const relays: Record<Relay, Service | undefined> = { base: await proxy("base", base), next: await proxy("next", next), floor, floorRaw };
+    const relays: Record<Relay, Service | undefined> = {
+      base: await proxy("base", base),
+      next: await proxy("next", next),
+      floor,
+      floorRaw,
+    };
     const present = (Object.keys(relays) as Relay[]).filter((name) => relays[name] !== undefined);
     const pids: Record<string, number> = { context: context.pid, generation: generation.pid };
     for (const name of present) pids[name] = relays[name]?.pid ?? 0;
@@ -75,10 +92,19 @@ async function main(): Promise<void> {
     const workload = firstEvent ? chatStream(tokens, `gen.token_ms=${tokenMs}`) : values.stream ? chatStream(256) : chatJson(16);
     const rawColumns = floorRaw === undefined ? "" : " floor on the prototype µs/req | base ÷ that floor | new ÷ that floor |";
     const p50Names = present.join(" / ");
-    process.stdout.write(`| clients | base µs/req | new µs/req | new ÷ base (median of per-round ratios) | floor µs/req | base ÷ floor | new ÷ floor |${rawColumns} p50 µs ${p50Names} |${firstEvent ? ` first event p50 µs ${p50Names} |` : ""}\n`);
+    process.stdout.write(
+      `| clients | base µs/req | new µs/req | new ÷ base (median of per-round ratios) | floor µs/req | base ÷ floor | new ÷ floor |${rawColumns} p50 µs ${p50Names} |${firstEvent ? ` first event p50 µs ${p50Names} |` : ""}\n`,
+    );
     for (const clients of values.clients.split(",").map(Number)) {
-      const users = Object.fromEntries(present.map((name) => [name, paths(relays[name] as Service, workload, clients)])) as Record<Relay, Path[]>;
-      const round = firstEvent ? { seconds: 120, requests: perClient * clients } : values.stream ? { seconds: 60, requests: 400 } : { seconds: Number(values.seconds) };
+      const users = Object.fromEntries(present.map((name) => [name, paths(relays[name] as Service, workload, clients)])) as Record<
+        Relay,
+        Path[]
+      >;
+      const round = firstEvent
+        ? { seconds: 120, requests: perClient * clients }
+        : values.stream
+          ? { seconds: 60, requests: 400 }
+          : { seconds: Number(values.seconds) };
       const tally = await alternateRounds(pids, users, { warmup: { seconds: 1, requests: 2000 }, rounds: Number(values.rounds), round });
       for (const list of Object.values<Path[]>(users)) for (const path of list) path.close();
       const cpu = (name: Relay): number => medianCpuPerRequest(tally[name], name, 1e6);
@@ -87,11 +113,17 @@ async function main(): Promise<void> {
       const [b, n, f] = [cpu("base"), cpu("next"), cpu("floor")];
       // Rounds of one index ran back to back: the median of their ratios cancels slow drifts of other load.
       const perRound = (name: Relay): number[] => tally[name].rounds.map((r) => (r.ok === 0 ? Number.NaN : (r.cpu[name] ?? 0) / r.ok));
-      const ratio = median(perRound("next").map((x, i) => x / (perRound("base")[i] ?? Number.NaN)).filter(Number.isFinite));
+      const ratio = median(
+        perRound("next")
+          .map((x, i) => x / (perRound("base")[i] ?? Number.NaN))
+          .filter(Number.isFinite),
+      );
       const fr = floorRaw === undefined ? undefined : cpu("floorRaw");
       const rawCells = fr === undefined ? "" : ` ${fr.toFixed(0)} | ${(b / fr).toFixed(2)} | ${(n / fr).toFixed(2)} |`;
       const firstCells = firstEvent ? ` ${present.map(first).join(" / ")} |` : "";
-      process.stdout.write(`| ${clients} | ${b.toFixed(0)} | ${n.toFixed(0)} | ${ratio.toFixed(3)} | ${f.toFixed(0)} | ${(b / f).toFixed(2)} | ${(n / f).toFixed(2)} |${rawCells} ${present.map(p50).join(" / ")} |${firstCells}\n`);
+      process.stdout.write(
+        `| ${clients} | ${b.toFixed(0)} | ${n.toFixed(0)} | ${ratio.toFixed(3)} | ${f.toFixed(0)} | ${(b / f).toFixed(2)} | ${(n / f).toFixed(2)} |${rawCells} ${present.map(p50).join(" / ")} |${firstCells}\n`,
+      );
     }
   } finally {
     await stopAll(services);

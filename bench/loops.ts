@@ -32,12 +32,17 @@ async function main(): Promise<void> {
     },
   });
   const [binary] = positionals;
-  if (binary === undefined) throw new Error("usage: bun bench/loops.ts BINARY [--loops 1,2,4] [--clients 64] [--rounds 3] [--seconds 3] [--stream-requests 400]");
+  if (binary === undefined)
+    throw new Error("usage: bun bench/loops.ts BINARY [--loops 1,2,4] [--clients 64] [--rounds 3] [--seconds 3] [--stream-requests 400]");
   mkdirSync(LOG_DIR, { recursive: true });
   const services: Service[] = [];
   try {
     const worker = async (role: string): Promise<Service> => {
-      const service = await spawnService({ name: `loops-${role}`, cmd: [binary, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"], logDir: LOG_DIR });
+      const service = await spawnService({
+        name: `loops-${role}`,
+        cmd: [binary, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"],
+        logDir: LOG_DIR,
+      });
       services.push(service);
       return service;
     };
@@ -46,7 +51,22 @@ async function main(): Promise<void> {
     const counts = values.loops.split(",").map(Number);
     const proxies: Record<string, Service> = {};
     for (const n of counts) {
-      const cmd = [binary, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url, "--num-workers", String(n), "--log-level", "warn"];
+      const cmd = [
+        binary,
+        "serve",
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--context",
+        context.url,
+        "--generation",
+        generation.url,
+        "--num-workers",
+        String(n),
+        "--log-level",
+        "warn",
+      ];
       const service = await spawnService({ name: `loops-${n}`, cmd, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, logDir: LOG_DIR });
       services.push(service);
       await waitReady(service.url);
@@ -58,7 +78,9 @@ async function main(): Promise<void> {
     for (const [name, service] of Object.entries(proxies)) pids[name] = service.pid;
     const clients = Number(values.clients);
     const run = async (workload: Workload, round: { seconds: number; requests?: number }): Promise<void> => {
-      const users = Object.fromEntries(Object.entries(proxies).map(([name, service]) => [name, paths(service, workload, clients)])) as Record<string, Path[]>;
+      const users = Object.fromEntries(
+        Object.entries(proxies).map(([name, service]) => [name, paths(service, workload, clients)]),
+      ) as Record<string, Path[]>;
       const tally = await alternateRounds(pids, users, { warmup: { seconds: 1, requests: 2000 }, rounds: Number(values.rounds), round });
       for (const list of Object.values(users)) for (const path of list) path.close();
       for (const name of Object.keys(proxies)) {
@@ -66,11 +88,16 @@ async function main(): Promise<void> {
         if (t === undefined) continue;
         const cpu = medianCpuPerRequest(t, name, 1e6);
         const busy = ((t.cpu[name] ?? 0) / t.seconds) * 100;
-        process.stdout.write(`| ${name.slice(5)} | ${(t.ok / t.seconds).toFixed(0)} | ${(t.frames / t.seconds).toFixed(0)} | ${cpu.toFixed(0)} | ${busy.toFixed(0)} % | ${t.errors} | ${(foreignLoad(t, 2) * 100).toFixed(0)} % |\n`);
+        process.stdout.write(
+          `| ${name.slice(5)} | ${(t.ok / t.seconds).toFixed(0)} | ${(t.frames / t.seconds).toFixed(0)} | ${cpu.toFixed(0)} | ${busy.toFixed(0)} % | ${t.errors} | ${(foreignLoad(t, 2) * 100).toFixed(0)} % |\n`,
+        );
       }
     };
-    const header = "| loops | requests/s | SSE events/s | proxy CPU µs per request | proxy CPU (100 % = one core) | errors | other load |\n| --- | --- | --- | --- | --- | --- | --- |\n";
-    process.stdout.write(`load average at start: ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}\n\nnon-streamed chat, 16 tokens, ${clients} clients:\n\n${header}`);
+    const header =
+      "| loops | requests/s | SSE events/s | proxy CPU µs per request | proxy CPU (100 % = one core) | errors | other load |\n| --- | --- | --- | --- | --- | --- | --- |\n";
+    process.stdout.write(
+      `load average at start: ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}\n\nnon-streamed chat, 16 tokens, ${clients} clients:\n\n${header}`,
+    );
     await run(chatJson(16), { seconds: Number(values.seconds) });
     process.stdout.write(`\nstreamed chat, 256 tokens, ${clients} clients:\n\n${header}`);
     await run(chatStream(256), { seconds: 60, requests: Number(values["stream-requests"]) });

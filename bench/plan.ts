@@ -72,7 +72,13 @@ function onlyOf(list: string | undefined): Scenario[] {
 export function benchPlan(options: BenchOptions, maxStreams: number, logDir: string): BenchPlan {
   const quick = options.quick;
   return {
-    latency: { concurrencies: [1, 16, 64], rounds: quick ? 2 : 6, roundSeconds: quick ? 1 : 2, warmupSeconds: quick ? 0.5 : 1.5, tokens: 16 },
+    latency: {
+      concurrencies: [1, 16, 64],
+      rounds: quick ? 2 : 6,
+      roundSeconds: quick ? 1 : 2,
+      warmupSeconds: quick ? 0.5 : 1.5,
+      tokens: 16,
+    },
     streaming: {
       concurrency: 16,
       tokens: 256,

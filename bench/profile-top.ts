@@ -30,7 +30,8 @@ const profile = (await Bun.file(file).json()) as Profile;
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const parentOf = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-const nameOf = (node: ProfileNode): string => `${node.callFrame.functionName || "(anonymous)"} ${node.callFrame.url.replace(/^.*?\/(src|bench|node_modules)\//, "$1/")}:${node.callFrame.lineNumber + 1}`;
+const nameOf = (node: ProfileNode): string =>
+  `${node.callFrame.functionName || "(anonymous)"} ${node.callFrame.url.replace(/^.*?\/(src|bench|node_modules)\//, "$1/")}:${node.callFrame.lineNumber + 1}`;
 
 const self = new Map<string, number>();
 const inclusive = new Map<string, number>();
@@ -50,7 +51,10 @@ for (const id of profile.samples) {
 
 const total = profile.samples.length;
 process.stdout.write(`${total} samples\n`);
-for (const [title, counts] of [["self", self], ["inclusive", inclusive]] as const) {
+for (const [title, counts] of [
+  ["self", self],
+  ["inclusive", inclusive],
+] as const) {
   process.stdout.write(`\n${title}:\n`);
   for (const [name, count] of [...counts].toSorted((a, b) => b[1] - a[1]).slice(0, top)) {
     process.stdout.write(`${((count / total) * 100).toFixed(1).padStart(5)} %  ${name}\n`);

@@ -40,12 +40,39 @@ interface ModeResult {
 }
 
 function worker(name: string, role: "context" | "generation", extra: readonly string[]): Promise<Service> {
-  return spawnService({ name, logDir: LOGS, cwd: ROOT, cmd: ["bun", "src/main.ts", "worker", "--role", role, "--port", "0", "--model", "m", ...extra] });
+  return spawnService({
+    name,
+    logDir: LOGS,
+    cwd: ROOT,
+    cmd: ["bun", "src/main.ts", "worker", "--role", role, "--port", "0", "--model", "m", ...extra],
+  });
 }
 
 function proxy(name: string, context: Service, generation: readonly Service[], intervalMs: number): Promise<Service> {
-  const cmd = ["bun", "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.map((g) => g.url).join(",")];
-  cmd.push("--context-router", "load_balancing", "--generation-router", "load_balancing", "--log-level", "warn", "--no-dashboard", "--worker-load-interval-ms", String(intervalMs));
+  const cmd = [
+    "bun",
+    "src/main.ts",
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--context",
+    context.url,
+    "--generation",
+    generation.map((g) => g.url).join(","),
+  ];
+  cmd.push(
+    "--context-router",
+    "load_balancing",
+    "--generation-router",
+    "load_balancing",
+    "--log-level",
+    "warn",
+    "--no-dashboard",
+    "--worker-load-interval-ms",
+    String(intervalMs),
+  );
   return spawnService({ name, logDir: LOGS, cwd: ROOT, cmd });
 }
 
@@ -61,7 +88,11 @@ async function ready(url: string): Promise<void> {
 async function client(url: string, until: number): Promise<number> {
   let done = 0;
   while (performance.now() < until) {
-    const response = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: BODY });
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: BODY,
+    });
     await response.arrayBuffer();
     if (response.status === 200) done++;
   }
@@ -69,7 +100,9 @@ async function client(url: string, until: number): Promise<number> {
 }
 
 async function running(generation: readonly Service[]): Promise<number[]> {
-  return Promise.all(generation.map(async (g) => ((await (await fetch(`${g.url}/emulator/running`)).json()) as { running: number }).running));
+  return Promise.all(
+    generation.map(async (g) => ((await (await fetch(`${g.url}/emulator/running`)).json()) as { running: number }).running),
+  );
 }
 
 async function runMode(mode: { name: string; intervalMs: number }, context: Service, generation: readonly Service[]): Promise<ModeResult> {
@@ -80,7 +113,10 @@ async function runMode(mode: { name: string; intervalMs: number }, context: Serv
     // Let each replica read a first report before traffic starts.
     await Bun.sleep(Math.max(mode.intervalMs * 2, 100));
     const until = performance.now() + SECONDS * 1000;
-    const clients = [...Array.from({ length: CLIENTS.a }, () => client(a.url, until)), ...Array.from({ length: CLIENTS.b }, () => client(b.url, until))];
+    const clients = [
+      ...Array.from({ length: CLIENTS.a }, () => client(a.url, until)),
+      ...Array.from({ length: CLIENTS.b }, () => client(b.url, until)),
+    ];
     const samples: number[][] = [];
     while (performance.now() < until) {
       samples.push(await running(generation));
@@ -104,7 +140,9 @@ async function runMode(mode: { name: string; intervalMs: number }, context: Serv
 
 mkdirSync(LOGS, { recursive: true });
 const context = await worker("ctx", "context", []);
-const generation = await Promise.all([0, 1, 2, 3].map((i) => worker(`gen-${i}`, "generation", ["--token-ms", "10", "--output-tokens", "30"])));
+const generation = await Promise.all(
+  [0, 1, 2, 3].map((i) => worker(`gen-${i}`, "generation", ["--token-ms", "10", "--output-tokens", "30"])),
+);
 const results: ModeResult[] = [];
 try {
   for (const mode of MODES) {
@@ -123,12 +161,19 @@ writeFileSync(
     xLabel: "generation worker",
     yLabel: "mean requests in flight",
     xScale: "linear",
-    series: results.map((result, i) => ({ name: result.name, color: palette[i] ?? "#000", points: result.meanInFlight.map((v, w): [number, number] => [w + 1, v]), dashed: i === 0 })),
+    series: results.map((result, i) => ({
+      name: result.name,
+      color: palette[i] ?? "#000",
+      points: result.meanInFlight.map((v, w): [number, number] => [w + 1, v]),
+      dashed: i === 0,
+    })),
   }),
 );
 console.log(`${SECONDS} s per mode; replica A ${CLIENTS.a} clients, replica B ${CLIENTS.b}; in flight sampled every ${SAMPLE_MS} ms\n`);
 console.log("| load seen by the replicas | mean in flight per worker | max ÷ min | mean instantaneous max − min | requests A / B |");
 console.log("|---|---|---|---|---|");
 for (const r of results) {
-  console.log(`| ${r.name} | ${r.meanInFlight.map((v) => v.toFixed(2)).join(", ")} | ${r.spread.toFixed(2)} | ${r.meanGap.toFixed(2)} | ${r.requests.a} / ${r.requests.b} |`);
+  console.log(
+    `| ${r.name} | ${r.meanInFlight.map((v) => v.toFixed(2)).join(", ")} | ${r.spread.toFixed(2)} | ${r.meanGap.toFixed(2)} | ${r.requests.a} / ${r.requests.b} |`,
+  );
 }

@@ -56,8 +56,12 @@ async function main(): Promise<void> {
   for (const scenario of options.only) {
     progress(`${scenario}…`);
     const started = performance.now();
-    if (scenario === "latency") results.latency = await withCluster(spec("latency", { withFloor: true }), (c) => runLatency(c, plan.latency, cores));
-    if (scenario === "streaming") results.streaming = await withCluster(spec("streaming", { withFloor: true, withJsFloor: true }), (c) => runStreaming(c, plan.streaming, cores));
+    if (scenario === "latency")
+      results.latency = await withCluster(spec("latency", { withFloor: true }), (c) => runLatency(c, plan.latency, cores));
+    if (scenario === "streaming")
+      results.streaming = await withCluster(spec("streaming", { withFloor: true, withJsFloor: true }), (c) =>
+        runStreaming(c, plan.streaming, cores),
+      );
     if (scenario === "close") results.close = await withCluster(spec("close", { withFloor: true }), (c) => runClose(c, plan.close));
     if (scenario === "memory") {
       const flags = ["--keepalive-interval-ms", String(plan.memory.keepaliveMs)];
@@ -69,7 +73,8 @@ async function main(): Promise<void> {
       results.ttfb = await withCluster(spec("ttfb", { proxyFlags: flags }), (c) => runTtfb(c, plan.ttfb));
     }
     if (scenario === "conversations") results.conversations = await runConversationsScenario(binary, plan.conversations, progress);
-    if (scenario === "soak") results.soak = await withCluster(spec("soak", { proxyFlags: ["--keepalive-interval-ms", "1000"] }), (c) => runSoak(c, plan.soak));
+    if (scenario === "soak")
+      results.soak = await withCluster(spec("soak", { proxyFlags: ["--keepalive-interval-ms", "1000"] }), (c) => runSoak(c, plan.soak));
     writeFileSync(join(OUT, `${scenario}.json`), JSON.stringify(results[scenario], null, 2));
     progress(`${scenario} done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   }

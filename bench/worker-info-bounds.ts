@@ -19,7 +19,24 @@ async function measure(hostile: boolean): Promise<Record<string, number>> {
   const target = infoWorker(hostile);
   const port = freePort();
   const origin = `http://127.0.0.1:${target.server.port}`;
-  const proxy = Bun.spawn([process.execPath, join(ROOT, "src", "main.ts"), "serve", "--host", "127.0.0.1", "--port", String(port), "--context", origin, "--generation", origin, "--log-level", "error"], { stdout: "ignore", stderr: "ignore" });
+  const proxy = Bun.spawn(
+    [
+      process.execPath,
+      join(ROOT, "src", "main.ts"),
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--context",
+      origin,
+      "--generation",
+      origin,
+      "--log-level",
+      "error",
+    ],
+    { stdout: "ignore", stderr: "ignore" },
+  );
   const url = `http://127.0.0.1:${port}`;
   let worst = 0;
   let polls = 0;
@@ -50,7 +67,12 @@ async function measure(hostile: boolean): Promise<Record<string, number>> {
     }
     const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.pid}/status`, "utf8"))?.[1]);
     const metricsBytes = (await (await fetch(`${url}/metrics`)).arrayBuffer()).byteLength;
-    return { peakRssMiB: Math.round(peakKiB / 102.4) / 10, worstLivezMs: Math.round(worst * 10) / 10, joinMs: Math.round(joinMs), metricsBytes };
+    return {
+      peakRssMiB: Math.round(peakKiB / 102.4) / 10,
+      worstLivezMs: Math.round(worst * 10) / 10,
+      joinMs: Math.round(joinMs),
+      metricsBytes,
+    };
   } finally {
     proxy.kill("SIGKILL");
     await proxy.exited;
@@ -60,5 +82,8 @@ async function measure(hostile: boolean): Promise<Record<string, number>> {
 
 console.log(`proxy from ${ROOT}`);
 for (const hostile of [false, true, false, true]) {
-  console.log(hostile ? "hostile worker (32 MiB /server_info, 4 MiB /version):" : "well-behaved worker:", JSON.stringify(await measure(hostile)));
+  console.log(
+    hostile ? "hostile worker (32 MiB /server_info, 4 MiB /version):" : "well-behaved worker:",
+    JSON.stringify(await measure(hostile)),
+  );
 }

@@ -34,7 +34,10 @@ export function sourceCommit(cwd = import.meta.dir): string {
 }
 
 export async function buildBinary(options: BuildOptions, commit = sourceCommit()): Promise<void> {
-  const target = options.target ?? hostTarget() ?? fail(`no target for ${process.platform}-${process.arch}: pass one of ${Object.keys(TARGETS).join(", ")}`);
+  const target =
+    options.target ??
+    hostTarget() ??
+    fail(`no target for ${process.platform}-${process.arch}: pass one of ${Object.keys(TARGETS).join(", ")}`);
   const result = await Bun.build({
     entrypoints: [options.entry],
     compile: {

@@ -93,14 +93,12 @@ describe("commands", () => {
     expect(warnings).toEqual([]);
   });
 
-  test.each([
-    [["-c", "disagg.yaml"]],
-    [["--config", "disagg.yaml"]],
-    [["--config_file", "disagg.yaml"]],
-    [["--config_file=disagg.yaml"]],
-  ])("every spelling of the config file option reads it: %p", (words) => {
-    expect(serve("disaggregated", ...words).config.configFile).toBe("disagg.yaml");
-  });
+  test.each([[["-c", "disagg.yaml"]], [["--config", "disagg.yaml"]], [["--config_file", "disagg.yaml"]], [["--config_file=disagg.yaml"]]])(
+    "every spelling of the config file option reads it: %p",
+    (words) => {
+      expect(serve("disaggregated", ...words).config.configFile).toBe("disagg.yaml");
+    },
+  );
 
   test("--config_file gets a debug note, not a warning", () => {
     const { warnings, notes } = serve("disaggregated", "--config_file", "disagg.yaml");
@@ -109,9 +107,28 @@ describe("commands", () => {
   });
 
   test("upstream's long options are accepted under their own names", () => {
-    const { config } = serve("disaggregated", "--config_file", "disagg.yaml", "--server_start_timeout", "600", "--request_timeout", "30",
-      "--log_level", "verbose", "--schedule_style", "GENERATION_FIRST", "--report_addr", "/tmp/addr");
-    expect(config).toMatchObject({ serverStartTimeoutMs: 600_000, requestTimeoutMs: 30_000, logLevel: "debug", schedule: "generation_first", reportAddrFile: "/tmp/addr" });
+    const { config } = serve(
+      "disaggregated",
+      "--config_file",
+      "disagg.yaml",
+      "--server_start_timeout",
+      "600",
+      "--request_timeout",
+      "30",
+      "--log_level",
+      "verbose",
+      "--schedule_style",
+      "GENERATION_FIRST",
+      "--report_addr",
+      "/tmp/addr",
+    );
+    expect(config).toMatchObject({
+      serverStartTimeoutMs: 600_000,
+      requestTimeoutMs: 30_000,
+      logLevel: "debug",
+      schedule: "generation_first",
+      reportAddrFile: "/tmp/addr",
+    });
     expect(serve("disaggregated", "-c", "disagg.yaml", "-s", "Context_First").config.schedule).toBe("context_first");
   });
 
@@ -130,44 +147,143 @@ describe("commands", () => {
   });
 
   test("URL flags repeat, take comma lists and both spellings, and drop duplicates", () => {
-    const { config } = serve("serve", "--context", "a:1,http://b:2/", "--context", "A:1", "--generation", "https://g:9443", "--generation", "a:1");
+    const { config } = serve(
+      "serve",
+      "--context",
+      "a:1,http://b:2/",
+      "--context",
+      "A:1",
+      "--generation",
+      "https://g:9443",
+      "--generation",
+      "a:1",
+    );
     expect(config.contextServers).toEqual(["http://a:1", "http://b:2"]);
     // One URL may serve both roles (a mixed worker).
     expect(config.generationServers).toEqual(["https://g:9443", "http://a:1"]);
   });
 
   test("flags override the config file", () => {
-    const { config } = serve("-c", "disagg.yaml", "--port", "0", "--context", "other:1", "--node-id", "255", "--schedule", "generation_first");
+    const { config } = serve(
+      "-c",
+      "disagg.yaml",
+      "--port",
+      "0",
+      "--context",
+      "other:1",
+      "--node-id",
+      "255",
+      "--schedule",
+      "generation_first",
+    );
     expect(config).toMatchObject({ port: 0, nodeId: 255, schedule: "generation_first", configFile: "disagg.yaml" });
     expect(config.contextServers).toEqual(["http://other:1"]);
     expect(config.generationServers).toEqual(["http://localhost:8003"]);
   });
 
   test("every serve flag reaches the config", () => {
-    const { config } = serve(...WORKERS, "--host", "::", "--context-router", "load_balancing", "--generation-router", "load_balancing",
-      "--max-retries", "2", "--retry-delay-ms", "10", "--server-start-timeout", "2.5", "--stream-start-wait-ms", "5",
-      "--keepalive-interval-ms", "0", "--log-level", "debug", "--max-body-bytes", "1024", "--request-timeout", "7");
+    const { config } = serve(
+      ...WORKERS,
+      "--host",
+      "::",
+      "--context-router",
+      "load_balancing",
+      "--generation-router",
+      "load_balancing",
+      "--max-retries",
+      "2",
+      "--retry-delay-ms",
+      "10",
+      "--server-start-timeout",
+      "2.5",
+      "--stream-start-wait-ms",
+      "5",
+      "--keepalive-interval-ms",
+      "0",
+      "--log-level",
+      "debug",
+      "--max-body-bytes",
+      "1024",
+      "--request-timeout",
+      "7",
+    );
     expect(config).toMatchObject({
-      host: "::", contextRouter: "load_balancing", generationRouter: "load_balancing", maxRetries: 2, retryDelayMs: 10,
-      serverStartTimeoutMs: 2500, streamStartWaitMs: 5, keepaliveIntervalMs: 0, logLevel: "debug", maxBodyBytes: 1024,
-      requestTimeoutMs: 7000, nodeId: 3,
+      host: "::",
+      contextRouter: "load_balancing",
+      generationRouter: "load_balancing",
+      maxRetries: 2,
+      retryDelayMs: 10,
+      serverStartTimeoutMs: 2500,
+      streamStartWaitMs: 5,
+      keepaliveIntervalMs: 0,
+      logLevel: "debug",
+      maxBodyBytes: 1024,
+      requestTimeoutMs: 7000,
+      nodeId: 3,
     });
   });
 
   test("worker flags are kept for the emulator, absent flags absent; no registration without --register", () => {
-    const command = parse("worker", "--role", "mixed", "--port", "0", "--host", "127.0.0.1", "--model", "m", "--prefill-ms", "5",
-      "--prefill-ms-per-token", "0.5", "--token-ms", "2", "--output-tokens", "8", "--reject-status", "503", "--reject-after-ms", "1",
-      "--cut-after-tokens", "3", "--chunk-bytes", "7", "--silence-ms", "100", "--silence-after-tokens", "2", "--error-event-after-tokens", "4");
+    const command = parse(
+      "worker",
+      "--role",
+      "mixed",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--model",
+      "m",
+      "--prefill-ms",
+      "5",
+      "--prefill-ms-per-token",
+      "0.5",
+      "--token-ms",
+      "2",
+      "--output-tokens",
+      "8",
+      "--reject-status",
+      "503",
+      "--reject-after-ms",
+      "1",
+      "--cut-after-tokens",
+      "3",
+      "--chunk-bytes",
+      "7",
+      "--silence-ms",
+      "100",
+      "--silence-after-tokens",
+      "2",
+      "--error-event-after-tokens",
+      "4",
+    );
     expect(command).toEqual({
       kind: "worker",
       role: "mixed",
       flags: {
-        port: 0, host: "127.0.0.1", model: "m", prefillMs: 5, prefillMsPerToken: 0.5, tokenMs: 2, outputTokens: 8, rejectStatus: 503,
-        rejectAfterMs: 1, cutAfterTokens: 3, chunkBytes: 7, silenceMs: 100, silenceAfterTokens: 2, errorEventAfterTokens: 4,
+        port: 0,
+        host: "127.0.0.1",
+        model: "m",
+        prefillMs: 5,
+        prefillMsPerToken: 0.5,
+        tokenMs: 2,
+        outputTokens: 8,
+        rejectStatus: 503,
+        rejectAfterMs: 1,
+        cutAfterTokens: 3,
+        chunkBytes: 7,
+        silenceMs: 100,
+        silenceAfterTokens: 2,
+        errorEventAfterTokens: 4,
       },
       register: undefined,
     });
-    expect(parse("worker", "--role", "context", "--port", "8001")).toEqual({ kind: "worker", role: "context", flags: { port: 8001 }, register: undefined });
+    expect(parse("worker", "--role", "context", "--port", "8001")).toEqual({
+      kind: "worker",
+      role: "context",
+      flags: { port: 8001 },
+      register: undefined,
+    });
   });
 
   test("a KV cache block holds at least one token; a negative capacity is refused", () => {
@@ -197,7 +313,10 @@ describe("mistakes", () => {
     [["worker", "--port", "0"], "worker needs --role"],
     [["worker", "--role", "context"], "worker needs --port"],
     [["worker", "--role", "context", "--port", "0", "--context", "a:1"], "Unknown option '--context'"],
-    [["worker", "--role", "context", "--port", "0", "--reject-status", "200"], 'Invalid value for --reject-status: "200" (expected an integer from 400 to 599)'],
+    [
+      ["worker", "--role", "context", "--port", "0", "--reject-status", "200"],
+      'Invalid value for --reject-status: "200" (expected an integer from 400 to 599)',
+    ],
     [["demo", "--context", "a:1"], "Unknown option '--context'"],
   ])("%p is a UsageError", (argv, message) => {
     const error = usageErrorOf(...argv);

@@ -86,7 +86,10 @@ function launchLineNotes(args: readonly string[], metricsLogIntervalS: number | 
     notes.push({ level: "debug", text: "--config_file is trtllm-serve's older spelling of -c/--config" });
   }
   if (metricsLogIntervalS !== undefined && metricsLogIntervalS > 0) {
-    notes.push({ level: "info", text: `--metrics-log-interval ${metricsLogIntervalS}: no periodic statistics lines are logged here; GET /prometheus/metrics has the same figures` });
+    notes.push({
+      level: "info",
+      text: `--metrics-log-interval ${metricsLogIntervalS}: no periodic statistics lines are logged here; GET /prometheus/metrics has the same figures`,
+    });
   }
   return notes;
 }

@@ -31,13 +31,7 @@ export type ErrorCode =
   | "INTERNAL";
 
 /** How a request ended, as the request log and metrics name it. */
-export type Outcome =
-  | "ok"
-  | "worker_error"
-  | "client_disconnected"
-  | "timeout"
-  | "rejected"
-  | "internal_error";
+export type Outcome = "ok" | "worker_error" | "client_disconnected" | "timeout" | "rejected" | "internal_error";
 
 const OUTCOME_OF: Record<ErrorCode, Outcome> = {
   BAD_REQUEST: "rejected",

@@ -56,7 +56,12 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   keepServingOnStrayRejections(logger);
   const unresolved = await unresolvedName(command.config, (host) => Bun.dns.lookup(host), NAME_LOOKUP_TIMEOUT_MS);
   if (unresolved !== undefined) exit(2, unresolved);
-  const info = { pid: process.pid, version: VERSION, startedAt: new Date().toISOString(), host: command.config.bindHost ?? command.config.host };
+  const info = {
+    pid: process.pid,
+    version: VERSION,
+    startedAt: new Date().toISOString(),
+    host: command.config.bindHost ?? command.config.host,
+  };
   const port = await claimPortOrExit(command.config, logger);
   const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
   const claim = await claimedNodeId(command.config, logger);
@@ -71,10 +76,19 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
     announce(proxy.url, config.port);
     if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
     // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
-    logger.info("listening", { url: proxy.url.origin, advertised: `${config.host}:${proxy.url.port}`, schedule: config.schedule, max_retries: config.maxRetries, node_id: config.nodeId, event_loops: config.numWorkers });
+    logger.info("listening", {
+      url: proxy.url.origin,
+      advertised: `${config.host}:${proxy.url.port}`,
+      schedule: config.schedule,
+      max_retries: config.maxRetries,
+      node_id: config.nodeId,
+      event_loops: config.numWorkers,
+    });
     // The other loops bind the port this one got (port 0 resolved), with the same config, each
     // once its own health checks found the workers: meanwhile this loop serves alone.
-    loops?.start(Bun.main, { ...config, port: Number(proxy.url.port) }, config.numWorkers - 1).catch((error: unknown) => exit(1, `cannot start the event loops: ${error instanceof Error ? error.message : String(error)}`));
+    loops
+      ?.start(Bun.main, { ...config, port: Number(proxy.url.port) }, config.numWorkers - 1)
+      .catch((error: unknown) => exit(1, `cannot start the event loops: ${error instanceof Error ? error.message : String(error)}`));
   };
   for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
@@ -83,10 +97,12 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
   let stopping = false;
   let ready = false;
   const finish = (done: Promise<void>): void => {
-    done.then(() => claim?.release()).then(
-      () => exit(0),
-      () => exit(1),
-    );
+    done
+      .then(() => claim?.release())
+      .then(
+        () => exit(0),
+        () => exit(1),
+      );
   };
   const drain = (): void => {
     if (stopping) return;
@@ -110,7 +126,12 @@ async function runServe(command: Extract<Command, { kind: "serve" }>, argv: read
     });
   if (port.kind === "held") hold(port.control);
   if (predecessor === undefined) notifyReady(logger);
-  else logger.info("taking over the port once the workers are ready", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registrations: predecessor.registrations.length });
+  else
+    logger.info("taking over the port once the workers are ready", {
+      from_pid: predecessor.info.pid,
+      from_version: predecessor.info.version,
+      registrations: predecessor.registrations.length,
+    });
   ready = await proxy.waitForWorkers();
   if (stopping) return;
   if (port.kind === "taking-over") {
@@ -153,10 +174,20 @@ async function claimPortOrExit(config: ProxyConfig, logger: Logger): Promise<Por
 }
 
 /** Starts the proxy; it listens at once unless it takes over. */
-async function startOrExit(config: ProxyConfig, logger: Logger, predecessor: Predecessor | undefined, loops: EventLoops | undefined): Promise<RunningProxy> {
+async function startOrExit(
+  config: ProxyConfig,
+  logger: Logger,
+  predecessor: Predecessor | undefined,
+  loops: EventLoops | undefined,
+): Promise<RunningProxy> {
   const loop = loops?.share;
   try {
-    return startProxy(config, logger, VERSION, predecessor === undefined ? { loop } : { loop, registrations: predecessor.registrations, deferListen: true });
+    return startProxy(
+      config,
+      logger,
+      VERSION,
+      predecessor === undefined ? { loop } : { loop, registrations: predecessor.registrations, deferListen: true },
+    );
   } catch (error) {
     return listenFailure(error, config, predecessor);
   }
@@ -175,11 +206,20 @@ async function listenFailure(failure: unknown, config: ProxyConfig, predecessor:
   if (!(failure instanceof ListenError)) throw failure;
   const error = failure;
   if (predecessor !== undefined && error.code === "EADDRINUSE") {
-    return exit(2, `${error.message}: the running disagg-proxy ${predecessor.info.version} (pid ${predecessor.info.pid}) does not share its port; restart it once instead`);
+    return exit(
+      2,
+      `${error.message}: the running disagg-proxy ${predecessor.info.version} (pid ${predecessor.info.pid}) does not share its port; restart it once instead`,
+    );
   }
   // Bun says EINVAL both for a name that does not resolve and for other bad addresses: look.
   const host = config.bindHost ?? config.host;
-  const resolves = error.code === "EINVAL" ? await Bun.dns.lookup(host).then(() => true, () => false) : false;
+  const resolves =
+    error.code === "EINVAL"
+      ? await Bun.dns.lookup(host).then(
+          () => true,
+          () => false,
+        )
+      : false;
   return exit(2, resolves ? `cannot listen on ${host}:${error.port}: invalid address (${String(error.cause)})` : error.message);
 }
 
@@ -211,7 +251,8 @@ async function runWorker(command: Extract<Command, { kind: "worker" }>): Promise
   if (settings !== undefined) {
     // Registration is the proxy's etcd or cluster storage client, handed to the emulator; its lines go to stderr.
     const logger = createLogger("warn", (line) => process.stderr.write(line));
-    options.register = settings.storage === "http" ? httpRegistrar({ ...settings, uri: settings.endpoint, logger }) : etcdRegistrar({ ...settings, logger });
+    options.register =
+      settings.storage === "http" ? httpRegistrar({ ...settings, uri: settings.endpoint, logger }) : etcdRegistrar({ ...settings, logger });
   }
   const worker = startEmulatedWorker(options);
   process.stdout.write(`${worker.url}\n`);
@@ -261,7 +302,8 @@ function exit(code: number, message?: string): never {
 }
 
 // num_workers > 1: the same program, started again as a Bun Worker, serves as an extra event loop.
-const started = !isMainThread && parentPort !== null && isLoopData(workerData) ? runExtraLoop(workerData, parentPort, VERSION) : main(Bun.argv.slice(2));
+const started =
+  !isMainThread && parentPort !== null && isLoopData(workerData) ? runExtraLoop(workerData, parentPort, VERSION) : main(Bun.argv.slice(2));
 started.catch((error: unknown) => {
   exit(1, error instanceof Error ? error.message : String(error));
 });

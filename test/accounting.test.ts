@@ -52,7 +52,13 @@ describe.each(["context_first", "generation_first"] as const)("%s", (schedule) =
     await using cluster = await startCluster({
       contexts: [{ tokenMs: 2 }, { tokenMs: 2 }],
       generations: [{ tokenMs: 2 }, { tokenMs: 2 }],
-      config: { schedule, contextRouter: "load_balancing", generationRouter: "load_balancing", streamStartWaitMs: 30, keepaliveIntervalMs: 20 },
+      config: {
+        schedule,
+        contextRouter: "load_balancing",
+        generationRouter: "load_balancing",
+        streamStartWaitMs: 30,
+        keepaliveIntervalMs: 20,
+      },
     });
     const seed = Number(process.env["ACCOUNTING_SEED"] ?? (schedule === "context_first" ? 7 : 11));
     const lanes = Array.from({ length: 16 }, async (_, lane) => {

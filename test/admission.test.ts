@@ -31,7 +31,11 @@ describe("admission control", () => {
   });
 
   test("a worker at --max-inflight-per-worker is skipped; when all are full the request gets 429", async () => {
-    await using cluster = await startCluster({ contexts: [{}, {}], generations: [{ tokenMs: 100 }, { tokenMs: 100 }], config: { maxInflightPerWorker: 1 } });
+    await using cluster = await startCluster({
+      contexts: [{}, {}],
+      generations: [{ tokenMs: 100 }, { tokenMs: 100 }],
+      config: { maxInflightPerWorker: 1 },
+    });
     const open = [1, 2].map(() => cluster.post("/v1/chat/completions", chat("[[emu tokens=5]]", true)));
     const bodies = (await Promise.all(open)).map((r) => r.text());
     expect(cluster.generations.map((g) => g.requests.filter((r) => r.phase === "generation").length)).toEqual([1, 1]);

@@ -40,7 +40,9 @@ describe("an overloaded generation worker, seen by the Anthropic SDK", () => {
   test("when every attempt is overloaded the SDK gives up with Anthropic's overloaded_error after its retries", async () => {
     await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 503 } }], config: { maxRetries: 0 } });
     const client = new Anthropic({ baseURL: cluster.url, apiKey: "unused", maxRetries: 1 });
-    const failure = await client.messages.create({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hello" }] }).catch((error: unknown) => error);
+    const failure = await client.messages
+      .create({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hello" }] })
+      .catch((error: unknown) => error);
     if (!(failure instanceof APIError)) throw new Error(`Expected an APIError, got ${String(failure)}`);
     const error = failure;
     expect(error.status).toBe(529);

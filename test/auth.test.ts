@@ -27,7 +27,11 @@ describe("client authentication", () => {
     await using cluster = await startCluster({ config: { apiKeyFile: keyFile("# team keys\nkey-one\n\nkey-two\n") } });
     for (const [method, path, body] of CALLS) {
       const call = (headers: Record<string, string>): Promise<Response> =>
-        fetch(cluster.url + path, { method, headers: { "content-type": "application/json", ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        fetch(cluster.url + path, {
+          method,
+          headers: { "content-type": "application/json", ...headers },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        });
       for (const wrong of [{}, { authorization: "Bearer nope" }, { "x-api-key": "key-on" }, { authorization: "key-one" }]) {
         const refused = await call(wrong);
         expect(refused.status).toBe(401);
@@ -62,8 +66,16 @@ describe("client authentication", () => {
 
   test("keys never appear in the logs", async () => {
     await using cluster = await startCluster({ config: { apiKeysFromEnv: "secret-key-123" } });
-    await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }] }, { headers: { authorization: "Bearer secret-key-123" } });
-    await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }] }, { headers: { authorization: "Bearer secret-key-999" } });
+    await cluster.post(
+      "/v1/chat/completions",
+      { model: "m", messages: [{ role: "user", content: "x" }] },
+      { headers: { authorization: "Bearer secret-key-123" } },
+    );
+    await cluster.post(
+      "/v1/chat/completions",
+      { model: "m", messages: [{ role: "user", content: "x" }] },
+      { headers: { authorization: "Bearer secret-key-999" } },
+    );
     expect(JSON.stringify(cluster.logs)).not.toContain("secret-key");
   });
 });
@@ -72,7 +84,12 @@ describe.each(["context_first", "generation_first"] as const)("%s: internal HMAC
   test("generation requests carrying protected fields are signed; context requests are not", async () => {
     await using cluster = await startCluster({ config: { schedule, internalAuthKey: "shared-secret" } });
     for (const stream of [false, true]) {
-      const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 3, stream });
+      const response = await cluster.post("/v1/chat/completions", {
+        model: "m",
+        messages: [{ role: "user", content: "x" }],
+        max_tokens: 3,
+        stream,
+      });
       await response.text();
     }
     const generations = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
@@ -127,9 +144,16 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
     // read_file id 68525723387; test_disagg_internal_auth.py test_worker_affinity_survives_wire_roundtrip).
     await using cluster = await startCluster({ config: { ...affinityConfig, subagentAffinityScope: "both" } });
     expect((await cluster.post("/v1/chat/completions", chat, { headers: subagent })).status).toBe(200);
-    const legs = [cluster.contexts[0]!.requests.find((r) => r.phase === "context")!, cluster.generations[0]!.requests.find((r) => r.phase === "generation")!];
+    const legs = [
+      cluster.contexts[0]!.requests.find((r) => r.phase === "context")!,
+      cluster.generations[0]!.requests.find((r) => r.phase === "generation")!,
+    ];
     for (const leg of legs) {
-      const body = leg.body as { model: string; conversation_params: { conversation_id: string }; disaggregated_params: { request_type: string; disagg_request_id: unknown } };
+      const body = leg.body as {
+        model: string;
+        conversation_params: { conversation_id: string };
+        disaggregated_params: { request_type: string; disagg_request_id: unknown };
+      };
       const expected = subagentAffinityHeaders("shared-secret", {
         role: body.disaggregated_params.request_type === "context_only" ? "CONTEXT" : "GENERATION",
         model: body.model,
@@ -152,9 +176,15 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
 
   test("a sub-agent naming no conversation of its own gets a fresh subagent: id, distinct from its parent's", async () => {
     await using cluster = await startCluster({ config: affinityConfig });
-    expect((await cluster.post("/v1/chat/completions", chat, { headers: { "content-type": "application/json", [PARENT_HEADER]: "parent-1" } })).status).toBe(200);
+    expect(
+      (await cluster.post("/v1/chat/completions", chat, { headers: { "content-type": "application/json", [PARENT_HEADER]: "parent-1" } }))
+        .status,
+    ).toBe(200);
     const context = cluster.contexts[0]!.requests.find((r) => r.phase === "context")!;
-    const own = isJsonObject(context.body) && isJsonObject(context.body["conversation_params"]) ? context.body["conversation_params"]["conversation_id"] : undefined;
+    const own =
+      isJsonObject(context.body) && isJsonObject(context.body["conversation_params"])
+        ? context.body["conversation_params"]["conversation_id"]
+        : undefined;
     expect(own).toStartWith("subagent:");
     expect(context.headers["x-trtllm-subagent-affinity-id"]).toBe("parent-1");
   });
@@ -164,7 +194,9 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
       await using cluster = await startCluster({ config });
       const forged = { ...chat, conversation_params: { conversation_id: "own-id", subagent_affinity_id: "attacker-id" } };
       expect((await cluster.post("/v1/chat/completions", forged)).status).toBe(200);
-      for (const leg of [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.phase === "context" || r.phase === "generation")) {
+      for (const leg of [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter(
+        (r) => r.phase === "context" || r.phase === "generation",
+      )) {
         expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();
         expect(isJsonObject(leg.body) && leg.body["conversation_params"]).toEqual({ conversation_id: "own-id" });
       }
@@ -175,9 +207,15 @@ describe("sub-agent affinity (TensorRT-LLM #19175)", () => {
     // The internal headers are the proxy's to set (subagent-routing.md @ 83dd989e, "Gateway trust boundary").
     for (const config of [affinityConfig, { internalAuthKey: "shared-secret" }]) {
       await using cluster = await startCluster({ config });
-      const forged = { "content-type": "application/json", "x-trtllm-subagent-affinity-id": "victim", "x-trtllm-subagent-affinity-auth": "sha256=00" };
+      const forged = {
+        "content-type": "application/json",
+        "x-trtllm-subagent-affinity-id": "victim",
+        "x-trtllm-subagent-affinity-auth": "sha256=00",
+      };
       expect((await cluster.post("/v1/chat/completions", chat, { headers: forged })).status).toBe(200);
-      const legs = [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter((r) => r.phase === "context" || r.phase === "generation");
+      const legs = [...cluster.contexts[0]!.requests, ...cluster.generations[0]!.requests].filter(
+        (r) => r.phase === "context" || r.phase === "generation",
+      );
       expect(legs).toHaveLength(2);
       for (const leg of legs) {
         expect(leg.headers["x-trtllm-subagent-affinity-id"]).toBeUndefined();

@@ -11,13 +11,43 @@ interface Envelope {
 const cases: [string, string, string, number, RegExp][] = [
   ["a body that is not JSON", "/v1/chat/completions", "{not json", 400, /not valid JSON/],
   ["a body that is not an object", "/v1/chat/completions", "[1,2]", 400, /must be a JSON object/],
-  ["a chat body without model", "/v1/chat/completions", JSON.stringify({ messages: [{ role: "user", content: "x" }] }), 400, /model is required/],
+  [
+    "a chat body without model",
+    "/v1/chat/completions",
+    JSON.stringify({ messages: [{ role: "user", content: "x" }] }),
+    400,
+    /model is required/,
+  ],
   ["a chat body without messages", "/v1/chat/completions", JSON.stringify({ model: "m" }), 400, /messages is required/],
-  ["a chat body with empty messages", "/v1/chat/completions", JSON.stringify({ model: "m", messages: [] }), 400, /messages must not be empty/],
+  [
+    "a chat body with empty messages",
+    "/v1/chat/completions",
+    JSON.stringify({ model: "m", messages: [] }),
+    400,
+    /messages must not be empty/,
+  ],
   ["a completions body without prompt", "/v1/completions", JSON.stringify({ model: "m" }), 400, /prompt is required/],
-  ["a completions prompt of several strings", "/v1/completions", JSON.stringify({ model: "m", prompt: ["a", "b"] }), 400, /single string prompt or a list of token ids/],
-  ["a completions prompt that is an empty list", "/v1/completions", JSON.stringify({ model: "m", prompt: [] }), 400, /prompt must not be an empty list/],
-  ["a stream flag that is not a boolean", "/v1/chat/completions", JSON.stringify({ model: "m", messages: [{}], stream: "yes" }), 400, /stream must be a boolean/],
+  [
+    "a completions prompt of several strings",
+    "/v1/completions",
+    JSON.stringify({ model: "m", prompt: ["a", "b"] }),
+    400,
+    /single string prompt or a list of token ids/,
+  ],
+  [
+    "a completions prompt that is an empty list",
+    "/v1/completions",
+    JSON.stringify({ model: "m", prompt: [] }),
+    400,
+    /prompt must not be an empty list/,
+  ],
+  [
+    "a stream flag that is not a boolean",
+    "/v1/chat/completions",
+    JSON.stringify({ model: "m", messages: [{}], stream: "yes" }),
+    400,
+    /stream must be a boolean/,
+  ],
 ];
 
 describe("bad input", () => {

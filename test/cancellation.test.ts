@@ -34,7 +34,9 @@ describe.each(SCHEDULES)("%s: client disconnect", (schedule) => {
   test("leaving mid-stream closes the generation worker's connection and releases its reservation", async () => {
     await using cluster = await startCluster({ config: { schedule } });
     const client = new AbortController();
-    const response = await cluster.post("/v1/chat/completions", chat("long answer [[emu gen.token_ms=50 tokens=200]]", true), { signal: client.signal });
+    const response = await cluster.post("/v1/chat/completions", chat("long answer [[emu gen.token_ms=50 tokens=200]]", true), {
+      signal: client.signal,
+    });
     const reader = response.body!.getReader();
     await reader.read();
     client.abort();

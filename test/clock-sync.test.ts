@@ -26,7 +26,13 @@ function stubWorker(options: { skew?: number; stallMs?: number; status?: number 
   return { origin: `http://127.0.0.1:${server.port}`, posted, probes: () => probes, [Symbol.dispose]: () => void server.stop(true) };
 }
 
-const deps = () => ({ fetch: (url: string, init?: RequestInit) => fetch(url, init), clock: steadySeconds, logger: memoryLogger(), timeoutMs: 2000, signal: new AbortController().signal });
+const deps = () => ({
+  fetch: (url: string, init?: RequestInit) => fetch(url, init),
+  clock: steadySeconds,
+  logger: memoryLogger(),
+  timeoutMs: 2000,
+  signal: new AbortController().signal,
+});
 
 describe("steady clock alignment", () => {
   test("a responsive worker is told to add minus its offset, probing stops at the first good sample", async () => {

@@ -29,7 +29,15 @@ function httpCluster(clusterName: string, port = 0, extra: Partial<ProxyConfig> 
     generations: [],
     config: {
       port,
-      discovery: { kind: "cluster", storage: "http", endpoint: `http://127.0.0.1:${port}`, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+      discovery: {
+        kind: "cluster",
+        storage: "http",
+        endpoint: `http://127.0.0.1:${port}`,
+        clusterName,
+        minimalContext: 1,
+        minimalGeneration: 1,
+        leaseTtlMs: 2000,
+      },
       serverStartTimeoutMs: 50,
       healthCheckIntervalMs: 50,
       ...extra,
@@ -38,12 +46,16 @@ function httpCluster(clusterName: string, port = 0, extra: Partial<ProxyConfig> 
 }
 
 /** Registration as upstream's worker does it: heartbeat 0.2 s, inactive_timeout_sec 1. */
-const register = (url: string, clusterName: string) => httpRegistrar({ uri: url, clusterName, heartbeatMs: 200, ttlMs: 1000, logger: silentLogger, retryMs: 100 });
+const register = (url: string, clusterName: string) =>
+  httpRegistrar({ uri: url, clusterName, heartbeatMs: 200, ttlMs: 1000, logger: silentLogger, retryMs: 100 });
 
 interface ClusterInfo {
   is_ready: boolean;
   server_lists: { context: string[]; generation: string[] };
-  current_workers: { context_servers: { worker_id: string; host: string; port: number; role: number }[]; generation_servers: { worker_id: string; host: string; port: number; role: number }[] };
+  current_workers: {
+    context_servers: { worker_id: string; host: string; port: number; role: number }[];
+    generation_servers: { worker_id: string; host: string; port: number; role: number }[];
+  };
   minimal_instances: { context_servers: number; generation_servers: number };
 }
 
@@ -58,7 +70,8 @@ describe("the proxy's HTTP cluster storage", () => {
       const response = await fetch(`${cluster.url}${path}`, init);
       return [response.status, ((await response.json()) as { result?: unknown }).result];
     };
-    const set = (body: unknown): Promise<[number, unknown]> => call("/set", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const set = (body: unknown): Promise<[number, unknown]> =>
+      call("/set", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     expect(await set({ key: "/a/1", value: "one" })).toEqual([200, true]);
     expect(await set({ key: "/a/1", value: "again" })).toEqual([400, false]);
     expect(await set({ key: "/a/1", value: "two", overwrite_if_exists: true })).toEqual([200, true]);
@@ -92,8 +105,18 @@ describe("the proxy's HTTP cluster storage", () => {
     await using cluster = await httpCluster("join");
     expect((await fetch(`${cluster.url}/health`)).status).toBe(503);
     // While waiting, start-up says what is missing.
-    expect(cluster.logs.some((record) => record["msg"] === "waiting for workers to register: need 1 context worker, have 0; need 1 generation worker, have 0")).toBe(true);
-    expect(cluster.logs.some((record) => String(record["msg"]).startsWith("serving the HTTP cluster storage (disagg_cluster.cluster_uri): registrations accepted from loopback only"))).toBe(true);
+    expect(
+      cluster.logs.some(
+        (record) => record["msg"] === "waiting for workers to register: need 1 context worker, have 0; need 1 generation worker, have 0",
+      ),
+    ).toBe(true);
+    expect(
+      cluster.logs.some((record) =>
+        String(record["msg"]).startsWith(
+          "serving the HTTP cluster storage (disagg_cluster.cluster_uri): registrations accepted from loopback only",
+        ),
+      ),
+    ).toBe(true);
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "join") });
     const generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "join") });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
@@ -115,7 +138,23 @@ describe("the proxy's HTTP cluster storage", () => {
   test("a worker killed without deregistering is dropped within inactive_timeout_sec, no later than a key set with that TTL when it died", async () => {
     await using cluster = await httpCluster("killed");
     const worker = Bun.spawn(
-      [process.execPath, MAIN, "worker", "--role", "generation", "--port", "0", "--disagg_cluster_uri", cluster.url, "--cluster-name", "killed", "--heartbeat-interval", "0.2", "--inactive-timeout", "1"],
+      [
+        process.execPath,
+        MAIN,
+        "worker",
+        "--role",
+        "generation",
+        "--port",
+        "0",
+        "--disagg_cluster_uri",
+        cluster.url,
+        "--cluster-name",
+        "killed",
+        "--heartbeat-interval",
+        "0.2",
+        "--inactive-timeout",
+        "1",
+      ],
       { stdout: "ignore", stderr: "ignore" },
     );
     children.push(worker);
@@ -125,7 +164,11 @@ describe("the proxy's HTTP cluster storage", () => {
     // A control registration with the same inactive_timeout_sec, made after the worker's last heartbeat.
     await using control = startEmulatedWorker({ role: "generation" });
     const value = JSON.stringify({ worker_id: "control", host: "127.0.0.1", port: control.port, role: 1 });
-    const set = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/trtllm-disagg/killed/workers/control", value, ttl: 1 }) });
+    const set = await fetch(`${cluster.url}/set`, {
+      method: "POST",
+      headers: JSON_TYPE,
+      body: JSON.stringify({ key: "/trtllm-disagg/killed/workers/control", value, ttl: 1 }),
+    });
     expect(set.status).toBe(200);
     const origins = (): string[] => cluster.proxy.app.placement.pool.all("generation").map((w) => w.origin);
     await eventually(() => origins().includes(control.url), 5000);
@@ -186,7 +229,11 @@ describe("the proxy's HTTP cluster storage", () => {
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "wildcard") });
     await using generation = startEmulatedWorker({ role: "generation" });
     const value = JSON.stringify({ worker_id: "GENERATION-0.0.0.0", host: "0.0.0.0", port: generation.port, role: 1 });
-    const set = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/trtllm-disagg/wildcard/workers/GENERATION-0.0.0.0", value, ttl: 30 }) });
+    const set = await fetch(`${cluster.url}/set`, {
+      method: "POST",
+      headers: JSON_TYPE,
+      body: JSON.stringify({ key: "/trtllm-disagg/wildcard/workers/GENERATION-0.0.0.0", value, ttl: 30 }),
+    });
     expect(set.status).toBe(200);
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
     expect((await clusterInfo(cluster.url)).server_lists.generation).toEqual([`http://127.0.0.1:${generation.port}`]);
@@ -200,15 +247,30 @@ describe("the proxy's HTTP cluster storage", () => {
     const item = JSON.stringify({ key: "/trtllm-disagg/keyed/workers/x", value: "{}" });
     const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: item });
     expect(refused.status).toBe(403);
-    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", from: expect.stringContaining("127.0.0.1"), reason: "no Bearer token" });
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({
+      path: "/set",
+      from: expect.stringContaining("127.0.0.1"),
+      reason: "no Bearer token",
+    });
     const wrong = await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { authorization: "Bearer nope" } });
     expect([wrong.status, await wrong.json()]).toEqual([403, { detail: "Invalid API key" }]);
-    const accepted = await fetch(`${cluster.url}/set`, { method: "POST", body: item, headers: { ...JSON_TYPE, authorization: "Bearer s3cret" } });
+    const accepted = await fetch(`${cluster.url}/set`, {
+      method: "POST",
+      body: item,
+      headers: { ...JSON_TYPE, authorization: "Bearer s3cret" },
+    });
     expect(accepted.status).toBe(200);
     // The emulated worker sends the key as upstream's client does.
     await using worker = startEmulatedWorker({
       role: "generation",
-      register: httpRegistrar({ uri: cluster.url, clusterName: "keyed", heartbeatMs: 200, ttlMs: 1000, key: "s3cret", logger: silentLogger }),
+      register: httpRegistrar({
+        uri: cluster.url,
+        clusterName: "keyed",
+        heartbeatMs: 200,
+        ttlMs: 1000,
+        key: "s3cret",
+        logger: silentLogger,
+      }),
     });
     await eventually(() => cluster.proxy.app.placement.pool.all("generation").length === 1, 5000);
     expect(worker.url.length).toBeGreaterThan(0);
@@ -223,30 +285,66 @@ describe("the HTTP cluster storage refuses what a web page can send (issue #24)"
     // What a page can send without a CORS preflight: text/plain, a form type, or a Blob with no type.
     for (const headers of [{ "content-type": "text/plain;charset=UTF-8" }, { "content-type": "application/x-www-form-urlencoded" }, {}]) {
       const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers, body: item });
-      expect([refused.status, await refused.json()]).toEqual([415, { detail: "Unsupported Media Type: the body must be application/json" }]);
+      expect([refused.status, await refused.json()]).toEqual([
+        415,
+        { detail: "Unsupported Media Type: the body must be application/json" },
+      ]);
     }
     expect((await fetch(`${cluster.url}/get_prefix?key_prefix=/trtllm-disagg/web/`)).status).toBe(200);
     expect(await (await fetch(`${cluster.url}/get_prefix?key_prefix=/trtllm-disagg/web/`)).json()).toEqual({ result: {} });
-    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", reason: "Content-Type text/plain;charset=UTF-8" });
-    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: item })).status).toBe(200);
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({
+      path: "/set",
+      reason: "Content-Type text/plain;charset=UTF-8",
+    });
+    expect(
+      (await fetch(`${cluster.url}/set`, { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: item }))
+        .status,
+    ).toBe(200);
     // Upstream's client deletes with the key in the query, no body and no Content-Type.
     expect((await fetch(`${cluster.url}/delete?key=/trtllm-disagg/web/workers/x`, { method: "DELETE" })).status).toBe(200);
-    expect((await fetch(`${cluster.url}/delete?key=/trtllm-disagg/web/workers/x`, { method: "DELETE", headers: { "content-type": "text/plain" }, body: "x" })).status).toBe(415);
+    expect(
+      (
+        await fetch(`${cluster.url}/delete?key=/trtllm-disagg/web/workers/x`, {
+          method: "DELETE",
+          headers: { "content-type": "text/plain" },
+          body: "x",
+        })
+      ).status,
+    ).toBe(415);
   });
 
   test("a request carrying another origin's Origin or a cross-site Sec-Fetch-Site is a 403 and a log line; the proxy's own origin passes", async () => {
     await using cluster = await httpCluster("origins");
     const json = { "content-type": "application/json" };
-    const refused = await fetch(`${cluster.url}/set`, { method: "POST", headers: { ...json, origin: "http://attacker.example" }, body: item });
+    const refused = await fetch(`${cluster.url}/set`, {
+      method: "POST",
+      headers: { ...json, origin: "http://attacker.example" },
+      body: item,
+    });
     expect([refused.status, await refused.json()]).toEqual([403, { detail: "Forbidden: a cross-origin request (web page)" }]);
-    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({ path: "/set", reason: "Origin http://attacker.example is not this proxy's" });
+    expect(cluster.logs.find((record) => record["msg"] === "cluster storage request refused")).toMatchObject({
+      path: "/set",
+      reason: "Origin http://attacker.example is not this proxy's",
+    });
     // An image or a link from another site: no Origin, but the browser says where it came from.
     for (const site of ["cross-site", "same-site"]) {
-      expect((await fetch(`${cluster.url}/expire?key=/trtllm-disagg/web/workers/x&ttl=-1`, { headers: { "sec-fetch-site": site } })).status).toBe(403);
+      expect(
+        (await fetch(`${cluster.url}/expire?key=/trtllm-disagg/web/workers/x&ttl=-1`, { headers: { "sec-fetch-site": site } })).status,
+      ).toBe(403);
     }
     expect((await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { origin: "null" } })).status).toBe(403);
-    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: { ...json, origin: cluster.url, "sec-fetch-site": "same-origin" }, body: item })).status).toBe(200);
-    expect((await fetch(`${cluster.url}/get?key=/trtllm-disagg/web/workers/x`, { headers: { "sec-fetch-site": "none" } })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${cluster.url}/set`, {
+          method: "POST",
+          headers: { ...json, origin: cluster.url, "sec-fetch-site": "same-origin" },
+          body: item,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await fetch(`${cluster.url}/get?key=/trtllm-disagg/web/workers/x`, { headers: { "sec-fetch-site": "none" } })).status).toBe(
+      200,
+    );
   });
 
   test("a Host that names no name of this proxy is a 421 on the store, /cluster_info and the dashboard; model routes take any Host", async () => {
@@ -270,11 +368,26 @@ describe("the HTTP cluster storage refuses what a web page can send (issue #24)"
     await using named = await startCluster({
       contexts: [],
       generations: [],
-      config: { discovery: { kind: "cluster", storage: "http", endpoint: "http://registry.cluster.test:8000", clusterName: "hosts", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 }, serverStartTimeoutMs: 50 },
+      config: {
+        discovery: {
+          kind: "cluster",
+          storage: "http",
+          endpoint: "http://registry.cluster.test:8000",
+          clusterName: "hosts",
+          minimalContext: 1,
+          minimalGeneration: 1,
+          leaseTtlMs: 2000,
+        },
+        serverStartTimeoutMs: 50,
+      },
     });
     expect((await fetch(`${named.url}/get_prefix?key_prefix=/`, { headers: { host: "registry.cluster.test:8000" } })).status).toBe(200);
     expect((await fetch(`${named.url}/get_prefix?key_prefix=/`, { headers: { host: "proxy.internal:8000" } })).status).toBe(421);
-    const model = await fetch(`${cluster.url}/v1/chat/completions`, { method: "POST", headers: { host: "anything.example", "content-type": "application/json" }, body: JSON.stringify(chat) });
+    const model = await fetch(`${cluster.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { host: "anything.example", "content-type": "application/json" },
+      body: JSON.stringify(chat),
+    });
     expect(model.status).toBe(503);
     expect(((await model.json()) as { code?: string }).code).not.toBe("MISDIRECTED");
   });
@@ -285,15 +398,31 @@ describe("registrations are bounded (issue #24)", () => {
     await using cluster = await httpCluster("addresses");
     const port = Number(new URL(cluster.url).port);
     const set = (id: string, host: string, workerPort: number, role: number): Promise<Response> =>
-      fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: `/trtllm-disagg/addresses/workers/${id}`, value: JSON.stringify({ worker_id: id, host, port: workerPort, role }), ttl: 30 }) });
-    for (const [id, host, workerPort] of [["metadata", "169.254.169.254", 80], ["metadata-name", "metadata.google.internal", 80], ["link-local-v6", "fe80::1", 8001], ["itself", "127.0.0.1", port], ["itself-by-name", "localhost", port]] as const) {
+      fetch(`${cluster.url}/set`, {
+        method: "POST",
+        headers: JSON_TYPE,
+        body: JSON.stringify({
+          key: `/trtllm-disagg/addresses/workers/${id}`,
+          value: JSON.stringify({ worker_id: id, host, port: workerPort, role }),
+          ttl: 30,
+        }),
+      });
+    for (const [id, host, workerPort] of [
+      ["metadata", "169.254.169.254", 80],
+      ["metadata-name", "metadata.google.internal", 80],
+      ["link-local-v6", "fe80::1", 8001],
+      ["itself", "127.0.0.1", port],
+      ["itself-by-name", "localhost", port],
+    ] as const) {
       expect((await set(id, host, workerPort, 0)).status).toBe(200);
     }
     await using context = startEmulatedWorker({ role: "context", register: register(cluster.url, "addresses") });
     await using generation = startEmulatedWorker({ role: "generation", register: register(cluster.url, "addresses") });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
     expect(cluster.proxy.app.placement.pool.all("context").map((w) => w.origin)).toEqual([context.url]);
-    const refused = cluster.logs.filter((record) => record["msg"] === "discovered worker refused").map((record) => [record["worker"], record["reason"]]);
+    const refused = cluster.logs
+      .filter((record) => record["msg"] === "discovered worker refused")
+      .map((record) => [record["worker"], record["reason"]]);
     expect(refused).toEqual([
       ["http://169.254.169.254:80", "a link-local or metadata address (--allow-link-local-workers allows it)"],
       ["http://metadata.google.internal:80", "a cloud metadata name (--allow-link-local-workers allows it)"],
@@ -312,20 +441,31 @@ describe("registrations are bounded (issue #24)", () => {
     let sets = 0;
     let refusal: unknown;
     while (status === 200 && sets < 1000) {
-      const response = await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: `/fill/${sets++}`, value }) });
+      const response = await fetch(`${cluster.url}/set`, {
+        method: "POST",
+        headers: JSON_TYPE,
+        body: JSON.stringify({ key: `/fill/${sets++}`, value }),
+      });
       status = response.status;
       refusal = await response.json();
     }
     expect(status).toBe(507);
     // 8 MiB of 64 KiB values: ~128 keys, not the 10,000 (655 MB) a key count alone allowed.
     expect(sets).toBeLessThan(140);
-    expect(refusal).toEqual({ detail: expect.stringMatching(/^the cluster storage is full after dropping its expired keys: \d+ keys, \d+ bytes \(at most 10000 keys, 8388608 bytes\)$/) });
+    expect(refusal).toEqual({
+      detail: expect.stringMatching(
+        /^the cluster storage is full after dropping its expired keys: \d+ keys, \d+ bytes \(at most 10000 keys, 8388608 bytes\)$/,
+      ),
+    });
     expect(cluster.logs.some((record) => record["msg"] === "cluster storage full: registration refused")).toBe(true);
     const listed = await (await fetch(`${cluster.url}/get_prefix?key_prefix=/`)).arrayBuffer();
     expect(listed.byteLength).toBeLessThan(8 * 1024 * 1024 + 64);
     // A deleted key frees its room.
     expect((await fetch(`${cluster.url}/delete?key=/fill/0`, { method: "DELETE" })).status).toBe(200);
-    expect((await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/fill/again", value }) })).status).toBe(200);
+    expect(
+      (await fetch(`${cluster.url}/set`, { method: "POST", headers: JSON_TYPE, body: JSON.stringify({ key: "/fill/again", value }) }))
+        .status,
+    ).toBe(200);
   }, 30_000);
 });
 

@@ -79,7 +79,11 @@ describe("a prompt refused within the stream-start wait", () => {
 
   test("chat completions get the worker's envelope as it came, streamed or not", async () => {
     for (const stream of [false, true]) {
-      const response = await cluster.post("/v1/chat/completions", { model: "emulated-model", messages: [{ role: "user", content: LONG }], stream });
+      const response = await cluster.post("/v1/chat/completions", {
+        model: "emulated-model",
+        messages: [{ role: "user", content: LONG }],
+        stream,
+      });
       expect(response.status).toBe(400);
       const body = (await response.json()) as Record<string, unknown>;
       expect(body["object"]).toBe("error");
@@ -96,7 +100,12 @@ describe("a prompt refused within the stream-start wait", () => {
 
   test("/v1/messages answers invalid_request_error 'prompt is too long: N tokens > M maximum', streamed or not", async () => {
     for (const stream of [false, true]) {
-      const response = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }], stream });
+      const response = await cluster.post("/v1/messages", {
+        model: "emulated-model",
+        max_tokens: 16,
+        messages: [{ role: "user", content: LONG }],
+        stream,
+      });
       expect(response.status).toBe(400);
       const body = (await response.json()) as { type: string; error: { type: string; message: string } };
       expect(body.type).toBe("error");
@@ -111,7 +120,10 @@ describe("a prompt refused within the stream-start wait", () => {
     const client = new Anthropic({ baseURL: cluster.url, apiKey: "unused", maxRetries: 0 });
     const messages: Anthropic.MessageParam[] = [{ role: "user", content: LONG }];
     const plain = await client.messages.create({ model: "emulated-model", max_tokens: 16, messages }).catch((error: unknown) => error);
-    const streamed = await client.messages.stream({ model: "emulated-model", max_tokens: 16, messages }).finalMessage().catch((error: unknown) => error);
+    const streamed = await client.messages
+      .stream({ model: "emulated-model", max_tokens: 16, messages })
+      .finalMessage()
+      .catch((error: unknown) => error);
     for (const refused of [plain, streamed]) {
       expect(refused).toBeInstanceOf(AnthropicBadRequest);
       const error = refused as AnthropicBadRequest;
@@ -134,7 +146,11 @@ describe("a prompt refused under generation_first", () => {
     const events = parseSseEvents(await responses.text());
     expect(events.map((event) => event.event)).toEqual(["response.created", "response.in_progress", "response.failed"]);
     expect(failedError(events[2]!).code).toBe("context_length_exceeded");
-    const messages = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }] });
+    const messages = await cluster.post("/v1/messages", {
+      model: "emulated-model",
+      max_tokens: 16,
+      messages: [{ role: "user", content: LONG }],
+    });
     expect(messages.status).toBe(400);
     expect(((await messages.json()) as { error: { message: string } }).error.message).toMatch(PROMPT_TOO_LONG);
     const completions = await cluster.post("/v1/completions", { model: "emulated-model", prompt: LONG });
@@ -171,11 +187,19 @@ describe("a prompt refused after the stream opened", () => {
     expect(named.some((event) => event.event === "error")).toBe(false);
     const sequence = named.map((event) => dataOf(event)["sequence_number"]);
     expect(sequence).toEqual(sequence.map((_, i) => i));
-    expect(failedError(named.at(-1)!)).toEqual({ code: "context_length_exceeded", message: expect.stringContaining("maximum context length is 8 tokens") });
+    expect(failedError(named.at(-1)!)).toEqual({
+      code: "context_length_exceeded",
+      message: expect.stringContaining("maximum context length is 8 tokens"),
+    });
   });
 
   test("a streamed /v1/messages request ends in an invalid_request_error event with Anthropic's wording", async () => {
-    const response = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }], stream: true });
+    const response = await cluster.post("/v1/messages", {
+      model: "emulated-model",
+      max_tokens: 16,
+      messages: [{ role: "user", content: LONG }],
+      stream: true,
+    });
     expect(response.status).toBe(200);
     const events = parseSseEvents(await response.text());
     // The opening is a ping (message_start waits for the first chunk); the refusal ends it.
@@ -193,7 +217,11 @@ describe("a prompt refused after the stream opened", () => {
   });
 
   test("a streamed chat request ends in an in-band error keeping the code context_length_exceeded", async () => {
-    const response = await cluster.post("/v1/chat/completions", { model: "emulated-model", messages: [{ role: "user", content: LONG }], stream: true });
+    const response = await cluster.post("/v1/chat/completions", {
+      model: "emulated-model",
+      messages: [{ role: "user", content: LONG }],
+      stream: true,
+    });
     expect(response.status).toBe(200);
     const events = parseSseEvents(await response.text());
     const error = dataOf(events.at(-1)!)["error"] as Record<string, unknown>;
@@ -207,7 +235,9 @@ describe("older worker wordings of a context overflow", () => {
   let cluster: TestCluster;
   let context: ReturnType<typeof fakeWorker>;
   beforeAll(async () => {
-    context = refusingContext(() => Response.json({ object: "error", message: PYTORCH, type: "BadRequestError", param: null, code: 400 }, { status: 400 }));
+    context = refusingContext(() =>
+      Response.json({ object: "error", message: PYTORCH, type: "BadRequestError", param: null, code: 400 }, { status: 400 }),
+    );
     cluster = await startCluster({ config: { contextServers: [`http://127.0.0.1:${context.port}`] } });
   });
   afterAll(async () => {
@@ -216,9 +246,16 @@ describe("older worker wordings of a context overflow", () => {
   });
 
   test("a PyTorch-backend max_num_tokens refusal reaches Anthropic clients with its counts", async () => {
-    const response = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 16, messages: [{ role: "user", content: LONG }] });
+    const response = await cluster.post("/v1/messages", {
+      model: "emulated-model",
+      max_tokens: 16,
+      messages: [{ role: "user", content: LONG }],
+    });
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 72417 tokens > 69632 maximum" } });
+    expect(await response.json()).toEqual({
+      type: "error",
+      error: { type: "invalid_request_error", message: "prompt is too long: 72417 tokens > 69632 maximum" },
+    });
   });
 
   test("and a streamed Responses client as response.failed coded context_length_exceeded, the worker's text kept", async () => {

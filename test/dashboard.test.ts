@@ -69,7 +69,10 @@ describe("the dashboard", () => {
   });
 
   test("its figures are the metrics' counters and /cluster_info's workers", async () => {
-    await using cluster = await startCluster({ contexts: [{ protocolVersion: "1.3.0rc14" }, {}], config: { contextRouter: "round_robin" } });
+    await using cluster = await startCluster({
+      contexts: [{ protocolVersion: "1.3.0rc14" }, {}],
+      config: { contextRouter: "round_robin" },
+    });
     for (let i = 0; i < 4; i++) await (await cluster.post("/v1/chat/completions", chat(`hello ${i}`, i % 2 === 0))).text();
     await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
     await (await cluster.post("/v1/completions", { model: "m" })).text();
@@ -87,7 +90,13 @@ describe("the dashboard", () => {
     const listed = Object.entries(info.workers).flatMap(([role, workers]) =>
       workers.map((w) => ({ role, url: w.url, ready: w.ready, inFlight: w.in_flight, version: w.version ?? undefined })),
     );
-    const shown = data.workers.map((w) => ({ role: w.role as string, url: w.url, ready: w.state === "healthy", inFlight: w.inFlight, version: w.version }));
+    const shown = data.workers.map((w) => ({
+      role: w.role as string,
+      url: w.url,
+      ready: w.state === "healthy",
+      inFlight: w.inFlight,
+      version: w.version,
+    }));
     expect(shown).toEqual(listed);
     expect(shown[0]!.version).toBe("1.3.0rc14");
     // The failed request names its id, its worker and the worker's message; never a body.
@@ -154,20 +163,33 @@ describe("the dashboard", () => {
     using quoting = fakeWorker(async (request) => {
       if (request.method !== "POST") return new Response(null, { status: 404 });
       const body = (await request.json()) as { messages: { content: string }[] };
-      return Response.json({ object: "error", message: `Invalid prompt: ${body.messages[0]!.content}`, type: "BadRequestError", param: null, code: 400 }, { status: 400 });
+      return Response.json(
+        { object: "error", message: `Invalid prompt: ${body.messages[0]!.content}`, type: "BadRequestError", param: null, code: 400 },
+        { status: 400 },
+      );
     });
     const keys = { apiKeysFromEnv: "client-key", contextServers: [`http://127.0.0.1:${quoting.port}`] };
     const withKey = { headers: { "content-type": "application/json", authorization: "Bearer client-key" } };
     await using open = await startCluster({ contexts: [], config: keys });
     const refused = await open.post("/v1/chat/completions", chat("SECRET-FROM-BODY 4111 1111"), withKey);
-    expect([refused.status, ((await refused.json()) as { message: string }).message]).toEqual([400, "Invalid prompt: SECRET-FROM-BODY 4111 1111"]);
+    expect([refused.status, ((await refused.json()) as { message: string }).message]).toEqual([
+      400,
+      "Invalid prompt: SECRET-FROM-BODY 4111 1111",
+    ]);
     const shown = await snapshot(open);
     expect(JSON.stringify(shown)).not.toContain("SECRET-FROM-BODY");
-    expect(shown.failures[0]).toMatchObject({ outcome: "worker_error", status: 400, worker: `http://127.0.0.1:${quoting.port}`, message: "WORKER_HTTP_ERROR: the worker answered with an error" });
+    expect(shown.failures[0]).toMatchObject({
+      outcome: "worker_error",
+      status: 400,
+      worker: `http://127.0.0.1:${quoting.port}`,
+      message: "WORKER_HTTP_ERROR: the worker answered with an error",
+    });
     // Behind the keys, the operator sees what the client was told.
     await using guarded = await startCluster({ contexts: [], config: { ...keys, protectMetrics: true } });
     await (await guarded.post("/v1/chat/completions", chat("SECRET-FROM-BODY"), withKey)).text();
-    expect((await snapshot(guarded, { headers: { authorization: "Bearer client-key" } })).failures[0]!.message).toBe("Invalid prompt: SECRET-FROM-BODY");
+    expect((await snapshot(guarded, { headers: { authorization: "Bearer client-key" } })).failures[0]!.message).toBe(
+      "Invalid prompt: SECRET-FROM-BODY",
+    );
   });
 
   test("a key removed by SIGHUP ends the event streams it opened at the next tick; a stream on a kept key goes on", async () => {

@@ -63,13 +63,18 @@ describe("a client that leaves after the last event", () => {
   });
 
   async function loggedEnd(route: string): Promise<Record<string, unknown>> {
-    const line = (): Record<string, unknown> | undefined => cluster.logs.findLast((record) => record["route"] === route && record["outcome"] !== undefined);
+    const line = (): Record<string, unknown> | undefined =>
+      cluster.logs.findLast((record) => record["route"] === route && record["outcome"] !== undefined);
     await eventually(() => line() !== undefined, 2000, `the ${route} request's log line`);
     return line()!;
   }
 
   test("a chat stream read to [DONE] ends ok, status 200", async () => {
-    const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hello" }], stream: true });
+    const response = await cluster.post("/v1/chat/completions", {
+      model: "m",
+      messages: [{ role: "user", content: "hello" }],
+      stream: true,
+    });
     await readUntilThenLeave(response, "[DONE]");
     expect(await loggedEnd("/v1/chat/completions")).toMatchObject({ status: 200, outcome: "ok" });
   });
@@ -81,7 +86,12 @@ describe("a client that leaves after the last event", () => {
   });
 
   test("an Anthropic stream read to message_stop ends ok, status 200", async () => {
-    const response = await cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "hello" }], stream: true });
+    const response = await cluster.post("/v1/messages", {
+      model: "m",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "hello" }],
+      stream: true,
+    });
     await readUntilThenLeave(response, "message_stop");
     expect(await loggedEnd("/v1/messages")).toMatchObject({ status: 200, outcome: "ok" });
   });

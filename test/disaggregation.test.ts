@@ -9,7 +9,12 @@ const chat = (extra: JsonObject = {}): JsonObject => ({
   max_tokens: 8,
   ...extra,
 });
-const completion = (extra: JsonObject = {}): JsonObject => ({ model: "emulated-model", prompt: "hello there proxy", max_tokens: 8, ...extra });
+const completion = (extra: JsonObject = {}): JsonObject => ({
+  model: "emulated-model",
+  prompt: "hello there proxy",
+  max_tokens: 8,
+  ...extra,
+});
 
 function params(body: unknown): JsonObject {
   const p = isJsonObject(body) ? body["disaggregated_params"] : undefined;
@@ -45,7 +50,12 @@ describe.each(SCHEDULES)("%s", (schedule) => {
     const data = await sseData(response);
     expect(data.at(-1)).toBe("[DONE]");
     const text = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: { delta: { content?: string } }[] });
-    expect(text.map((c) => c.choices[0]?.delta.content ?? "").join("").trim().length).toBeGreaterThan(0);
+    expect(
+      text
+        .map((c) => c.choices[0]?.delta.content ?? "")
+        .join("")
+        .trim().length,
+    ).toBeGreaterThan(0);
     const gen = cluster.generations[0]!.requests.find((r) => r.phase === "generation")!;
     expect(isJsonObject(gen.body) && gen.body["stream"]).toBe(true);
   });
@@ -68,7 +78,10 @@ describe("context_first hand-off", () => {
     await (await cluster.post("/v1/chat/completions", chat())).text();
     const [ctxCompletion, ctxChat] = cluster.contexts[0]!.requests.filter((r) => r.phase === "context");
     const [genCompletion, genChat] = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
-    for (const [ctx, gen] of [[ctxCompletion, genCompletion], [ctxChat, genChat]] as const) {
+    for (const [ctx, gen] of [
+      [ctxCompletion, genCompletion],
+      [ctxChat, genChat],
+    ] as const) {
       const sent = params(gen!.body);
       expect(typeof sent["encoded_opaque_state"]).toBe("string");
       expect(Array.isArray(sent["first_gen_tokens"])).toBe(true);
@@ -89,10 +102,15 @@ describe("context_first hand-off", () => {
 
   test("a streaming client of an early-finished request gets the content as chunks, then [DONE]", async () => {
     await using cluster = await startCluster();
-    const response = await cluster.post("/v1/chat/completions", chat({ max_tokens: 1, stream: true, stream_options: { include_usage: true } }));
+    const response = await cluster.post(
+      "/v1/chat/completions",
+      chat({ max_tokens: 1, stream: true, stream_options: { include_usage: true } }),
+    );
     const data = await sseData(response);
     expect(data.at(-1)).toBe("[DONE]");
-    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: { delta?: { content?: string }; finish_reason?: string | null }[]; usage?: unknown });
+    const chunks = data
+      .slice(0, -1)
+      .map((d) => JSON.parse(d) as { choices: { delta?: { content?: string }; finish_reason?: string | null }[]; usage?: unknown });
     expect(chunks.some((c) => (c.choices[0]?.delta?.content ?? "").length > 0)).toBe(true);
     expect(chunks.some((c) => c.choices[0]?.finish_reason === "stop" || c.choices[0]?.finish_reason === "length")).toBe(true);
     expect(chunks.at(-1)?.usage).toBeDefined();

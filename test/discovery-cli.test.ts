@@ -18,23 +18,55 @@ function usageError(...argv: string[]): string {
 
 describe("worker registration flags", () => {
   test("--register etcd://host:port registers with disagg_cluster's defaults", () => {
-    expect(workerRegistration("--register", "etcd://Etcd:2379")).toEqual({ storage: "etcd", endpoint: "http://etcd:2379", key: undefined, clusterName: "", heartbeatMs: 5000, ttlMs: 10_000 });
+    expect(workerRegistration("--register", "etcd://Etcd:2379")).toEqual({
+      storage: "etcd",
+      endpoint: "http://etcd:2379",
+      key: undefined,
+      clusterName: "",
+      heartbeatMs: 5000,
+      ttlMs: 10_000,
+    });
     expect(workerRegistration()).toBeUndefined();
   });
 
   test("cluster name, heartbeat and timeout flags reach the registration, in ms", () => {
-    const options = workerRegistration("--register", "etcd://a:1,etcd://b:2", "--cluster-name", "prod", "--heartbeat-interval", "0.5", "--inactive-timeout", "3");
-    expect(options).toEqual({ storage: "etcd", endpoint: "http://a:1,http://b:2", key: undefined, clusterName: "prod", heartbeatMs: 500, ttlMs: 3000 });
+    const options = workerRegistration(
+      "--register",
+      "etcd://a:1,etcd://b:2",
+      "--cluster-name",
+      "prod",
+      "--heartbeat-interval",
+      "0.5",
+      "--inactive-timeout",
+      "3",
+    );
+    expect(options).toEqual({
+      storage: "etcd",
+      endpoint: "http://a:1,http://b:2",
+      key: undefined,
+      clusterName: "prod",
+      heartbeatMs: 500,
+      ttlMs: 3000,
+    });
   });
 
   test("an http cluster URI registers in a proxy's cluster storage, under trtllm-serve's spelling too", () => {
     for (const flag of ["--register", "--disagg-cluster-uri", "--disagg_cluster_uri"]) {
-      expect(workerRegistration(flag, "http://proxy:8000", "--cluster-name", "c")).toEqual({ storage: "http", endpoint: "http://proxy:8000", key: undefined, clusterName: "c", heartbeatMs: 5000, ttlMs: 10_000 });
+      expect(workerRegistration(flag, "http://proxy:8000", "--cluster-name", "c")).toEqual({
+        storage: "http",
+        endpoint: "http://proxy:8000",
+        key: undefined,
+        clusterName: "c",
+        heartbeatMs: 5000,
+        ttlMs: 10_000,
+      });
     }
   });
 
   test("a malformed URI, a key file for etcd, or registration settings without --register, are usage errors", () => {
-    expect(usageError("--register", "proxy:8000")).toBe('Invalid value for --register: "proxy:8000" (expected etcd://host:port or http://host:port)');
+    expect(usageError("--register", "proxy:8000")).toBe(
+      'Invalid value for --register: "proxy:8000" (expected etcd://host:port or http://host:port)',
+    );
     expect(usageError("--register", "etcd://e:1", "--cluster-key-file", "k")).toBe("--cluster-key-file needs --register http(s)://…");
     expect(usageError("--cluster-name", "prod")).toBe("--cluster-name needs --register");
     expect(usageError("--inactive-timeout", "3")).toBe("--inactive-timeout needs --register");

@@ -66,14 +66,19 @@ describe("disagg_cluster discovery", () => {
     const log = eventLog();
     const discovery = discoveryFor(clusterName);
     await discovery.start(log.onEvent);
-    await using worker = startEmulatedWorker({ role: "mixed", register: etcdRegistrar({ endpoint: etcd.endpoint, clusterName, ...REGISTER }) });
+    await using worker = startEmulatedWorker({
+      role: "mixed",
+      register: etcdRegistrar({ endpoint: etcd.endpoint, clusterName, ...REGISTER }),
+    });
     expect((await log.waitForCount(2)).toSorted()).toEqual([`add context ${worker.url}`, `add generation ${worker.url}`]);
 
     const keys = await keysUnder(clusterName);
     expect(keys).toHaveLength(2);
     const port = worker.port;
     for (const key of keys) {
-      expect(key).toMatch(new RegExp(`^/trtllm-disagg/${clusterName}/workers/(CONTEXT|GENERATION)-127\\.0\\.0\\.1:${port}-\\d{13}-\\d+-\\d{3}$`));
+      expect(key).toMatch(
+        new RegExp(`^/trtllm-disagg/${clusterName}/workers/(CONTEXT|GENERATION)-127\\.0\\.0\\.1:${port}-\\d{13}-\\d+-\\d{3}$`),
+      );
       const value: unknown = JSON.parse((await etcd.get(key)) ?? "null");
       const workerId = key.split("/").at(-1);
       expect(value).toEqual({ worker_id: workerId, host: "127.0.0.1", port, role: key.includes("/CONTEXT-") ? 0 : 1 });
@@ -88,8 +93,23 @@ describe("disagg_cluster discovery", () => {
     await discovery.start(log.onEvent);
     const ttlS = 2;
     const child = Bun.spawn(
-      [process.execPath, "src/main.ts", "worker", "--role", "generation", "--port", "0", "--register", etcd.endpoint.replace("http:", "etcd:"),
-        "--cluster-name", clusterName, "--heartbeat-interval", "0.3", "--inactive-timeout", String(ttlS)],
+      [
+        process.execPath,
+        "src/main.ts",
+        "worker",
+        "--role",
+        "generation",
+        "--port",
+        "0",
+        "--register",
+        etcd.endpoint.replace("http:", "etcd:"),
+        "--cluster-name",
+        clusterName,
+        "--heartbeat-interval",
+        "0.3",
+        "--inactive-timeout",
+        String(ttlS),
+      ],
       { stdout: "pipe", stderr: "pipe" },
     );
     try {
@@ -122,16 +142,24 @@ describe("disagg_cluster discovery", () => {
       if (seen.length === 1) throw new Error("handler bug");
     });
     const client = etcd.client();
-    await client.put(`/trtllm-disagg/${clusterName}/workers/a`, JSON.stringify({ worker_id: "a", host: "127.0.0.1", port: 18101, role: 0 }));
-    await client.put(`/trtllm-disagg/${clusterName}/workers/b`, JSON.stringify({ worker_id: "b", host: "127.0.0.1", port: 18102, role: 1 }));
+    await client.put(
+      `/trtllm-disagg/${clusterName}/workers/a`,
+      JSON.stringify({ worker_id: "a", host: "127.0.0.1", port: 18101, role: 0 }),
+    );
+    await client.put(
+      `/trtllm-disagg/${clusterName}/workers/b`,
+      JSON.stringify({ worker_id: "b", host: "127.0.0.1", port: 18102, role: 1 }),
+    );
     await eventually(() => seen.length === 2, 5000, "both adds");
     expect(seen).toEqual(["add http://127.0.0.1:18101", "add http://127.0.0.1:18102"]);
     expect(logger.records.filter((r) => r["level"] === "error").map((r) => r["msg"])).toEqual(["A discovery event handler threw"]);
     expect(discovery.status().connected).toBe(true);
-    const again = await discovery.start(() => {}).then(
-      () => "started twice",
-      (error: unknown) => (error instanceof Error ? error.message : "?"),
-    );
+    const again = await discovery
+      .start(() => {})
+      .then(
+        () => "started twice",
+        (error: unknown) => (error instanceof Error ? error.message : "?"),
+      );
     expect(again).toBe("etcd cluster discovery was already started");
     await discovery.stop();
   });

@@ -37,12 +37,19 @@ describe("metadata-server discovery", () => {
       await discovery.start(log.onEvent);
       expect(log.lines).toEqual([`add context ${context.url}`, `add generation ${generation.url}`]);
       expect(await keys(etcd)).toEqual(["trtllm/ctx-1", "trtllm/enc-1", "trtllm/gen-1", "trtllm/no-url"]);
-      expect(logger.records.find((r) => r["msg"] === "Removing dead server from metadata server")).toMatchObject({ key: "trtllm/dead-1", url: dead });
+      expect(logger.records.find((r) => r["msg"] === "Removing dead server from metadata server")).toMatchObject({
+        key: "trtllm/dead-1",
+        url: dead,
+      });
       expect(discovery.status()).toMatchObject({ connected: true, lastError: undefined });
 
       // A server that dies is removed at the next poll, and its key deleted.
       await context.stop();
-      expect(await log.waitForCount(3)).toEqual([`add context ${context.url}`, `add generation ${generation.url}`, `remove context ${context.url}`]);
+      expect(await log.waitForCount(3)).toEqual([
+        `add context ${context.url}`,
+        `add generation ${generation.url}`,
+        `remove context ${context.url}`,
+      ]);
       await eventually(async () => !(await keys(etcd)).includes("trtllm/ctx-1"), 5000, "the dead server's key deleted");
       // A new one joins at the next poll.
       await using later = startEmulatedWorker({ role: "context" });

@@ -18,7 +18,8 @@ afterAll(async () => {
   await etcd[Symbol.asyncDispose]();
 });
 
-const register = (clusterName: string) => etcdRegistrar({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
+const register = (clusterName: string) =>
+  etcdRegistrar({ endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
 const chat = { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3 };
 
 /** A proxy with no static worker: it finds them in the named etcd cluster. */
@@ -27,7 +28,15 @@ function discoveredCluster(clusterName: string): ReturnType<typeof startCluster>
     contexts: [],
     generations: [],
     config: {
-      discovery: { kind: "cluster", storage: "etcd", endpoint: etcd.endpoint, clusterName, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+      discovery: {
+        kind: "cluster",
+        storage: "etcd",
+        endpoint: etcd.endpoint,
+        clusterName,
+        minimalContext: 1,
+        minimalGeneration: 1,
+        leaseTtlMs: 2000,
+      },
       serverStartTimeoutMs: 50,
       healthCheckIntervalMs: 50,
     },
@@ -70,13 +79,17 @@ describe("the proxy with etcd discovery", () => {
     expect(data.proxy.discovery).toMatchObject({ source: "etcd cluster", endpoint: etcd.endpoint, connected: true });
     expect(data.proxy.discovery.lastChangeAt).toBeGreaterThanOrEqual(before);
     expect(data.workers.map((w) => w.url)).toEqual([context.url]);
-    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { current_workers: { context_servers: { worker_id: string }[] } };
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+      current_workers: { context_servers: { worker_id: string }[] };
+    };
     expect(data.workers[0]!.id).toBe(info.current_workers.context_servers[0]!.worker_id);
   }, 20_000);
 
   test("two replicas claim distinct node ids, and their ids never collide over 100,000 each", async () => {
     const clusterName = `ids-${++clusters}`;
-    const [a, b] = await Promise.all([0, 1].map(() => claimNodeId({ endpoint: etcd.endpoint, clusterName, ttlMs: 2000, logger: silentLogger })));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => claimNodeId({ endpoint: etcd.endpoint, clusterName, ttlMs: 2000, logger: silentLogger })),
+    );
     expect(a!.nodeId).not.toBe(b!.nodeId);
     // Both replicas allocate at the same instants, at the id layout's full rate (1,024 ids per ms).
     let calls = 0;

@@ -17,7 +17,14 @@ describe("disagg_cluster discovery across etcd outages", () => {
     const log = eventLog();
     const logger = memoryLogger();
     const discovery = etcdClusterDiscovery({ endpoint: etcd.endpoint, clusterName, logger, ...FAST });
-    const register = { endpoint: etcd.endpoint, clusterName, heartbeatMs: 300, ttlMs: 5000, logger: silentLogger, reconnect: { maxMs: 300 } };
+    const register = {
+      endpoint: etcd.endpoint,
+      clusterName,
+      heartbeatMs: 300,
+      ttlMs: 5000,
+      logger: silentLogger,
+      reconnect: { maxMs: 300 },
+    };
     const steady = registerWorker({ ...register, role: "context", host: "127.0.0.1", port: 18001 });
     let late: { stop(): Promise<void> } | undefined;
     try {

@@ -32,7 +32,12 @@ function pulled(name: string, head: string, fill: string, tail: string, total: n
     new ReadableStream<Uint8Array>(
       {
         pull(controller) {
-          const piece = served.produced === 0 ? headBytes : filled < middle ? fillChunk.subarray(0, Math.min(fillChunk.length, middle - filled)) : tailBytes;
+          const piece =
+            served.produced === 0
+              ? headBytes
+              : filled < middle
+                ? fillChunk.subarray(0, Math.min(fillChunk.length, middle - filled))
+                : tailBytes;
           if (served.produced > 0 && filled < middle) filled += piece.length;
           served.produced += piece.length;
           controller.enqueue(piece);
@@ -71,7 +76,10 @@ beforeAll(() => {
       if (path === "/v3/kv/range") {
         const next = hostile.shift();
         if (next !== undefined) return next();
-        const normal = JSON.stringify({ header: { revision: "5" }, kvs: [registration("c", context, 0), registration("g", generation, 1)] });
+        const normal = JSON.stringify({
+          header: { revision: "5" },
+          kvs: [registration("c", context, 0), registration("g", generation, 1)],
+        });
         served.push({ name: "normal", total: normal.length, produced: normal.length });
         return new Response(normal, { headers: { "content-type": "application/json" } });
       }
@@ -115,15 +123,30 @@ describe("etcd's answers are read within bounds", () => {
       contexts: [],
       generations: [],
       config: {
-        discovery: { kind: "cluster", storage: "etcd", endpoint: fakeEtcd.url.origin, clusterName: "hostile", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        discovery: {
+          kind: "cluster",
+          storage: "etcd",
+          endpoint: fakeEtcd.url.origin,
+          clusterName: "hostile",
+          minimalContext: 1,
+          minimalGeneration: 1,
+          leaseTtlMs: 2000,
+        },
         serverStartTimeoutMs: 50,
         healthCheckIntervalMs: 50,
       },
     });
-    await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 1 && cluster.proxy.app.placement.pool.ready("context").length === 1, 15_000, "the normal answer's workers ready");
+    await eventually(
+      () =>
+        cluster.proxy.app.placement.pool.ready("generation").length === 1 && cluster.proxy.app.placement.pool.ready("context").length === 1,
+      15_000,
+      "the normal answer's workers ready",
+    );
     expect(served.map((answer) => answer.name)).toEqual(["huge", "deep", "dense", "normal"]);
 
-    const refusals = cluster.logs.filter((record) => record["msg"] === "etcd unreachable; keeping the last known workers").map((record) => String(record["error"]));
+    const refusals = cluster.logs
+      .filter((record) => record["msg"] === "etcd unreachable; keeping the last known workers")
+      .map((record) => String(record["error"]));
     expect(refusals).toEqual([
       `etcd's answer to /v3/kv/range is larger than ${RANGE_ANSWER_BYTES} bytes`,
       "etcd's answer to /v3/kv/range nests deeper than 256 levels",
@@ -134,7 +157,9 @@ describe("etcd's answers are read within bounds", () => {
     expect(hugeServed.produced / hugeServed.total).toBeLessThan(0.6);
     // The proxy serves once the normal answer came.
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
-    expect((await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 })).status).toBe(200);
+    expect(
+      (await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 })).status,
+    ).toBe(200);
   }, 30_000);
 
   test("a deep watch message is refused as deep, and the watch opened again keeps the workers", async () => {
@@ -145,13 +170,23 @@ describe("etcd's answers are read within bounds", () => {
       contexts: [],
       generations: [],
       config: {
-        discovery: { kind: "cluster", storage: "etcd", endpoint: fakeEtcd.url.origin, clusterName: "hostile", minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        discovery: {
+          kind: "cluster",
+          storage: "etcd",
+          endpoint: fakeEtcd.url.origin,
+          clusterName: "hostile",
+          minimalContext: 1,
+          minimalGeneration: 1,
+          leaseTtlMs: 2000,
+        },
         serverStartTimeoutMs: 50,
         healthCheckIntervalMs: 50,
       },
     });
     await eventually(() => watches - watchesBefore >= 2, 10_000, "the watch opened again");
-    const refusals = cluster.logs.filter((record) => record["msg"] === "etcd unreachable; keeping the last known workers").map((record) => String(record["error"]));
+    const refusals = cluster.logs
+      .filter((record) => record["msg"] === "etcd unreachable; keeping the last known workers")
+      .map((record) => String(record["error"]));
     expect(refusals).toEqual(["etcd's watch message nests deeper than 256 levels"]);
     await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 1, 10_000, "the workers ready");
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);

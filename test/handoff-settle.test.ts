@@ -21,12 +21,18 @@ describe("settling hand-offs", () => {
       await using cluster = await startCluster();
       const [context] = cluster.contexts;
       const client = new AbortController();
-      const reply = cluster.post("/v1/chat/completions", chat("leave [[emu gen.queue_ms=200 tokens=4]]", stream), { signal: client.signal }).catch(() => undefined);
+      const reply = cluster
+        .post("/v1/chat/completions", chat("leave [[emu gen.queue_ms=200 tokens=4]]", stream), { signal: client.signal })
+        .catch(() => undefined);
       await context!.waitFor((record) => record.phase === "context" && record.status === "finished");
       client.abort();
       await reply;
       await eventually(() => context!.heldKvHandoffs() === 0, 1000, "the hand-off released within 1 s");
-      await eventually(async () => (await metric(cluster.url, 'disagg_proxy_handoffs_settled_total{reason="client_gone"}')) === 1, 1000, "the settle counted");
+      await eventually(
+        async () => (await metric(cluster.url, 'disagg_proxy_handoffs_settled_total{reason="client_gone"}')) === 1,
+        1000,
+        "the settle counted",
+      );
     });
   }
 
@@ -34,7 +40,9 @@ describe("settling hand-offs", () => {
     await using cluster = await startCluster({ generations: [{ tokenMs: 20 }], config: { maxInflight: 1 } });
     const [generation] = cluster.generations;
     const client = new AbortController();
-    const reply = cluster.post("/v1/chat/completions", { ...chat("leave [[emu tokens=40]]", false), max_tokens: 40 }, { signal: client.signal }).catch(() => undefined);
+    const reply = cluster
+      .post("/v1/chat/completions", { ...chat("leave [[emu tokens=40]]", false), max_tokens: 40 }, { signal: client.signal })
+      .catch(() => undefined);
     await generation!.waitFor((record) => record.phase === "generation");
     client.abort();
     await reply;
@@ -44,11 +52,15 @@ describe("settling hand-offs", () => {
     expect(refused.status).toBe(429);
     await refused.text();
     await generation!.waitFor((record) => record.phase === "generation" && record.status === "finished");
-    await eventually(async () => {
-      const response = await cluster.post("/v1/chat/completions", chat("hi", false));
-      await response.text();
-      return response.status === 200;
-    }, 2000, "the slot freed once the generation ended");
+    await eventually(
+      async () => {
+        const response = await cluster.post("/v1/chat/completions", chat("hi", false));
+        await response.text();
+        return response.status === 200;
+      },
+      2000,
+      "the slot freed once the generation ended",
+    );
   });
 
   test("a generation leg its worker refused (503) leaves no unclaimed KV: the hand-off is settled on another generation worker", async () => {
@@ -58,7 +70,11 @@ describe("settling hand-offs", () => {
     expect(response.status).toBe(503);
     await eventually(() => context!.heldKvHandoffs() === 0, 1000, "the hand-off released");
     // The worker releases the KV before the settle's answer reaches the proxy, which counts it then.
-    await eventually(async () => (await metric(cluster.url, 'disagg_proxy_handoffs_settled_total{reason="generation_unsent"}')) === 1, 1000, "the settle counted");
+    await eventually(
+      async () => (await metric(cluster.url, 'disagg_proxy_handoffs_settled_total{reason="generation_unsent"}')) === 1,
+      1000,
+      "the settle counted",
+    );
     const settle = cluster.generations[1]!.requests.find((record) => record.phase === "generation");
     expect(settle?.body).toMatchObject({ max_tokens: 1, stream: false });
   });
@@ -70,7 +86,11 @@ describe("settling hand-offs", () => {
     const generation = cluster.generations[0]!;
     expect((await cluster.post("/v1/chat/completions", chat("overloaded", false))).status).toBe(503);
     // The request's own attempt and three settles turned away; then the overload passes.
-    await eventually(() => generation.requests.filter((record) => record.phase === "generation").length >= 4, 2000, "three settles turned away");
+    await eventually(
+      () => generation.requests.filter((record) => record.phase === "generation").length >= 4,
+      2000,
+      "three settles turned away",
+    );
     delete faults.rejectStatus;
     await eventually(() => context!.heldKvHandoffs() === 0, 3000, "the hand-off released once the worker takes the settle");
   });
@@ -78,7 +98,10 @@ describe("settling hand-offs", () => {
   test("a proxy drained while a request waits on its generation worker leaves no unclaimed KV", async () => {
     await using cluster = await startCluster();
     const [context] = cluster.contexts;
-    const reply = cluster.post("/v1/chat/completions", chat("drained [[emu gen.queue_ms=500 tokens=2]]", true)).then((response) => response.text(), () => "");
+    const reply = cluster.post("/v1/chat/completions", chat("drained [[emu gen.queue_ms=500 tokens=2]]", true)).then(
+      (response) => response.text(),
+      () => "",
+    );
     await cluster.generations[0]!.waitFor((record) => record.phase === "generation");
     await cluster.proxy.drain(50);
     await reply;

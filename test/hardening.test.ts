@@ -12,7 +12,8 @@ import { createDispatch, type RouteTable } from "../src/server/dispatch.ts";
 import { listen } from "../src/server/listener.ts";
 import { rawConnect, rawJsonPost, rawRequest, statuses } from "./support/raw-http.ts";
 
-const chat = (extra: Record<string, unknown> = {}): string => JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3, ...extra });
+const chat = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 3, ...extra });
 
 function workerPosts(cluster: TestCluster): number {
   return [...cluster.contexts, ...cluster.generations].reduce((n, w) => n + w.requests.filter((r) => r.method === "POST").length, 0);
@@ -33,7 +34,14 @@ describe("hardening: what the probe and the soak found", () => {
     await using cluster = await startCluster({ config: { bodyMinBytesPerSecond: 1000, bodyGraceMs: 300, maxBodyBytes: 1024 * 1024 } });
     await using conn = await rawConnect(cluster.url);
     // Declared 1 MB: a deadline scaled by the declared length would wait ~1,000 s.
-    conn.write(rawRequest("POST", "/v1/chat/completions", { host: "p", "content-type": "application/json", "content-length": "1000000" }, '{"model":"m",'));
+    conn.write(
+      rawRequest(
+        "POST",
+        "/v1/chat/completions",
+        { host: "p", "content-type": "application/json", "content-length": "1000000" },
+        '{"model":"m",',
+      ),
+    );
     const received = await conn.until((r) => r.includes("\r\n\r\n"), 4000);
     expect(statuses(received)).toEqual([408]);
     await conn.closed;
@@ -54,7 +62,10 @@ describe("hardening: what the probe and the soak found", () => {
   test("a body of very many keys is refused with a clear 413 before it is built, and reaches no worker", async () => {
     await using cluster = await startCluster({ config: { maxBodyBytes: 32 * 1024 * 1024 } });
     const keys = Array.from({ length: 300_000 }, (_, i) => `"k${i}":1`).join(",");
-    const response = await cluster.post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}],"extra":{${keys}}}`);
+    const response = await cluster.post(
+      "/v1/chat/completions",
+      `{"model":"m","messages":[{"role":"user","content":"x"}],"extra":{${keys}}}`,
+    );
     expect(response.status).toBe(413);
     expect(((await response.json()) as { message: string }).message).toMatch(/too many JSON values/);
     expect(workerPosts(cluster)).toBe(0);
@@ -63,7 +74,11 @@ describe("hardening: what the probe and the soak found", () => {
   test("requests pipelined behind answers the proxy gives at once are all answered, in order", async () => {
     await using cluster = await startCluster();
     await using conn = await rawConnect(cluster.url);
-    conn.write(rawRequest("GET", "/version", { host: "p" }) + rawRequest("GET", "/livez", { host: "p" }) + rawRequest("GET", "/v1/models", { host: "p" }));
+    conn.write(
+      rawRequest("GET", "/version", { host: "p" }) +
+        rawRequest("GET", "/livez", { host: "p" }) +
+        rawRequest("GET", "/v1/models", { host: "p" }),
+    );
     const received = await conn.until((r) => statuses(r).length === 3);
     expect(statuses(received)).toEqual([200, 200, 200]);
     expect(received.indexOf('"version"')).toBeLessThan(received.indexOf('"object"'));
@@ -76,22 +91,26 @@ describe("hardening: what the probe and the soak found", () => {
   // is that nothing half-happens: no answer lands on the wrong request, and the POST's work is
   // cancelled at once (the runtime may have handed it to a worker already), logged as the
   // client's departure.
-  test.each([false, true])("a request pipelined after a POST (stream %p) closes the connection and cancels the POST's work", async (stream) => {
-    // A prefill long enough that the POST's work is surely still running when the runtime closes.
-    await using cluster = await startCluster({ contexts: [{ prefillMs: 2000 }] });
-    await using conn = await rawConnect(cluster.url);
-    conn.write(rawJsonPost("/v1/chat/completions", chat({ stream })) + rawRequest("GET", "/version", { host: "p" }));
-    await conn.closed;
-    expect(conn.received).toBe("");
-    await eventually(() => cluster.logs.some((line) => line["msg"] === "request" && line["status"] === 499));
-    const posts = (): { status: string }[] => [...cluster.contexts, ...cluster.generations].flatMap((w) => w.requests.filter((r) => r.method === "POST"));
-    await eventually(() => posts().every((r) => r.status === "aborted"), 1000);
-    expect(cluster.generations[0]!.requests.filter((r) => r.method === "POST")).toEqual([]);
-    // The same client retrying one request per round trip is served.
-    await using retry = await rawConnect(cluster.url);
-    retry.write(rawJsonPost("/v1/chat/completions", chat()));
-    expect(statuses(await retry.until((r) => r.includes('"choices"')))).toEqual([200]);
-  });
+  test.each([false, true])(
+    "a request pipelined after a POST (stream %p) closes the connection and cancels the POST's work",
+    async (stream) => {
+      // A prefill long enough that the POST's work is surely still running when the runtime closes.
+      await using cluster = await startCluster({ contexts: [{ prefillMs: 2000 }] });
+      await using conn = await rawConnect(cluster.url);
+      conn.write(rawJsonPost("/v1/chat/completions", chat({ stream })) + rawRequest("GET", "/version", { host: "p" }));
+      await conn.closed;
+      expect(conn.received).toBe("");
+      await eventually(() => cluster.logs.some((line) => line["msg"] === "request" && line["status"] === 499));
+      const posts = (): { status: string }[] =>
+        [...cluster.contexts, ...cluster.generations].flatMap((w) => w.requests.filter((r) => r.method === "POST"));
+      await eventually(() => posts().every((r) => r.status === "aborted"), 1000);
+      expect(cluster.generations[0]!.requests.filter((r) => r.method === "POST")).toEqual([]);
+      // The same client retrying one request per round trip is served.
+      await using retry = await rawConnect(cluster.url);
+      retry.write(rawJsonPost("/v1/chat/completions", chat()));
+      expect(statuses(await retry.until((r) => r.includes('"choices"')))).toEqual([200]);
+    },
+  );
 
   test("keep-alive connections that carried a proxied request (JSON or stream) are closed once idle past the idle timeout", async () => {
     await using cluster = await startCluster({ idleTimeoutS: 1 });
@@ -161,7 +180,11 @@ describe("hardening: what the probe and the soak found", () => {
     // and the seed was read as the string's digits, passing the bound, while workers got the client's 2^64.
     await using cluster = await startCluster();
     const body = `{"model":"m","user":"18446744073709551615","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"seed":18446744073709551616.0}`;
-    const response = await fetch(`${cluster.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const response = await fetch(`${cluster.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { message: string }).message).toContain("seed");
     expect(workerPosts(cluster)).toBe(0);
@@ -183,7 +206,14 @@ describe("hardening: what the probe and the soak found", () => {
     await using cluster = await startCluster();
     for (const declared of [400, 500_000]) {
       const conn = await rawConnect(cluster.url);
-      conn.write(rawRequest("POST", "/v1/chat/completions", { host: "p", "content-type": "application/json", "content-length": String(declared) }, '{"model":"m","messages":['));
+      conn.write(
+        rawRequest(
+          "POST",
+          "/v1/chat/completions",
+          { host: "p", "content-type": "application/json", "content-length": String(declared) },
+          '{"model":"m","messages":[',
+        ),
+      );
       await Bun.sleep(20);
       conn.end();
     }

@@ -42,7 +42,12 @@ describe("hostile clients", () => {
 
   test("a slow reader of a stream keeps it, past the server's idle timeout", async () => {
     await using cluster = await startCluster({ idleTimeoutS: 1, generations: [{ tokenMs: 5 }] });
-    const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 5, stream: true });
+    const response = await cluster.post("/v1/chat/completions", {
+      model: "m",
+      messages: [{ role: "user", content: "x" }],
+      max_tokens: 5,
+      stream: true,
+    });
     const reader = response.body!.getReader();
     await reader.read();
     await Bun.sleep(1600);

@@ -40,15 +40,36 @@ describe("hostile HTTP: request framing (desync)", () => {
   });
 
   const refused: [string, string][] = [
-    ["Content-Length and Transfer-Encoding together", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: ${BODY.length}\r\nTransfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n${SMUGGLED}`],
-    ["a chunked body ending early with a request after it, under a short Content-Length", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n${SMUGGLED}`],
-    ["two different Content-Lengths", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: ${BODY.length}\r\nContent-Length: 5\r\n\r\n${BODY}`],
-    ["an obs-folded header line", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\n folded\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`],
+    [
+      "Content-Length and Transfer-Encoding together",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: ${BODY.length}\r\nTransfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n${SMUGGLED}`,
+    ],
+    [
+      "a chunked body ending early with a request after it, under a short Content-Length",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n${SMUGGLED}`,
+    ],
+    [
+      "two different Content-Lengths",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: ${BODY.length}\r\nContent-Length: 5\r\n\r\n${BODY}`,
+    ],
+    [
+      "an obs-folded header line",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\n folded\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+    ],
     ["bare LF line endings", `POST /v1/chat/completions HTTP/1.1\nHost: p\nContent-Length: ${BODY.length}\n\n${BODY}`],
-    ["a chunk size that is not hex", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n${BODY}\r\n0\r\n\r\n`],
-    ["a chunk size beyond 64 bits", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n${BODY}\r\n0\r\n\r\n`],
+    [
+      "a chunk size that is not hex",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n${BODY}\r\n0\r\n\r\n`,
+    ],
+    [
+      "a chunk size beyond 64 bits",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n${BODY}\r\n0\r\n\r\n`,
+    ],
     ["a negative Content-Length", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: -1\r\n\r\n${BODY}`],
-    ["Transfer-Encoding identity", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: identity\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`],
+    [
+      "Transfer-Encoding identity",
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: identity\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+    ],
     ["an unknown Transfer-Encoding", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: xchunked\r\n\r\n${BODY}`],
     ["a space before a header's colon", `POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length : ${BODY.length}\r\n\r\n${BODY}`],
   ];
@@ -65,14 +86,25 @@ describe("hostile HTTP: request framing (desync)", () => {
 
   test("a request hidden in a body is a body: one 400, never a second answer", async () => {
     const before = modelPosts(cluster);
-    const answer = await send(cluster, rawRequest("POST", "/v1/chat/completions", { host: "p", "content-length": String(SMUGGLED.length) }, SMUGGLED));
+    const answer = await send(
+      cluster,
+      rawRequest("POST", "/v1/chat/completions", { host: "p", "content-length": String(SMUGGLED.length) }, SMUGGLED),
+    );
     expect(answer.statuses).toEqual([400]);
     expect(answer.received).not.toContain('"version"');
     expect(modelPosts(cluster)).toBe(before);
   });
 
   test("two equal Content-Lengths are one length: the request is served once", async () => {
-    const answer = await send(cluster, rawRequest("POST", "/v1/chat/completions", { host: "p", "content-length": String(BODY.length), "Content-Length": String(BODY.length) }, BODY));
+    const answer = await send(
+      cluster,
+      rawRequest(
+        "POST",
+        "/v1/chat/completions",
+        { host: "p", "content-length": String(BODY.length), "Content-Length": String(BODY.length) },
+        BODY,
+      ),
+    );
     expect(answer.statuses).toEqual([200]);
   });
 
@@ -135,14 +167,33 @@ describe("hostile HTTP: paths, hosts and targets", () => {
   test("neither an absolute-form target nor a Host header makes the proxy connect anywhere but its workers", async () => {
     const target = new URL(evil.url);
     const viaTarget = await send(cluster, rawJsonPost(`http://${target.host}/v1/chat/completions`, BODY));
-    const viaHost = await send(cluster, rawRequest("POST", "/v1/chat/completions", { host: target.host, "content-type": "application/json", "content-length": String(BODY.length) }, BODY));
-    const viaForwarded = await send(cluster, rawJsonPost("/v1/chat/completions", BODY, { "x-forwarded-host": target.host, forwarded: `host=${target.host}` }));
+    const viaHost = await send(
+      cluster,
+      rawRequest(
+        "POST",
+        "/v1/chat/completions",
+        { host: target.host, "content-type": "application/json", "content-length": String(BODY.length) },
+        BODY,
+      ),
+    );
+    const viaForwarded = await send(
+      cluster,
+      rawJsonPost("/v1/chat/completions", BODY, { "x-forwarded-host": target.host, forwarded: `host=${target.host}` }),
+    );
     expect([viaTarget.statuses, viaHost.statuses, viaForwarded.statuses]).toEqual([[200], [200], [200]]);
     expect(evilHits).toBe(0);
   });
 
   test("a worker never sees the client's Host", async () => {
-    await send(cluster, rawRequest("POST", "/v1/chat/completions", { host: "attacker.example", "content-type": "application/json", "content-length": String(BODY.length) }, BODY));
+    await send(
+      cluster,
+      rawRequest(
+        "POST",
+        "/v1/chat/completions",
+        { host: "attacker.example", "content-type": "application/json", "content-length": String(BODY.length) },
+        BODY,
+      ),
+    );
     const seen = cluster.contexts[0]!.requests.filter((r) => r.method === "POST").map((r) => r.headers["host"]);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.some((host) => host?.includes("attacker"))).toBe(false);
@@ -217,11 +268,14 @@ describe("hostile HTTP: forged hand-off fields", () => {
     };
     const response = await cluster.post("/v1/chat/completions", forged);
     expect(response.status).toBe(200);
-    const bodies = [...cluster.contexts, ...cluster.generations].flatMap((w) => w.requests.filter((r) => r.method === "POST").map((r) => r.body));
+    const bodies = [...cluster.contexts, ...cluster.generations].flatMap((w) =>
+      w.requests.filter((r) => r.method === "POST").map((r) => r.body),
+    );
     expect(bodies.length).toBeGreaterThan(0);
     const text = JSON.stringify(bodies, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
     // The forged usage is matched as its field: a bare "999" is in ~2 % of random ids and worker ports.
-    for (const forgedValue of ["attacker.example", "Zm9yZ2Vk", "AQAAAAIAAAA=", '"cached_tokens":999']) expect(text).not.toContain(forgedValue);
+    for (const forgedValue of ["attacker.example", "Zm9yZ2Vk", "AQAAAAIAAAA=", '"cached_tokens":999'])
+      expect(text).not.toContain(forgedValue);
     const contextBody = bodies[0] as JsonValue;
     expect(isJsonObject(contextBody) && contextBody["prompt_token_ids"]).toEqual([1, 2, 3]);
     expect(isJsonObject(contextBody) && contextBody["conversation_params"]).toEqual({ conversation_id: "conv-1" });

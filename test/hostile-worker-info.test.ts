@@ -48,10 +48,27 @@ interface Run {
 async function run(target: InfoWorker): Promise<Run> {
   const port = freePort();
   const origin = `http://127.0.0.1:${target.server.port}`;
-  const proxy = Bun.spawn([process.execPath, MAIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--context", origin, "--generation", origin, "--log-level", "warn"], {
-    stdout: "pipe",
-    stderr: "ignore",
-  });
+  const proxy = Bun.spawn(
+    [
+      process.execPath,
+      MAIN,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--context",
+      origin,
+      "--generation",
+      origin,
+      "--log-level",
+      "warn",
+    ],
+    {
+      stdout: "pipe",
+      stderr: "ignore",
+    },
+  );
   children.push(proxy);
   const url = `http://127.0.0.1:${port}`;
   let worstLivezMs = 0;
@@ -101,7 +118,10 @@ async function run(target: InfoWorker): Promise<Run> {
 test("a worker serving 32 MiB of [ as /server_info and a 4 MiB version leaves the proxy's RSS and /livez as a well-behaved one does, and its version shown nowhere", async () => {
   const normal = await run(worker(false));
   const hostile = await run(worker(true));
-  const figures = { normal: { ...normal, metrics: undefined, clusterInfo: undefined, log: undefined }, hostile: { ...hostile, metrics: undefined, clusterInfo: undefined, log: undefined } };
+  const figures = {
+    normal: { ...normal, metrics: undefined, clusterInfo: undefined, log: undefined },
+    hostile: { ...hostile, metrics: undefined, clusterInfo: undefined, log: undefined },
+  };
   console.log(JSON.stringify(figures));
   // Before: 2.5 GB peak RSS against ~60 MB, a 6–7 s /livez stall (bench/worker-info-bounds.ts).
   expect(hostile.peakRssKiB / normal.peakRssKiB).toBeLessThan(1.5);
@@ -128,9 +148,20 @@ test("a version that is no short PEP 440 string (512 KiB, under the read bound) 
   });
   servers.push(odd);
   const origin = `http://127.0.0.1:${odd.port}`;
-  await using cluster = await startCluster({ contexts: [], generations: [], config: { contextServers: [origin], generationServers: [origin] } });
-  const shown = [await (await fetch(`${cluster.url}/metrics`)).text(), await (await fetch(`${cluster.url}/cluster_info`)).text(), await (await fetch(`${cluster.url}/dashboard/data`)).text(), JSON.stringify(cluster.logs)];
+  await using cluster = await startCluster({
+    contexts: [],
+    generations: [],
+    config: { contextServers: [origin], generationServers: [origin] },
+  });
+  const shown = [
+    await (await fetch(`${cluster.url}/metrics`)).text(),
+    await (await fetch(`${cluster.url}/cluster_info`)).text(),
+    await (await fetch(`${cluster.url}/dashboard/data`)).text(),
+    JSON.stringify(cluster.logs),
+  ];
   for (const text of shown) expect(text.includes("<b>x</b>")).toBe(false);
-  expect(cluster.logs.find((record) => record["msg"] === "worker version ignored: not a PEP 440 version of at most 64 characters")).toMatchObject({ worker: origin, length: version.length });
+  expect(
+    cluster.logs.find((record) => record["msg"] === "worker version ignored: not a PEP 440 version of at most 64 characters"),
+  ).toMatchObject({ worker: origin, length: version.length });
   expect(shown[0]).toContain('version="unknown"');
 });

@@ -16,7 +16,11 @@ describe("hostile bytes from workers", () => {
     ["an answer that is not JSON", () => "<html>oops</html>", /not valid JSON/],
     ["an answer that is not UTF-8", () => new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), /not valid UTF-8/],
     ["an answer that is a JSON list", () => "[1,2,3]", /not a JSON object/],
-    ["an answer missing its hand-off", () => JSON.stringify({ choices: [{ index: 0, finish_reason: "length", message: { content: "a" } }] }), /disaggregated params/],
+    [
+      "an answer missing its hand-off",
+      () => JSON.stringify({ choices: [{ index: 0, finish_reason: "length", message: { content: "a" } }] }),
+      /disaggregated params/,
+    ],
     ["an answer with two choices", () => JSON.stringify({ choices: [{}, {}] }), /2 choices/],
   ];
   test.each(cases)("%s gets a clear 502 and the leg is closed", async (_name, body, message) => {
@@ -58,7 +62,9 @@ function brokenGeneration(chunks: () => (string | Uint8Array)[]): Bun.Server<und
 describe("hostile streams from workers", () => {
   test("a line that never ends is cut at --max-sse-event-bytes with an in-band error", async () => {
     using gen = brokenGeneration(() => [`data: {"pad":"${"x".repeat(200_000)}`]);
-    await using cluster = await startCluster({ config: { generationServers: [gen.url.origin], maxSseEventBytes: 65_536, streamStartWaitMs: 1000 } });
+    await using cluster = await startCluster({
+      config: { generationServers: [gen.url.origin], maxSseEventBytes: 65_536, streamStartWaitMs: 1000 },
+    });
     const response = await cluster.post("/v1/chat/completions", { ...chat, stream: true });
     const text = await response.text();
     expect(text.length).toBeLessThan(100_000);
@@ -70,19 +76,33 @@ describe("hostile streams from workers", () => {
   test("malformed chunks become an Anthropic error event, never a crash", async () => {
     using gen = brokenGeneration(() => ["data: {not json\n\n", "data: [DONE]\n\n"]);
     await using cluster = await startCluster({ config: { generationServers: [gen.url.origin] } });
-    const response = await cluster.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "x" }] });
+    const response = await cluster.post("/v1/messages", {
+      model: "m",
+      max_tokens: 3,
+      stream: true,
+      messages: [{ role: "user", content: "x" }],
+    });
     const text = await response.text();
     expect(text).toContain("event: error");
     expect(text).toContain("Malformed upstream stream chunk");
   });
 
   test("invalid UTF-8 inside a stream is relayed to a chat client as it came, and re-encoded for Anthropic clients", async () => {
-    const bad = new Uint8Array([...new TextEncoder().encode('data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"'), 0xff, 0xfe, ...new TextEncoder().encode('"},"finish_reason":null}]}\n\ndata: [DONE]\n\n')]);
+    const bad = new Uint8Array([
+      ...new TextEncoder().encode(
+        'data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"',
+      ),
+      0xff,
+      0xfe,
+      ...new TextEncoder().encode('"},"finish_reason":null}]}\n\ndata: [DONE]\n\n'),
+    ]);
     using gen = brokenGeneration(() => [bad]);
     await using cluster = await startCluster({ config: { generationServers: [gen.url.origin] } });
     const chatStream = new Uint8Array(await (await cluster.post("/v1/chat/completions", { ...chat, stream: true })).arrayBuffer());
     expect(Buffer.from(chatStream).equals(Buffer.from(bad))).toBe(true);
-    const anthropic = await (await cluster.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "x" }] })).text();
+    const anthropic = await (
+      await cluster.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "x" }] })
+    ).text();
     expect(anthropic).toContain("\uFFFD");
     expect(anthropic).toContain("event: message_stop");
   });
@@ -107,7 +127,11 @@ function rewritingContext(rewrite: (answer: string) => string | ReadableStream<U
       const body = request.method === "GET" ? undefined : await request.arrayBuffer();
       const headers = new Headers(request.headers);
       headers.delete("host");
-      const upstream = await fetch(real.url + url.pathname + url.search, { method: request.method, headers, ...(body === undefined ? {} : { body }) });
+      const upstream = await fetch(real.url + url.pathname + url.search, {
+        method: request.method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+      });
       if (request.method !== "POST" || !url.pathname.startsWith("/v1/") || upstream.status !== 200) return upstream;
       // Kept as text: a JSON.parse round trip would round the 64-bit disagg_request_id.
       const answer = await upstream.text();
@@ -140,7 +164,9 @@ function idsOf(answer: string): string {
 describe("how worker answers are read", () => {
   test("a context answer that repeats prompt_token_ids hands the generation worker the last list, the one the proxy reads", async () => {
     const long = JSON.stringify(Array.from({ length: 20_000 }, (_, i) => 1000 + (i % 30_000)));
-    await using hostile = rewritingContext((answer) => `{"prompt_token_ids":${long},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`);
+    await using hostile = rewritingContext(
+      (answer) => `{"prompt_token_ids":${long},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`,
+    );
     await using cluster = await startCluster({ config: { contextServers: [hostile.origin], maxRetries: 0 } });
     const response = await cluster.post("/v1/chat/completions", chat);
     expect(response.status).toBe(200);
@@ -150,10 +176,18 @@ describe("how worker answers are read", () => {
   });
 
   const shapes: [string, (answer: string) => string | ReadableStream<Uint8Array>, RegExp][] = [
-    ["nests 300 levels deep (valid JSON)", (answer) => `{"x":${deep(300)},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`, /nests deeper than 256 levels/],
+    [
+      "nests 300 levels deep (valid JSON)",
+      (answer) => `{"x":${deep(300)},${membersOf(answer)},"prompt_token_ids":${idsOf(answer)}}`,
+      /nests deeper than 256 levels/,
+    ],
     ["is 1 MiB of [", () => "[".repeat(1 << 20), /nests deeper than 256 levels/],
     ["is an endless chunked stream of [", () => endless("["), /nests deeper than 256 levels/],
-    ["holds 300,000 empty lists (valid JSON)", (answer) => `{"x":[${"[],".repeat(300_000)}[]],${membersOf(answer)}}`, /holds more than \d+ JSON values/],
+    [
+      "holds 300,000 empty lists (valid JSON)",
+      (answer) => `{"x":[${"[],".repeat(300_000)}[]],${membersOf(answer)}}`,
+      /holds more than \d+ JSON values/,
+    ],
   ];
   test.each(shapes)("a context answer that %s is refused with a 502 before it is parsed, and logged", async (_name, rewrite, message) => {
     await using hostile = rewritingContext(rewrite);
@@ -161,12 +195,16 @@ describe("how worker answers are read", () => {
     const response = await cluster.post("/v1/chat/completions", chat);
     expect(response.status).toBe(502);
     expect(((await response.json()) as { message: string }).message).toMatch(message);
-    expect(cluster.logs.some((r) => r["msg"] === "context leg failed" && r["code"] === "WORKER_BAD_ANSWER" && message.test(String(r["error"])))).toBe(true);
+    expect(
+      cluster.logs.some((r) => r["msg"] === "context leg failed" && r["code"] === "WORKER_BAD_ANSWER" && message.test(String(r["error"]))),
+    ).toBe(true);
     await eventually(() => cluster.proxy.app.placement.table.active() === 0);
   });
 
   test("a non-streamed generation answer nested 300 levels deep is refused with a 502 as well", async () => {
-    using gen = fakeWorker(() => new Response(`{"object":"chat.completion","x":${deep(300)},"choices":[]}`, { headers: { "content-type": "application/json" } }));
+    using gen = fakeWorker(
+      () => new Response(`{"object":"chat.completion","x":${deep(300)},"choices":[]}`, { headers: { "content-type": "application/json" } }),
+    );
     await using cluster = await startCluster({ config: { generationServers: [gen.url.origin], maxRetries: 0 } });
     const response = await cluster.post("/v1/chat/completions", chat);
     expect(response.status).toBe(502);

@@ -53,7 +53,10 @@ const probes = ["is-active disagg-proxy@a", "is-active disagg-proxy@b", "is-acti
  * given slots ("legacy": the single unit of older releases) are active and enabled; they log
  * each call. A slot still draining answers active for `drainingPolls` more probes.
  */
-function fakeHost(state: { active: string[]; enabled: string[]; startFails?: boolean; drainingPolls?: number }): { env: Record<string, string>; calls(): string[] } {
+function fakeHost(state: { active: string[]; enabled: string[]; startFails?: boolean; drainingPolls?: number }): {
+  env: Record<string, string>;
+  calls(): string[];
+} {
   const dir = temp.dir("disagg-proxy-fake-host-");
   const log = join(dir, "calls");
   for (const slot of state.active) writeFileSync(join(dir, `active-${slot}`), "");
@@ -110,128 +113,190 @@ exit 0
 const SLOW = 60_000;
 
 describe("deploy/install.sh", () => {
-  test("installs the binary, the unit, the config and the docs under DESTDIR; the unit verifies and the next command is printed", () => {
-    const root = tempRoot();
-    const result = install(["--destdir", root, real.tarball], {}, real);
-    expect(result).toMatchObject({ code: 0, err: "" });
-    const mode = (path: string): number => statSync(join(root, path)).mode & 0o777;
-    expect(mode("usr/local/bin/disagg-proxy")).toBe(0o755);
-    expect(mode("etc/systemd/system/disagg-proxy@.service")).toBe(0o644);
-    expect(mode("etc/disagg-proxy/disagg_config.yaml")).toBe(0o644);
-    for (const doc of ["README.md", "LICENSE", "disagg_config.yaml"]) expect(existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc))).toBe(true);
-    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8")).toBe(readFileSync(join(ROOT, "deploy/disagg-proxy@.service"), "utf8"));
-    expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).out).toStartWith(`disagg-proxy ${pkg.version} (commit `);
-    expect(verifyUnit(root)).toEqual({ code: 0, out: "" });
-    expect(result.out).toContain(`${real.tarball.split("/").at(-1)}: checksum OK`);
-    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
-    expect(readFileSync(join(root, "etc/sysctl.d/60-disagg-proxy.conf"), "utf8")).toContain("\nnet.ipv4.tcp_migrate_req = 1\n");
-  }, SLOW);
+  test(
+    "installs the binary, the unit, the config and the docs under DESTDIR; the unit verifies and the next command is printed",
+    () => {
+      const root = tempRoot();
+      const result = install(["--destdir", root, real.tarball], {}, real);
+      expect(result).toMatchObject({ code: 0, err: "" });
+      const mode = (path: string): number => statSync(join(root, path)).mode & 0o777;
+      expect(mode("usr/local/bin/disagg-proxy")).toBe(0o755);
+      expect(mode("etc/systemd/system/disagg-proxy@.service")).toBe(0o644);
+      expect(mode("etc/disagg-proxy/disagg_config.yaml")).toBe(0o644);
+      for (const doc of ["README.md", "LICENSE", "disagg_config.yaml"])
+        expect(existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc))).toBe(true);
+      expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8")).toBe(
+        readFileSync(join(ROOT, "deploy/disagg-proxy@.service"), "utf8"),
+      );
+      expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).out).toStartWith(`disagg-proxy ${pkg.version} (commit `);
+      expect(verifyUnit(root)).toEqual({ code: 0, out: "" });
+      expect(result.out).toContain(`${real.tarball.split("/").at(-1)}: checksum OK`);
+      expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
+      expect(readFileSync(join(root, "etc/sysctl.d/60-disagg-proxy.conf"), "utf8")).toContain("\nnet.ipv4.tcp_migrate_req = 1\n");
+    },
+    SLOW,
+  );
 
-  test("running it again keeps an edited config, replaces the binary and changes nothing else", () => {
-    const root = tempRoot();
-    expect(install(["--destdir", root, release.tarball]).code).toBe(0);
-    const config = join(root, "etc/disagg-proxy/disagg_config.yaml");
-    writeFileSync(config, "context_servers:\n  urls: [\"gpu1:8001\"]\ngeneration_servers:\n  urls: [\"gpu2:8002\"]\n");
-    const before = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"));
-    writeFileSync(join(root, "usr/local/bin/disagg-proxy"), "not the binary");
-    const again = install(["--destdir", root, release.tarball]);
-    expect(again.code).toBe(0);
-    expect(again.out).toContain(`kept ${root}/etc/disagg-proxy/disagg_config.yaml`);
-    expect(readFileSync(config, "utf8")).toContain("gpu1:8001");
-    expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"))).toEqual(before);
-    expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).code).toBe(0);
-    expect(existsSync(join(root, "usr/local/bin/.disagg-proxy.new"))).toBe(false);
-  }, SLOW);
+  test(
+    "running it again keeps an edited config, replaces the binary and changes nothing else",
+    () => {
+      const root = tempRoot();
+      expect(install(["--destdir", root, release.tarball]).code).toBe(0);
+      const config = join(root, "etc/disagg-proxy/disagg_config.yaml");
+      writeFileSync(config, 'context_servers:\n  urls: ["gpu1:8001"]\ngeneration_servers:\n  urls: ["gpu2:8002"]\n');
+      const before = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"));
+      writeFileSync(join(root, "usr/local/bin/disagg-proxy"), "not the binary");
+      const again = install(["--destdir", root, release.tarball]);
+      expect(again.code).toBe(0);
+      expect(again.out).toContain(`kept ${root}/etc/disagg-proxy/disagg_config.yaml`);
+      expect(readFileSync(config, "utf8")).toContain("gpu1:8001");
+      expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"))).toEqual(before);
+      expect(run([join(root, "usr/local/bin/disagg-proxy"), "--version"]).code).toBe(0);
+      expect(existsSync(join(root, "usr/local/bin/.disagg-proxy.new"))).toBe(false);
+    },
+    SLOW,
+  );
 
-  test("--prefix moves the binary and the unit's ExecStart follows it; DESTDIR from the environment works too", () => {
-    const root = tempRoot();
-    expect(install(["--prefix", "/opt/disagg-proxy", release.tarball], { DESTDIR: root }).code).toBe(0);
-    expect(existsSync(join(root, "opt/disagg-proxy/bin/disagg-proxy"))).toBe(true);
-    const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8");
-    expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml --take-over\n");
-    expect(verifyUnit(root, "/opt/disagg-proxy")).toEqual({ code: 0, out: "" });
-  }, SLOW);
+  test(
+    "--prefix moves the binary and the unit's ExecStart follows it; DESTDIR from the environment works too",
+    () => {
+      const root = tempRoot();
+      expect(install(["--prefix", "/opt/disagg-proxy", release.tarball], { DESTDIR: root }).code).toBe(0);
+      expect(existsSync(join(root, "opt/disagg-proxy/bin/disagg-proxy"))).toBe(true);
+      const unit = readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8");
+      expect(unit).toContain("\nExecStart=/opt/disagg-proxy/bin/disagg-proxy serve -c /etc/disagg-proxy/disagg_config.yaml --take-over\n");
+      expect(verifyUnit(root, "/opt/disagg-proxy")).toEqual({ code: 0, out: "" });
+    },
+    SLOW,
+  );
 
-  test("without a tarball argument it installs the one beside it for this machine's architecture", () => {
-    const root = tempRoot();
-    const result = install(["--destdir", root]);
-    expect(result.code).toBe(0);
-    expect(result.out).toContain(`disagg-proxy-${pkg.version}-linux-${process.arch}.tar.gz: checksum OK`);
-  }, SLOW);
+  test(
+    "without a tarball argument it installs the one beside it for this machine's architecture",
+    () => {
+      const root = tempRoot();
+      const result = install(["--destdir", root]);
+      expect(result.code).toBe(0);
+      expect(result.out).toContain(`disagg-proxy-${pkg.version}-linux-${process.arch}.tar.gz: checksum OK`);
+    },
+    SLOW,
+  );
 
-  test("a tarball that does not match SHA256SUMS, or is not listed there, installs nothing", () => {
-    const dir = temp.dir("disagg-proxy-tampered-");
-    const name = release.tarball.split("/").at(-1) ?? "";
-    const bytes = readFileSync(release.tarball);
-    bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0xff;
-    writeFileSync(join(dir, name), bytes);
-    copyFileSync(join(release.dir, "SHA256SUMS"), join(dir, "SHA256SUMS"));
-    const root = tempRoot();
-    const tampered = install(["--destdir", root, join(dir, name)]);
-    expect(tampered.code).toBe(1);
-    expect(tampered.err).toContain(`${name} does not match its checksum`);
-    writeFileSync(join(dir, "SHA256SUMS"), "0000  something-else.tar.gz\n");
-    expect(install(["--destdir", root, join(dir, name)]).err).toContain(`${name} is not listed in`);
-    expect(existsSync(join(root, "usr"))).toBe(false);
-    expect(existsSync(join(root, "etc"))).toBe(false);
-  }, SLOW);
+  test(
+    "a tarball that does not match SHA256SUMS, or is not listed there, installs nothing",
+    () => {
+      const dir = temp.dir("disagg-proxy-tampered-");
+      const name = release.tarball.split("/").at(-1) ?? "";
+      const bytes = readFileSync(release.tarball);
+      bytes[bytes.length - 100] = (bytes[bytes.length - 100] ?? 0) ^ 0xff;
+      writeFileSync(join(dir, name), bytes);
+      copyFileSync(join(release.dir, "SHA256SUMS"), join(dir, "SHA256SUMS"));
+      const root = tempRoot();
+      const tampered = install(["--destdir", root, join(dir, name)]);
+      expect(tampered.code).toBe(1);
+      expect(tampered.err).toContain(`${name} does not match its checksum`);
+      writeFileSync(join(dir, "SHA256SUMS"), "0000  something-else.tar.gz\n");
+      expect(install(["--destdir", root, join(dir, name)]).err).toContain(`${name} is not listed in`);
+      expect(existsSync(join(root, "usr"))).toBe(false);
+      expect(existsSync(join(root, "etc"))).toBe(false);
+    },
+    SLOW,
+  );
 
-  test("a relative or odd --prefix and an unknown option are refused with a message", () => {
-    expect(install(["--prefix", "usr/local", release.tarball]).err).toContain("--prefix must be an absolute path");
-    expect(install(["--prefix", "/opt/a b", release.tarball]).err).toContain("--prefix may hold only");
-    expect(install(["--force"])).toMatchObject({ code: 1, err: "install.sh: unknown option --force (see --help)\n" });
-    expect(install(["--help"]).out).toContain("sudo sh install.sh [--prefix DIR] [--destdir DIR]");
-  }, SLOW);
+  test(
+    "a relative or odd --prefix and an unknown option are refused with a message",
+    () => {
+      expect(install(["--prefix", "usr/local", release.tarball]).err).toContain("--prefix must be an absolute path");
+      expect(install(["--prefix", "/opt/a b", release.tarball]).err).toContain("--prefix may hold only");
+      expect(install(["--force"])).toMatchObject({ code: 1, err: "install.sh: unknown option --force (see --help)\n" });
+      expect(install(["--help"]).out).toContain("sudo sh install.sh [--prefix DIR] [--destdir DIR]");
+    },
+    SLOW,
+  );
 
-  test("where disagg-proxy@a serves, it sets the sysctl, starts @b (which takes the port over), enables @b and disables @a", () => {
-    const host = fakeHost({ active: ["a"], enabled: ["a"] });
-    const result = install(["--destdir", tempRoot(), release.tarball], host.env);
-    expect(result).toMatchObject({ code: 0, err: "" });
-    expect(host.calls()).toEqual(["sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf", "daemon-reload", ...probes, "start disagg-proxy@b", "enable disagg-proxy@b", "disable disagg-proxy@a"]);
-    expect(result.out).toContain("upgraded: disagg-proxy@b serves; disagg-proxy@a drains its streams");
-  }, SLOW);
+  test(
+    "where disagg-proxy@a serves, it sets the sysctl, starts @b (which takes the port over), enables @b and disables @a",
+    () => {
+      const host = fakeHost({ active: ["a"], enabled: ["a"] });
+      const result = install(["--destdir", tempRoot(), release.tarball], host.env);
+      expect(result).toMatchObject({ code: 0, err: "" });
+      expect(host.calls()).toEqual([
+        "sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf",
+        "daemon-reload",
+        ...probes,
+        "start disagg-proxy@b",
+        "enable disagg-proxy@b",
+        "disable disagg-proxy@a",
+      ]);
+      expect(result.out).toContain("upgraded: disagg-proxy@b serves; disagg-proxy@a drains its streams");
+    },
+    SLOW,
+  );
 
-  test("the next upgrade goes back to @a once it has drained; a take-over that fails stops the new slot and leaves the old one serving and enabled", () => {
-    const waits = fakeHost({ active: ["a", "b"], enabled: ["b"], drainingPolls: 2 });
-    expect(install(["--destdir", tempRoot(), release.tarball], waits.env)).toMatchObject({ code: 0, err: "" });
-    expect(waits.calls().filter((call) => !call.startsWith("is-"))).toEqual(["sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf", "daemon-reload", "start disagg-proxy@a", "enable disagg-proxy@a", "disable disagg-proxy@b"]);
+  test(
+    "the next upgrade goes back to @a once it has drained; a take-over that fails stops the new slot and leaves the old one serving and enabled",
+    () => {
+      const waits = fakeHost({ active: ["a", "b"], enabled: ["b"], drainingPolls: 2 });
+      expect(install(["--destdir", tempRoot(), release.tarball], waits.env)).toMatchObject({ code: 0, err: "" });
+      expect(waits.calls().filter((call) => !call.startsWith("is-"))).toEqual([
+        "sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf",
+        "daemon-reload",
+        "start disagg-proxy@a",
+        "enable disagg-proxy@a",
+        "disable disagg-proxy@b",
+      ]);
 
-    const fails = fakeHost({ active: ["a"], enabled: ["a"], startFails: true });
-    const result = install(["--destdir", tempRoot(), release.tarball], fails.env);
-    expect(result.code).toBe(1);
-    expect(result.err).toBe("install.sh: disagg-proxy@b did not take over (journalctl -u disagg-proxy@b says why); disagg-proxy@a serves on\n");
-    expect(fails.calls().slice(-2)).toEqual(["start disagg-proxy@b", "stop disagg-proxy@b"]);
-  }, SLOW);
+      const fails = fakeHost({ active: ["a"], enabled: ["a"], startFails: true });
+      const result = install(["--destdir", tempRoot(), release.tarball], fails.env);
+      expect(result.code).toBe(1);
+      expect(result.err).toBe(
+        "install.sh: disagg-proxy@b did not take over (journalctl -u disagg-proxy@b says why); disagg-proxy@a serves on\n",
+      );
+      expect(fails.calls().slice(-2)).toEqual(["start disagg-proxy@b", "stop disagg-proxy@b"]);
+    },
+    SLOW,
+  );
 
-  test("with nothing running it starts nothing and says how; the single unit of an older release is restarted once as @a", () => {
-    const fresh = fakeHost({ active: [], enabled: [] });
-    const result = install(["--destdir", tempRoot(), release.tarball], fresh.env);
-    expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
-    expect(fresh.calls().some((call) => call.startsWith("start") || call.startsWith("enable"))).toBe(false);
+  test(
+    "with nothing running it starts nothing and says how; the single unit of an older release is restarted once as @a",
+    () => {
+      const fresh = fakeHost({ active: [], enabled: [] });
+      const result = install(["--destdir", tempRoot(), release.tarball], fresh.env);
+      expect(result.out.trimEnd().split("\n")).toContain("  systemctl enable --now disagg-proxy@a");
+      expect(fresh.calls().some((call) => call.startsWith("start") || call.startsWith("enable"))).toBe(false);
 
-    const legacy = fakeHost({ active: ["legacy"], enabled: ["legacy"] });
-    expect(install(["--destdir", tempRoot(), release.tarball], legacy.env).code).toBe(0);
-    expect(legacy.calls().filter((call) => !call.startsWith("is-"))).toEqual([
-      "sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf",
-      "daemon-reload",
-      "disable --now disagg-proxy.service",
-      "daemon-reload",
-      "enable --now disagg-proxy@a",
-    ]);
-  }, SLOW);
+      const legacy = fakeHost({ active: ["legacy"], enabled: ["legacy"] });
+      expect(install(["--destdir", tempRoot(), release.tarball], legacy.env).code).toBe(0);
+      expect(legacy.calls().filter((call) => !call.startsWith("is-"))).toEqual([
+        "sysctl -q -p <root>/etc/sysctl.d/60-disagg-proxy.conf",
+        "daemon-reload",
+        "disable --now disagg-proxy.service",
+        "daemon-reload",
+        "enable --now disagg-proxy@a",
+      ]);
+    },
+    SLOW,
+  );
 
-  test("shellcheck finds nothing in it as a POSIX sh script", () => {
-    if (Bun.which("shellcheck") === null) throw new Error("shellcheck is missing: scripts/test-tools.sh installs Debian's shellcheck");
-    expect(run(["shellcheck", "--shell=sh", "--severity=style", join(ROOT, "deploy/install.sh")])).toEqual({ code: 0, out: "", err: "" });
-  }, SLOW);
+  test(
+    "shellcheck finds nothing in it as a POSIX sh script",
+    () => {
+      if (Bun.which("shellcheck") === null) throw new Error("shellcheck is missing: scripts/test-tools.sh installs Debian's shellcheck");
+      expect(run(["shellcheck", "--shell=sh", "--severity=style", join(ROOT, "deploy/install.sh")])).toEqual({ code: 0, out: "", err: "" });
+    },
+    SLOW,
+  );
 
-  test("the example config it installs is a TensorRT-LLM config the proxy reads without a warning", () => {
-    const command = parseCommandLine(["serve", "-c", join(ROOT, "deploy/disagg_config.yaml")]);
-    expect(command.kind).toBe("serve");
-    if (command.kind !== "serve") return;
-    expect(command.warnings).toEqual([]);
-    expect(command.config.port).toBe(8000);
-    expect(command.config.contextServers).toEqual(["http://localhost:8001"]);
-    expect(command.config.generationServers).toEqual(["http://localhost:8002"]);
-  }, SLOW);
+  test(
+    "the example config it installs is a TensorRT-LLM config the proxy reads without a warning",
+    () => {
+      const command = parseCommandLine(["serve", "-c", join(ROOT, "deploy/disagg_config.yaml")]);
+      expect(command.kind).toBe("serve");
+      if (command.kind !== "serve") return;
+      expect(command.warnings).toEqual([]);
+      expect(command.config.port).toBe(8000);
+      expect(command.config.contextServers).toEqual(["http://localhost:8001"]);
+      expect(command.config.generationServers).toEqual(["http://localhost:8002"]);
+    },
+    SLOW,
+  );
 });

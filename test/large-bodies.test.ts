@@ -23,7 +23,12 @@ describe.each([false, true])("worker msgpack %p", (workerMsgpack) => {
     const completions = await cluster.post("/v1/completions", { model: "m", prompt: IDS, max_tokens: 3, note: LONG });
     expect(completions.status).toBe(200);
     await completions.text();
-    const chat = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: WORDS }], max_tokens: 3, stream: true });
+    const chat = await cluster.post("/v1/chat/completions", {
+      model: "m",
+      messages: [{ role: "user", content: WORDS }],
+      max_tokens: 3,
+      stream: true,
+    });
     expect(chat.status).toBe(200);
     expect(await chat.text()).toContain("[DONE]");
     const [ctxCompletion, ctxChat] = cluster.contexts[0]!.requests.filter((r) => r.phase === "context");

@@ -121,7 +121,10 @@ describe("bind_host", () => {
         "",
       ].join("\n"),
     );
-    const child = Bun.spawn([process.execPath, MAIN, "disaggregated", "-c", yaml, "--report_addr", report], { stdout: "pipe", stderr: "pipe" });
+    const child = Bun.spawn([process.execPath, MAIN, "disaggregated", "-c", yaml, "--report_addr", report], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     children.push(child);
     try {
       const lines: string[] = [];
@@ -139,10 +142,16 @@ describe("bind_host", () => {
       expect(readFileSync(report, "utf8")).toBe(`advertised.example:${url.port}`);
       const info = (await (await fetch(`${url.origin}/cluster_info`)).json()) as { server: unknown };
       expect(info.server).toEqual({ hostname: "advertised.example", bind_host: "127.0.0.9", port: Number(url.port) });
-      const listening = lines.map((line) => (line.startsWith("{") ? (JSON.parse(line) as Record<string, unknown>) : {})).find((line) => line["msg"] === "listening");
+      const listening = lines
+        .map((line) => (line.startsWith("{") ? (JSON.parse(line) as Record<string, unknown>) : {}))
+        .find((line) => line["msg"] === "listening");
       expect(listening?.["advertised"]).toBe(`advertised.example:${url.port}`);
       expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
-      const answer = await fetch(`${url.origin}/v1/chat/completions`, { method: "POST", body: chat, headers: { "content-type": "application/json" } });
+      const answer = await fetch(`${url.origin}/v1/chat/completions`, {
+        method: "POST",
+        body: chat,
+        headers: { "content-type": "application/json" },
+      });
       expect(answer.status).toBe(200);
     } finally {
       child.kill("SIGTERM");
@@ -155,27 +164,46 @@ describe("bind_host", () => {
 async function start(args: string[], files: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const dir = mkdtempSync(join(tmpdir(), "disagg-names-"));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
-  const child = Bun.spawn([process.execPath, MAIN, ...args.map((arg) => (arg in files ? join(dir, arg) : arg))], { stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([process.execPath, MAIN, ...args.map((arg) => (arg in files ? join(dir, arg) : arg))], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   children.push(child);
   const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
   return { code, stderr };
 }
 
 describe("names that do not resolve", () => {
-  const workers = "context_servers: { urls: [\"127.0.0.1:1\"] }\ngeneration_servers: { urls: [\"127.0.0.1:2\"] }\n";
+  const workers = 'context_servers: { urls: ["127.0.0.1:1"] }\ngeneration_servers: { urls: ["127.0.0.1:2"] }\n';
 
   test("an etcd host, a metadata server and a listen host that do not resolve each stop start-up with the same one line and exit 2", async () => {
     const runs = await Promise.all([
-      start(["disaggregated", "-c", "etcd.yaml"], { "etcd.yaml": "hostname: 127.0.0.1\nport: 0\ndisagg_cluster: { cluster_uri: etcd://gpu-node-001.invalid }\n" }),
-      start(["disaggregated", "-c", "plain.yaml", "-m", "meta.yaml"], { "plain.yaml": "hostname: 127.0.0.1\nport: 0\n", "meta.yaml": "server_type: etcd\nhostname: etcd-node.invalid\nport: 2379\n" }),
+      start(["disaggregated", "-c", "etcd.yaml"], {
+        "etcd.yaml": "hostname: 127.0.0.1\nport: 0\ndisagg_cluster: { cluster_uri: etcd://gpu-node-001.invalid }\n",
+      }),
+      start(["disaggregated", "-c", "plain.yaml", "-m", "meta.yaml"], {
+        "plain.yaml": "hostname: 127.0.0.1\nport: 0\n",
+        "meta.yaml": "server_type: etcd\nhostname: etcd-node.invalid\nport: 2379\n",
+      }),
       start(["disaggregated", "-c", "listen.yaml"], { "listen.yaml": `hostname: svc.invalid\nport: 0\n${workers}` }),
       start(["disaggregated", "-c", "bind.yaml"], { "bind.yaml": `hostname: 127.0.0.1\nbind_host: node.invalid\nport: 0\n${workers}` }),
     ]);
     expect(runs).toEqual([
-      { code: 2, stderr: "disagg-proxy: cannot resolve gpu-node-001.invalid (named by disagg_cluster.cluster_uri): the name does not resolve (ENOTFOUND)\n" },
-      { code: 2, stderr: "disagg-proxy: cannot resolve etcd-node.invalid (named by the metadata server (-m)): the name does not resolve (ENOTFOUND)\n" },
+      {
+        code: 2,
+        stderr:
+          "disagg-proxy: cannot resolve gpu-node-001.invalid (named by disagg_cluster.cluster_uri): the name does not resolve (ENOTFOUND)\n",
+      },
+      {
+        code: 2,
+        stderr:
+          "disagg-proxy: cannot resolve etcd-node.invalid (named by the metadata server (-m)): the name does not resolve (ENOTFOUND)\n",
+      },
       { code: 2, stderr: "disagg-proxy: cannot resolve svc.invalid (named by hostname (--host)): the name does not resolve (ENOTFOUND)\n" },
-      { code: 2, stderr: "disagg-proxy: cannot resolve node.invalid (named by bind_host (--bind-host)): the name does not resolve (ENOTFOUND)\n" },
+      {
+        code: 2,
+        stderr: "disagg-proxy: cannot resolve node.invalid (named by bind_host (--bind-host)): the name does not resolve (ENOTFOUND)\n",
+      },
     ]);
   }, 20_000);
 });

@@ -61,7 +61,9 @@ describe.each(SCHEDULES)("%s: /v1/messages", (schedule) => {
     expect(seen[0]!.event).toBe("ping");
     expect(seen.at(-1)!.event).toBe("error");
     // The in-band error carries the type the same failure has before the stream starts.
-    expect((seen.at(-1)!.data as { error: { type: string } }).error.type).toBe(status === 503 ? "overloaded_error" : "invalid_request_error");
+    expect((seen.at(-1)!.data as { error: { type: string } }).error.type).toBe(
+      status === 503 ? "overloaded_error" : "invalid_request_error",
+    );
     expect(seen.some((e) => e.event === "message_stop")).toBe(false);
   });
 
@@ -80,7 +82,9 @@ describe.each(SCHEDULES)("%s: /v1/messages", (schedule) => {
   test("a client leaving after the stream started cancels both legs", async () => {
     await using cluster = await startCluster({ config: { schedule, streamStartWaitMs: 50 } });
     const client = new AbortController();
-    const response = await cluster.post("/v1/messages", message("[[emu ctx.prefill_ms=5000]]", { stream: true }), { signal: client.signal });
+    const response = await cluster.post("/v1/messages", message("[[emu ctx.prefill_ms=5000]]", { stream: true }), {
+      signal: client.signal,
+    });
     await response.body!.getReader().read();
     client.abort();
     await cluster.contexts[0]!.waitFor((r) => r.phase === "context" && r.status === "aborted");
@@ -114,7 +118,10 @@ describe("/v1/messages details", () => {
 
   test("a conversion error is a 400 in the Anthropic envelope and reaches no worker", async () => {
     await using cluster = await startCluster();
-    const response = await cluster.post("/v1/messages", message("x", { tool_choice: { type: "any" }, tools: [{ name: "f", input_schema: {} }] }));
+    const response = await cluster.post(
+      "/v1/messages",
+      message("x", { tool_choice: { type: "any" }, tools: [{ name: "f", input_schema: {} }] }),
+    );
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { type: string } }).error.type).toBe("invalid_request_error");
     expect(cluster.contexts[0]!.requests.filter((r) => r.method === "POST")).toHaveLength(0);
@@ -130,9 +137,18 @@ describe("/v1/messages details", () => {
   test("Claude Code's 80 KB request is accepted as it is", async () => {
     await using cluster = await startCluster();
     const body = await Bun.file(`${import.meta.dir}/fixtures/anthropic/claude-code-request.json`).json();
-    const response = await cluster.post("/v1/messages?beta=true", { ...(body as object), stream: true }, {
-      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "anthropic-beta": "x", "x-claude-code-session-id": "s" },
-    });
+    const response = await cluster.post(
+      "/v1/messages?beta=true",
+      { ...(body as object), stream: true },
+      {
+        headers: {
+          "content-type": "application/json",
+          "anthropic-version": "2023-06-01",
+          "anthropic-beta": "x",
+          "x-claude-code-session-id": "s",
+        },
+      },
+    );
     expect(response.status).toBe(200);
     await events(response);
   });

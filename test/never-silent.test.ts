@@ -75,7 +75,10 @@ describe("timeouts", () => {
     await using cluster = await startCluster({ config: { requestTimeoutMs: 400, keepaliveIntervalMs: 100, streamStartWaitMs: 50 } });
     const long = await cluster.post("/v1/chat/completions", chat("[[emu gen.token_ms=100 tokens=12]]", { max_tokens: 12 }));
     expect(await long.text()).toContain("[DONE]");
-    const silent = await cluster.post("/v1/chat/completions", chat("[[emu gen.silence_ms=3000 gen.silence_after=1 tokens=5]]", { max_tokens: 5 }));
+    const silent = await cluster.post(
+      "/v1/chat/completions",
+      chat("[[emu gen.silence_ms=3000 gen.silence_after=1 tokens=5]]", { max_tokens: 5 }),
+    );
     const text = await silent.text();
     expect(text).not.toContain("[DONE]");
     expect(text).toContain('"code":504');

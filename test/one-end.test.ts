@@ -72,18 +72,46 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
 }
 
 function post(path: string, body: unknown): Request {
-  return new Request(`http://proxy${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return new Request(`http://proxy${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }
 
 const CHAT = { model: "m", messages: [{ role: "user", content: "hi" }] };
 
 const CASES = [
-  { name: "a synchronous throw from the pipeline", at: "pipeline sync", call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}) },
-  { name: "a rejected pipeline (JSON answer)", at: "pipeline async", call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}) },
-  { name: "a rejected pipeline (stream answer)", at: "pipeline async", call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}) },
-  { name: "a throw while the stream answer is built", at: "settings", call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}) },
-  { name: "a throw in /v1/models' worker call", at: "worker call", call: (d: RouteDeps) => models(d, new Request("http://proxy/v1/models")) },
-  { name: "a throw in count_tokens' worker call", at: "worker call", call: (d: RouteDeps) => countTokens(d, post("/v1/messages/count_tokens", CHAT)) },
+  {
+    name: "a synchronous throw from the pipeline",
+    at: "pipeline sync",
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}),
+  },
+  {
+    name: "a rejected pipeline (JSON answer)",
+    at: "pipeline async",
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}),
+  },
+  {
+    name: "a rejected pipeline (stream answer)",
+    at: "pipeline async",
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}),
+  },
+  {
+    name: "a throw while the stream answer is built",
+    at: "settings",
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}),
+  },
+  {
+    name: "a throw in /v1/models' worker call",
+    at: "worker call",
+    call: (d: RouteDeps) => models(d, new Request("http://proxy/v1/models")),
+  },
+  {
+    name: "a throw in count_tokens' worker call",
+    at: "worker call",
+    call: (d: RouteDeps) => countTokens(d, post("/v1/messages/count_tokens", CHAT)),
+  },
 ] as const;
 
 describe("a request ends once, whatever throws after it started", () => {

@@ -45,16 +45,25 @@ describe("outlier ejection", () => {
     expect(ejections).toHaveLength(1);
     expect(ejections[0]).toMatchObject({ worker: wedged!.url, role: "context", reason: "timeout", consecutive_failures: 3 });
     const info = parseJson(await (await fetch(`${cluster.url}/cluster_info`)).text());
-    const row = isJsonObject(info) && isJsonObject(info["workers"]) && Array.isArray(info["workers"]["context"]) ? info["workers"]["context"][0] : undefined;
+    const row =
+      isJsonObject(info) && isJsonObject(info["workers"]) && Array.isArray(info["workers"]["context"])
+        ? info["workers"]["context"][0]
+        : undefined;
     expect(row).toMatchObject({ url: wedged!.url, state: "ejected", ejected: { reason: "timeout", ejections: 1 } });
     expect((await fetch(`${cluster.url}/health`)).status).toBe(200);
-    expect(await (await fetch(`${cluster.url}/prometheus/metrics`)).text()).toContain(`disagg_proxy_worker_ejected{role="context",url="${wedged!.url}"} 1`);
+    expect(await (await fetch(`${cluster.url}/prometheus/metrics`)).text()).toContain(
+      `disagg_proxy_worker_ejected{role="context",url="${wedged!.url}"} 1`,
+    );
 
     // Fixed: the same address now serves normally. After its ejection time a passing check brings it back.
     const port = wedged!.port;
     await wedged!.stop();
     await using fixed = startEmulatedWorker({ role: "context", port });
-    await eventually(() => cluster.logs.some((line) => line["msg"] === "worker back in rotation after its ejection"), 3000, "the worker back in rotation");
+    await eventually(
+      () => cluster.logs.some((line) => line["msg"] === "worker back in rotation after its ejection"),
+      3000,
+      "the worker back in rotation",
+    );
     for (let i = 0; i < 4; i++) await (await cluster.post("/v1/chat/completions", chat(`again ${i}`))).text();
     expect(fixed.requests.filter((r) => r.phase === "context").length).toBeGreaterThan(0);
   });

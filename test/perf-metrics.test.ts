@@ -24,9 +24,13 @@ describe.each(["context_first", "generation_first"] as const)("%s: per-request p
     expect(response.status).toBe(200);
     await response.text();
     const timing = response.headers.get("server-timing") ?? "";
-    expect(timing).toMatch(/^disagg_queue;dur=\d+\.\d{6}, disagg_ttft;dur=\d+\.\d{6}, ctx_queue;dur=\d+\.\d{6}, ctx_ttft;.*gen_queue;.*gen_kv_transfer;dur=\d+\.\d{6}$/);
+    expect(timing).toMatch(
+      /^disagg_queue;dur=\d+\.\d{6}, disagg_ttft;dur=\d+\.\d{6}, ctx_queue;dur=\d+\.\d{6}, ctx_ttft;.*gen_queue;.*gen_kv_transfer;dur=\d+\.\d{6}$/,
+    );
     expect(timing).not.toContain("server_");
-    expect(response.headers.get("x-trtllm-start-end-time")).toMatch(/^disagg-start;ts=\d+\.\d{9}, disagg-end;ts=\d+\.\d{9}, ctx-start;ts=.*, gen-end;ts=\d+\.\d{9}$/);
+    expect(response.headers.get("x-trtllm-start-end-time")).toMatch(
+      /^disagg-start;ts=\d+\.\d{9}, disagg-end;ts=\d+\.\d{9}, ctx-start;ts=.*, gen-end;ts=\d+\.\d{9}$/,
+    );
     expect(response.headers.get("x-trtllm-step-metrics")).toMatch(/ctx-step-\d+-forward;dur=.*gen-step-\d+-gpu-sample;dur=/);
     expect(response.headers.get("x-trtllm-ctx-chunk-metrics")).toStartWith("ctx-ctx-chunk-0-forward;dur=");
     for (const worker of [c.contexts[0]!, c.generations[0]!]) {
@@ -81,7 +85,9 @@ describe("per-request perf metrics appear only when asked for and enabled", () =
       const json = await c.post("/v1/completions", { model: "m", prompt: "hi there", max_tokens: 2 }, { headers: ASK });
       await json.text();
       expect(json.headers.get("server-timing")).toBeNull();
-      expect(c.generations[0]!.requests.filter((r) => r.phase !== "other").every((r) => r.headers["x-trtllm-return-metrics"] === "1")).toBe(true);
+      expect(c.generations[0]!.requests.filter((r) => r.phase !== "other").every((r) => r.headers["x-trtllm-return-metrics"] === "1")).toBe(
+        true,
+      );
       await c.proxy.app.telemetry.flush();
       const [file, ...others] = readdirSync(dir);
       expect(others).toEqual([]);
@@ -92,8 +98,17 @@ describe("per-request perf metrics appear only when asked for and enabled", () =
       for (const [index, line] of lines.entries()) {
         expect(line).toContain(`"disagg_request_id":${ids[index]}}`);
         const record = JSON.parse(line) as Record<string, { perf_metrics?: { timing_metrics: Record<string, number> } }>;
-        expect(record).toMatchObject({ ctx_server: new URL(c.contexts[0]!.url).host, gen_server: new URL(c.generations[0]!.url).host, status: "complete" });
-        expect(Object.keys(record["gen_perf_metrics"]?.perf_metrics?.timing_metrics ?? {})).toEqual(["arrival_time", "last_token_time", "first_scheduled_time", "first_token_time"]);
+        expect(record).toMatchObject({
+          ctx_server: new URL(c.contexts[0]!.url).host,
+          gen_server: new URL(c.generations[0]!.url).host,
+          status: "complete",
+        });
+        expect(Object.keys(record["gen_perf_metrics"]?.perf_metrics?.timing_metrics ?? {})).toEqual([
+          "arrival_time",
+          "last_token_time",
+          "first_scheduled_time",
+          "first_token_time",
+        ]);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -104,7 +119,12 @@ describe("per-request perf metrics appear only when asked for and enabled", () =
     await using c = await cluster({ config: { returnPerfMetrics: true }, contexts: [{ ...FAST_CLOCK, clockSkewS: 1000 }] });
     const response = await c.post("/v1/chat/completions", CHAT, { headers: ASK });
     await response.text();
-    const stamps = Object.fromEntries((response.headers.get("x-trtllm-start-end-time") ?? "").split(", ").map((item) => item.split(";ts=")).map(([name, ts]) => [name, Number(ts)]));
+    const stamps = Object.fromEntries(
+      (response.headers.get("x-trtllm-start-end-time") ?? "")
+        .split(", ")
+        .map((item) => item.split(";ts="))
+        .map(([name, ts]) => [name, Number(ts)]),
+    );
     expect(stamps["ctx-start"]).toBeGreaterThanOrEqual(stamps["disagg-start"]! - 0.05);
     expect(stamps["ctx-end"]).toBeLessThanOrEqual(stamps["disagg-end"]! + 0.05);
     expect(c.logs.filter((l) => l["msg"] === "steady clock offset set").map((l) => Math.round(Number(l["offset_s"])))).toContain(1000);
@@ -114,8 +134,16 @@ describe("per-request perf metrics appear only when asked for and enabled", () =
 describe("per-request perf metrics on the other routes", () => {
   test("Responses and Anthropic Messages streams end with the proxy's merged event; the worker's own is withheld", async () => {
     await using c = await cluster({ config: { returnPerfMetrics: true } });
-    const responses = await (await c.post("/v1/responses", { model: "m", input: "hello there", max_output_tokens: 3, stream: true }, { headers: ASK })).text();
-    const messages = await (await c.post("/v1/messages", { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "hello there" }] }, { headers: ASK })).text();
+    const responses = await (
+      await c.post("/v1/responses", { model: "m", input: "hello there", max_output_tokens: 3, stream: true }, { headers: ASK })
+    ).text();
+    const messages = await (
+      await c.post(
+        "/v1/messages",
+        { model: "m", max_tokens: 3, stream: true, messages: [{ role: "user", content: "hello there" }] },
+        { headers: ASK },
+      )
+    ).text();
     for (const text of [responses, messages]) {
       const events = perfEvents(text);
       expect(events).toHaveLength(1);
@@ -149,7 +177,14 @@ describe("GET /perf_metrics", () => {
     const entries = JSON.parse(text) as Record<string, unknown>[];
     expect(entries).toHaveLength(2);
     for (const entry of entries) {
-      expect(Object.keys(entry)).toEqual(["ctx_server", "gen_server", "disagg_server_arrival_time", "disagg_server_first_token_time", "ctx_perf_metrics", "gen_perf_metrics"]);
+      expect(Object.keys(entry)).toEqual([
+        "ctx_server",
+        "gen_server",
+        "disagg_server_arrival_time",
+        "disagg_server_first_token_time",
+        "ctx_perf_metrics",
+        "gen_perf_metrics",
+      ]);
       expect(entry).toMatchObject({ ctx_server: new URL(c.contexts[0]!.url).host, gen_server: new URL(c.generations[0]!.url).host });
       expect(entry["ctx_perf_metrics"]).toMatchObject({ perf_metrics: { timing_metrics: { arrival_time: expect.any(Number) } } });
     }

@@ -3,7 +3,10 @@ import { isJsonObject } from "../src/json/json.ts";
 import { eventually, startCluster } from "./support/cluster.ts";
 
 const history = (turns: number): object[] =>
-  Array.from({ length: turns }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `turn ${i} ${"about the long agent task ".repeat(40)}` }));
+  Array.from({ length: turns }, (_, i) => ({
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: `turn ${i} ${"about the long agent task ".repeat(40)}`,
+  }));
 
 const chat = (messages: object[], extra: object = {}): object => ({ model: "m", messages, max_tokens: 3, ...extra });
 
@@ -27,7 +30,15 @@ function codexTurn(thread: string, turn: number): { body: object; headers: Recor
     body: {
       model: "emulated-model",
       input: [{ type: "message", role: "developer", content: [{ type: "input_text", text: CODEX_DEVELOPER_PROMPT }] }, ...turns],
-      tools: [{ type: "function", name: "shell", description: "Runs a shell command", strict: false, parameters: { type: "object", properties: {} } }],
+      tools: [
+        {
+          type: "function",
+          name: "shell",
+          description: "Runs a shell command",
+          strict: false,
+          parameters: { type: "object", properties: {} },
+        },
+      ],
       tool_choice: "auto",
       parallel_tool_calls: true,
       reasoning: { summary: "auto" },
@@ -42,16 +53,27 @@ function codexTurn(thread: string, turn: number): { body: object; headers: Recor
 }
 
 /** Indexes of the workers that served a leg of the given phase for a conversation (one per request). */
-const workerOf = (workers: readonly { requests: readonly { phase?: string; body: unknown }[] }[], phase: string, session: string): number[] =>
+const workerOf = (
+  workers: readonly { requests: readonly { phase?: string; body: unknown }[] }[],
+  phase: string,
+  session: string,
+): number[] =>
   workers.flatMap((w, index) =>
-    w.requests.filter((r) => r.phase === phase && isJsonObject(r.body) && JSON.stringify(r.body["conversation_params"]) === `{"conversation_id":"${session}"}`).map(() => index),
+    w.requests
+      .filter(
+        (r) =>
+          r.phase === phase && isJsonObject(r.body) && JSON.stringify(r.body["conversation_params"]) === `{"conversation_id":"${session}"}`,
+      )
+      .map(() => index),
   );
 
 describe("conversation-aware placement through the proxy", () => {
   test("turns of one conversation stick to the same context worker", async () => {
     await using cluster = await startCluster({ contexts: [{}, {}, {}], config: { contextRouter: "conversation" } });
     for (let turn = 1; turn <= 4; turn++) {
-      const response = await cluster.post("/v1/chat/completions", chat(history(turn)), { headers: { "content-type": "application/json", "x-session-id": "agent-7" } });
+      const response = await cluster.post("/v1/chat/completions", chat(history(turn)), {
+        headers: { "content-type": "application/json", "x-session-id": "agent-7" },
+      });
       expect(response.status).toBe(200);
     }
     const served = cluster.contexts.map((w) => w.requests.filter((r) => r.phase === "context").length);
@@ -71,7 +93,9 @@ describe("conversation-aware placement through the proxy", () => {
       }
     }
     const served = (thread: string): number[] =>
-      cluster.contexts.flatMap((w, index) => w.requests.filter((r) => r.phase === "context" && isJsonObject(r.body) && r.body["prompt_cache_key"] === thread).map(() => index));
+      cluster.contexts.flatMap((w, index) =>
+        w.requests.filter((r) => r.phase === "context" && isJsonObject(r.body) && r.body["prompt_cache_key"] === thread).map(() => index),
+      );
     const threadA = served("thread-a");
     const threadB = served("thread-b");
     expect(threadA).toHaveLength(3);
@@ -90,12 +114,24 @@ describe("conversation-aware placement through the proxy", () => {
         headers: { "content-type": "application/json", "x-session-id": session, ...(parent === undefined ? {} : { [PARENT]: parent }) },
       });
 
-    for (const [scope, schedule] of [["context", "context_first"], ["both", "context_first"], ["context", "generation_first"], ["both", "generation_first"]] as const) {
+    for (const [scope, schedule] of [
+      ["context", "context_first"],
+      ["both", "context_first"],
+      ["context", "generation_first"],
+      ["both", "generation_first"],
+    ] as const) {
       test(`scope ${scope}, ${schedule}: sub-agents land on their parent's context worker${scope === "both" ? " and generation worker" : ""}, other sessions spread`, async () => {
         await using cluster = await startCluster({
           contexts: [{}, {}, {}],
           generations: [{}, {}, {}],
-          config: { schedule, contextRouter: "conversation", generationRouter: "conversation", internalAuthKey: "k", subagentAffinityHeader: PARENT, subagentAffinityScope: scope },
+          config: {
+            schedule,
+            contextRouter: "conversation",
+            generationRouter: "conversation",
+            internalAuthKey: "k",
+            subagentAffinityHeader: PARENT,
+            subagentAffinityScope: scope,
+          },
         });
         expect((await post(cluster, "parent-1")).status).toBe(200);
         for (const child of ["child-a", "child-b", "child-c"]) {
@@ -161,7 +197,9 @@ describe("conversation-aware placement through the proxy", () => {
     expect(early.status).toBe(200);
     expect(table.active()).toBe(0);
     const client = new AbortController();
-    const leaving = cluster.post("/v1/chat/completions", chat([{ role: "user", content: "[[emu ctx.prefill_ms=3000]]" }]), { signal: client.signal });
+    const leaving = cluster.post("/v1/chat/completions", chat([{ role: "user", content: "[[emu ctx.prefill_ms=3000]]" }]), {
+      signal: client.signal,
+    });
     leaving.catch(() => {});
     await cluster.contexts[0]!.waitFor((r) => r.phase === "context" && r.status === "running");
     expect(table.active()).toBe(2);

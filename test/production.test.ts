@@ -26,7 +26,19 @@ describe("request log", () => {
     const lines = cluster.logs.filter((l) => l["msg"] === "request");
     expect(lines.map((l) => String(l["outcome"])).toSorted()).toEqual(["client_disconnected", "ok", "rejected", "timeout", "worker_error"]);
     const ok = lines.find((l) => l["outcome"] === "ok")!;
-    for (const field of ["disagg_request_id", "route", "stream", "context_worker", "generation_worker", "schedule", "status", "retries", "ttfb_ms", "duration_ms", "bytes_out"]) {
+    for (const field of [
+      "disagg_request_id",
+      "route",
+      "stream",
+      "context_worker",
+      "generation_worker",
+      "schedule",
+      "status",
+      "retries",
+      "ttfb_ms",
+      "duration_ms",
+      "bytes_out",
+    ]) {
       expect(ok[field]).toBeDefined();
     }
     expect(JSON.stringify(lines)).not.toContain("fine");
@@ -56,7 +68,9 @@ describe("worker health", () => {
     await eventually(() => pool.all("generation").find((w) => w.origin === victim.url)?.ready === false);
     for (let i = 0; i < 6; i++) expect((await cluster.post("/v1/chat/completions", chat("while ejected"))).status).toBe(200);
     expect(cluster.generations[1]!.requests.filter((r) => r.phase === "generation")).toHaveLength(6);
-    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: { generation: { url: string; ready: boolean }[] } };
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+      workers: { generation: { url: string; ready: boolean }[] };
+    };
     expect(info.workers.generation.find((w) => w.url === victim.url)?.ready).toBe(false);
     await using revived = startEmulatedWorker({ role: "generation", port });
     await eventually(() => pool.all("generation").every((w) => w.ready));
@@ -75,7 +89,11 @@ describe("graceful drain", () => {
     const refused = await cluster.post("/v1/chat/completions", chat("too late"));
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("5");
-    const refusedMessages = await cluster.post("/v1/messages", { model: "m", max_tokens: 4, messages: [{ role: "user", content: "late" }] });
+    const refusedMessages = await cluster.post("/v1/messages", {
+      model: "m",
+      max_tokens: 4,
+      messages: [{ role: "user", content: "late" }],
+    });
     // Anthropic's overloaded_error, which its clients retry with back-off.
     expect(refusedMessages.status).toBe(529);
     expect(await refusedMessages.json()).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
@@ -100,7 +118,10 @@ describe("graceful drain", () => {
 
 describe("reload", () => {
   test("replacing the worker lists adds and removes workers without breaking an open stream", async () => {
-    await using cluster = await startCluster({ generations: [{ tokenMs: 60 }], config: { streamStartWaitMs: 50, healthCheckIntervalMs: 30 } });
+    await using cluster = await startCluster({
+      generations: [{ tokenMs: 60 }],
+      config: { streamStartWaitMs: 50, healthCheckIntervalMs: 30 },
+    });
     await using added = startEmulatedWorker({ role: "generation" });
     const open = await cluster.post("/v1/chat/completions", chat("[[emu tokens=10]]", true, { max_tokens: 10 }));
     const body = open.text();

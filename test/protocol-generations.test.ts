@@ -43,7 +43,13 @@ function bodyOf(route: Route, stream: boolean): JsonObject {
     chat: { model: "m", messages: [{ role: "user", content: PROMPT }], max_tokens: 6, stream, ...usage },
     completions: { model: "m", prompt: PROMPT, max_tokens: 6, stream, ...usage },
     // Thinking makes the Anthropic adapter send injected_chat_template_kwargs.
-    messages: { model: "m", max_tokens: 2000, stream, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: PROMPT }] },
+    messages: {
+      model: "m",
+      max_tokens: 2000,
+      stream,
+      thinking: { type: "enabled", budget_tokens: 1024 },
+      messages: [{ role: "user", content: PROMPT }],
+    },
     responses: { model: "m", input: PROMPT, max_output_tokens: 6, stream },
   };
   return bodies[route];
@@ -67,7 +73,10 @@ function usageOf(object: JsonValue | undefined): Usage | undefined {
   if (usage["prompt_tokens"] !== undefined) {
     return { prompt: numberAt(usage, "prompt_tokens") ?? -1, cached: numberAt(usage, "prompt_tokens_details", "cached_tokens") ?? 0 };
   }
-  if (usage["cache_read_input_tokens"] !== undefined || object !== undefined && isJsonObject(object) && object["type"] !== undefined && usage["input_tokens_details"] === undefined) {
+  if (
+    usage["cache_read_input_tokens"] !== undefined ||
+    (object !== undefined && isJsonObject(object) && object["type"] !== undefined && usage["input_tokens_details"] === undefined)
+  ) {
     // Anthropic: input_tokens excludes what was read from the cache.
     const cached = numberAt(usage, "cache_read_input_tokens") ?? 0;
     return { prompt: (numberAt(usage, "input_tokens") ?? -1) + cached, cached };
@@ -202,7 +211,9 @@ describe("injected_chat_template_kwargs (#19351, merged the day of the 1.3.0rc30
         expect(response.status).toBe(200);
         await response.arrayBuffer();
       }
-      const sent = [...cluster.contexts, ...cluster.generations].flatMap((worker) => worker.requests.filter((r) => r.path === "/v1/chat/completions"));
+      const sent = [...cluster.contexts, ...cluster.generations].flatMap((worker) =>
+        worker.requests.filter((r) => r.path === "/v1/chat/completions"),
+      );
       expect(sent).toHaveLength(4);
       const carried = sent.map((r) => isJsonObject(r.body) && r.body["injected_chat_template_kwargs"] !== undefined);
       expect(carried).toEqual(Array.from({ length: 4 }, () => version === NEWEST));
@@ -222,13 +233,21 @@ describe("usage on workers before ctx_usage", () => {
     expect(measured?.cached).toBeGreaterThan(0);
     expect(usage?.cached).not.toBe(measured?.cached);
     const generation = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
-    expect(generation.every((r) => isJsonObject(r.body) && isJsonObject(r.body["disaggregated_params"]) && r.body["disaggregated_params"]["ctx_usage"] === undefined)).toBe(true);
+    expect(
+      generation.every(
+        (r) =>
+          isJsonObject(r.body) && isJsonObject(r.body["disaggregated_params"]) && r.body["disaggregated_params"]["ctx_usage"] === undefined,
+      ),
+    ).toBe(true);
   });
 });
 
 describe("Responses on workers that cannot disaggregate it", () => {
   test("--responses-fallback aggregated serves it whole on one generation worker, streamed and not", async () => {
-    await using cluster = await fleetCluster({ name: CTX_USAGE, contexts: [CTX_USAGE], generations: [CTX_USAGE] }, { config: { responsesFallback: "aggregated" } });
+    await using cluster = await fleetCluster(
+      { name: CTX_USAGE, contexts: [CTX_USAGE], generations: [CTX_USAGE] },
+      { config: { responsesFallback: "aggregated" } },
+    );
     for (const stream of [false, true]) {
       const response = await post(cluster, "responses", stream);
       expect(response.status).toBe(200);
@@ -300,7 +319,14 @@ describe("packed ids from a context worker", () => {
         id: "cmpl-1",
         object: "text_completion",
         model: "m",
-        choices: [{ index: 0, text: "", finish_reason: "length", disaggregated_params: { request_type: "context_only", ctx_request_id: 5, disagg_request_id: 7 } }],
+        choices: [
+          {
+            index: 0,
+            text: "",
+            finish_reason: "length",
+            disaggregated_params: { request_type: "context_only", ctx_request_id: 5, disagg_request_id: 7 },
+          },
+        ],
         prompt_token_ids: null,
         prompt_token_ids_b64: Buffer.from(new Int32Array([11, 12]).buffer).toString("base64"),
       }),
@@ -311,12 +337,20 @@ describe("packed ids from a context worker", () => {
       const body = (await request.json()) as JsonObject;
       received.push(body);
       if (body["prompt_token_ids_b64"] !== undefined) {
-        const message = "1 validation error for CompletionRequest: [{'type': 'extra_forbidden', 'loc': ('body', 'prompt_token_ids_b64'), 'msg': 'Extra inputs are not permitted', 'input': 'x'}]";
+        const message =
+          "1 validation error for CompletionRequest: [{'type': 'extra_forbidden', 'loc': ('body', 'prompt_token_ids_b64'), 'msg': 'Extra inputs are not permitted', 'input': 'x'}]";
         return Response.json({ error: message }, { status: 400 });
       }
-      return Response.json({ id: "cmpl-1", object: "text_completion", model: "m", choices: [{ index: 0, text: "hi", finish_reason: "stop" }] });
+      return Response.json({
+        id: "cmpl-1",
+        object: "text_completion",
+        model: "m",
+        choices: [{ index: 0, text: "hi", finish_reason: "stop" }],
+      });
     });
-    await using cluster = await startCluster({ config: { contextServers: [ctx.url.origin], generationServers: [gen.url.origin], workerProtocol: NEWEST } });
+    await using cluster = await startCluster({
+      config: { contextServers: [ctx.url.origin], generationServers: [gen.url.origin], workerProtocol: NEWEST },
+    });
     const response = await cluster.post("/v1/completions", { model: "m", prompt: "hello there", max_tokens: 3 });
     expect(response.status).toBe(200);
     await response.arrayBuffer();
@@ -328,7 +362,9 @@ describe("packed ids from a context worker", () => {
 describe("worker versions are visible", () => {
   test("/cluster_info and the metrics show each worker's version", async () => {
     await using cluster = await fleetCluster({ name: "mixed", contexts: [OLD], generations: [NEWEST] });
-    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: Record<string, { version: string; protocol: { accepts: string[] } }[]> };
+    const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+      workers: Record<string, { version: string; protocol: { accepts: string[] } }[]>;
+    };
     expect(info.workers["context"]?.[0]).toMatchObject({ version: OLD, protocol: { accepts: [] } });
     expect(info.workers["generation"]?.[0]?.version).toBe(NEWEST);
     expect(info.workers["generation"]?.[0]?.protocol.accepts).toContain("ctx_usage");
@@ -345,7 +381,12 @@ describe("a worker without GET /version", () => {
     const pool = new WorkerPool([], []);
     pool.add("context", `http://127.0.0.1:${announced.port}`, "1.3.0rc18");
     pool.add("generation", `http://127.0.0.1:${silent.port}`);
-    const monitor = new HealthMonitor(pool, { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 }, silentLogger, fetch);
+    const monitor = new HealthMonitor(
+      pool,
+      { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 },
+      silentLogger,
+      fetch,
+    );
     await monitor.checkAll(new AbortController().signal);
     const [context] = pool.ready("context");
     const [generation] = pool.ready("generation");
@@ -358,14 +399,24 @@ describe("a worker without GET /version", () => {
 
 describe("gen_tokids_ctxbytes in a mixed fleet", () => {
   test("a newest context worker packs the token ids; an older generation worker gets them as a list", async () => {
-    await using cluster = await fleetCluster({ name: "b64", contexts: [NEWEST], generations: [CTX_USAGE] }, { config: { genTokidsCtxbytes: true } });
+    await using cluster = await fleetCluster(
+      { name: "b64", contexts: [NEWEST], generations: [CTX_USAGE] },
+      { config: { genTokidsCtxbytes: true } },
+    );
     for (const stream of [false, true]) {
       const response = await post(cluster, "chat", stream);
       expect(response.status).toBe(200);
       await response.arrayBuffer();
     }
     const context = cluster.contexts[0]!.requests.filter((r) => r.phase === "context");
-    expect(context.every((r) => isJsonObject(r.body) && isJsonObject(r.body["disaggregated_params"]) && r.body["disaggregated_params"]["return_prompt_token_ids_b64"] === true)).toBe(true);
+    expect(
+      context.every(
+        (r) =>
+          isJsonObject(r.body) &&
+          isJsonObject(r.body["disaggregated_params"]) &&
+          r.body["disaggregated_params"]["return_prompt_token_ids_b64"] === true,
+      ),
+    ).toBe(true);
     const generation = cluster.generations[0]!.requests.filter((r) => r.phase === "generation");
     expect(generation).toHaveLength(2);
     for (const request of generation) {
@@ -377,7 +428,10 @@ describe("gen_tokids_ctxbytes in a mixed fleet", () => {
   });
 
   test("an older context worker is not asked for packed ids", async () => {
-    await using cluster = await fleetCluster({ name: "b64-old", contexts: [CTX_USAGE], generations: [NEWEST] }, { config: { genTokidsCtxbytes: true } });
+    await using cluster = await fleetCluster(
+      { name: "b64-old", contexts: [CTX_USAGE], generations: [NEWEST] },
+      { config: { genTokidsCtxbytes: true } },
+    );
     const response = await post(cluster, "chat", false);
     expect(response.status).toBe(200);
     await response.arrayBuffer();
@@ -400,7 +454,12 @@ describe("a worker that comes back as another release", () => {
       },
     });
     const pool = new WorkerPool([`http://127.0.0.1:${worker.port}`], []);
-    const monitor = new HealthMonitor(pool, { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 }, silentLogger, fetch);
+    const monitor = new HealthMonitor(
+      pool,
+      { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 },
+      silentLogger,
+      fetch,
+    );
     const signal = new AbortController().signal;
     await monitor.checkAll(signal);
     expect(pool.ready("context")[0]?.protocol.version).toBe(OLD);

@@ -15,7 +15,12 @@ test("the README's flag table is the one the option table generates", async () =
 });
 
 test("every numeric flag that is neither required nor a fault names its default", () => {
-  const numeric = specs.filter((spec) => (spec.kind === "int" || spec.kind === "number" || spec.kind === "seconds") && spec.required !== true && !spec.description.startsWith("Fault:"));
+  const numeric = specs.filter(
+    (spec) =>
+      (spec.kind === "int" || spec.kind === "number" || spec.kind === "seconds") &&
+      spec.required !== true &&
+      !spec.description.startsWith("Fault:"),
+  );
   expect(numeric.filter((spec) => spec.default === undefined).map((spec) => `${spec.section} --${spec.name}`)).toEqual([]);
 });
 
@@ -25,7 +30,11 @@ test("a serve flag's documented default is the one the proxy applies (the option
     .filter((spec) => spec.section === "serve" && (typeof applied[spec.key] === "number" || typeof applied[spec.key] === "string"))
     .map((spec) => {
       const value = applied[spec.key] as number | string;
-      return { flag: spec.name, documented: spec.default, applied: spec.kind === "seconds" && typeof value === "number" ? String(value / 1000) : String(value) };
+      return {
+        flag: spec.name,
+        documented: spec.default,
+        applied: spec.kind === "seconds" && typeof value === "number" ? String(value / 1000) : String(value),
+      };
     })
     .filter((row) => row.documented !== row.applied);
   expect(drifted).toEqual([]);

@@ -27,44 +27,68 @@ afterAll(() => temp.removeAll());
 const SLOW = 60_000;
 
 describe("the release check", () => {
-  test("this machine's binary runs natively", () => {
-    expect(runnerFor(release.target)).toEqual([]);
-    expect(runnerFor(release.target === "bun-linux-x64" ? "bun-linux-arm64" : "bun-linux-x64")[0]).toStartWith("qemu-");
-  }, SLOW);
+  test(
+    "this machine's binary runs natively",
+    () => {
+      expect(runnerFor(release.target)).toEqual([]);
+      expect(runnerFor(release.target === "bun-linux-x64" ? "bun-linux-arm64" : "bun-linux-x64")[0]).toStartWith("qemu-");
+    },
+    SLOW,
+  );
 
-  test("accepts the checksums, and refuses a file changed after they were written", () => {
-    expect(() => checkSums(release.dir, [release.target])).not.toThrow();
-    const copy = temp.dir("disagg-proxy-sums-");
-    for (const name of ["SHA256SUMS", "install.sh", basename(release.tarball)]) copyFileSync(join(release.dir, name), join(copy, name));
-    writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
-    expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
-    expect(() => checkSums(release.dir, ["bun-linux-x64", "bun-linux-arm64"])).toThrow("SHA256SUMS lists");
-  }, SLOW);
+  test(
+    "accepts the checksums, and refuses a file changed after they were written",
+    () => {
+      expect(() => checkSums(release.dir, [release.target])).not.toThrow();
+      const copy = temp.dir("disagg-proxy-sums-");
+      for (const name of ["SHA256SUMS", "install.sh", basename(release.tarball)]) copyFileSync(join(release.dir, name), join(copy, name));
+      writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
+      expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
+      expect(() => checkSums(release.dir, ["bun-linux-x64", "bun-linux-arm64"])).toThrow("SHA256SUMS lists");
+    },
+    SLOW,
+  );
 
-  test("--version must name this commit and target", () => {
-    const binary = join(extracted, "disagg-proxy");
-    expect(() => checkVersion([binary], release.target, sourceCommit())).not.toThrow();
-    expect(() => checkVersion([binary], release.target, "0123456789ab")).toThrow("--version exited 0 printing");
-  }, SLOW);
+  test(
+    "--version must name this commit and target",
+    () => {
+      const binary = join(extracted, "disagg-proxy");
+      expect(() => checkVersion([binary], release.target, sourceCommit())).not.toThrow();
+      expect(() => checkVersion([binary], release.target, "0123456789ab")).toThrow("--version exited 0 printing");
+    },
+    SLOW,
+  );
 
-  test("the binary's demo serves a streamed and a non-streamed chat request and exits 0 on SIGTERM", async () => {
-    await checkDemo([join(extracted, "disagg-proxy")], environmentFor(release.target));
-  }, SLOW);
+  test(
+    "the binary's demo serves a streamed and a non-streamed chat request and exits 0 on SIGTERM",
+    async () => {
+      await checkDemo([join(extracted, "disagg-proxy")], environmentFor(release.target));
+    },
+    SLOW,
+  );
 
-  test("the demo check fails when the command cannot start a demo", async () => {
-    const outcome = await checkDemo(["false"], process.env).then(
-      () => "resolved",
-      (reason: unknown) => (reason instanceof Error ? reason.message : String(reason)),
-    );
-    expect(outcome).toStartWith("demo exited before printing its URL");
-  }, SLOW);
+  test(
+    "the demo check fails when the command cannot start a demo",
+    async () => {
+      const outcome = await checkDemo(["false"], process.env).then(
+        () => "resolved",
+        (reason: unknown) => (reason instanceof Error ? reason.message : String(reason)),
+      );
+      expect(outcome).toStartWith("demo exited before printing its URL");
+    },
+    SLOW,
+  );
 
-  test("the tarball's unit verifies; a misspelt key in it does not", () => {
-    const unit = join(extracted, "disagg-proxy@.service");
-    const binary = join(extracted, "disagg-proxy");
-    expect(() => checkUnit(unit, binary, temp.dir("disagg-proxy-unit-"))).not.toThrow();
-    const bad = join(temp.dir("disagg-proxy-bad-unit-"), "disagg-proxy@.service");
-    writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
-    expect(() => checkUnit(bad, binary, temp.dir("disagg-proxy-unit-"))).toThrow("Unknown key 'ProtectSytem'");
-  }, SLOW);
+  test(
+    "the tarball's unit verifies; a misspelt key in it does not",
+    () => {
+      const unit = join(extracted, "disagg-proxy@.service");
+      const binary = join(extracted, "disagg-proxy");
+      expect(() => checkUnit(unit, binary, temp.dir("disagg-proxy-unit-"))).not.toThrow();
+      const bad = join(temp.dir("disagg-proxy-bad-unit-"), "disagg-proxy@.service");
+      writeFileSync(bad, readFileSync(unit, "utf8").replace("ProtectSystem=", "ProtectSytem="));
+      expect(() => checkUnit(bad, binary, temp.dir("disagg-proxy-unit-"))).toThrow("Unknown key 'ProtectSytem'");
+    },
+    SLOW,
+  );
 });

@@ -42,10 +42,16 @@ describe("the request log line names the request's model", () => {
 
   test("a count_tokens call names the model it was placed on too", async () => {
     await using cluster = await mixedFleet();
-    const response = await cluster.post("/v1/messages/count_tokens", { model: "claude-sonnet-4", messages: [{ role: "user", content: "count me" }] });
+    const response = await cluster.post("/v1/messages/count_tokens", {
+      model: "claude-sonnet-4",
+      messages: [{ role: "user", content: "count me" }],
+    });
     await response.text();
     const [line] = await requestLines(cluster, 1);
-    expect({ model: line?.["model"], requested_model: line?.["requested_model"] }).toEqual({ model: "model-b", requested_model: "claude-sonnet-4" });
+    expect({ model: line?.["model"], requested_model: line?.["requested_model"] }).toEqual({
+      model: "model-b",
+      requested_model: "claude-sonnet-4",
+    });
   });
 
   test("a single-model fleet logs its one model, and the client's name beside it when the client named another", async () => {

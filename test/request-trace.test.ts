@@ -24,27 +24,43 @@ function traceLines(dir: string, kind: "requests" | "responses"): Line[] {
 }
 
 /** The terminal line of the request whose accepted line `match` picks (waits for it). */
-async function terminalOf(cluster: TestCluster, dir: string, match: (request: Line) => boolean): Promise<{ request: Line; terminals: Line[] }> {
+async function terminalOf(
+  cluster: TestCluster,
+  dir: string,
+  match: (request: Line) => boolean,
+): Promise<{ request: Line; terminals: Line[] }> {
   let request: Line | undefined;
   let terminals: Line[] = [];
-  await eventually(async () => {
-    await cluster.proxy.app.requestTrace?.flush();
-    request = traceLines(dir, "requests").find(match);
-    terminals = request === undefined ? [] : traceLines(dir, "responses").filter((line) => line["trace_id"] === request!["trace_id"]);
-    return terminals.length > 0;
-  }, 3000, "the request's terminal line");
+  await eventually(
+    async () => {
+      await cluster.proxy.app.requestTrace?.flush();
+      request = traceLines(dir, "requests").find(match);
+      terminals = request === undefined ? [] : traceLines(dir, "responses").filter((line) => line["trace_id"] === request!["trace_id"]);
+      return terminals.length > 0;
+    },
+    3000,
+    "the request's terminal line",
+  );
   return { request: request!, terminals };
 }
 
 const byId = (a: string, b: string): number => a.localeCompare(b);
-const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: "emulated-model", messages: [{ role: "user", content }], ...extra });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: "emulated-model",
+  messages: [{ role: "user", content }],
+  ...extra,
+});
 const contentIs = (content: string) => (request: Line) => JSON.stringify(request["body"]).includes(content);
 
 describe("request trace over the emulated cluster", () => {
   const dir = mkdtempSync(join(tmpdir(), "request-trace-"));
   let cluster: TestCluster;
   beforeAll(async () => {
-    cluster = await startCluster({ contexts: [{ maxSeqLen: 40 }], generations: [{ tokenMs: 20 }], config: { requestTraceDir: dir, maxRetries: 0 } });
+    cluster = await startCluster({
+      contexts: [{ maxSeqLen: 40 }],
+      generations: [{ tokenMs: 20 }],
+      config: { requestTraceDir: dir, maxRetries: 0 },
+    });
   });
   afterAll(async () => {
     await cluster[Symbol.asyncDispose]();
@@ -53,7 +69,13 @@ describe("request trace over the emulated cluster", () => {
 
   test("a JSON answer: accepted, then completed with the body the client got; credentials redacted, their names kept", async () => {
     const response = await cluster.post("/v1/chat/completions", chat("first [[emu tokens=2]]", { max_tokens: 2 }), {
-      headers: { "content-type": "application/json", authorization: "Bearer sk-secret", "x-api-key": "k-secret", cookie: "s=secret", "x-session-id": "conv/1" },
+      headers: {
+        "content-type": "application/json",
+        authorization: "Bearer sk-secret",
+        "x-api-key": "k-secret",
+        cookie: "s=secret",
+        "x-session-id": "conv/1",
+      },
     });
     const answer = await response.json();
     const { request, terminals } = await terminalOf(cluster, dir, contentIs("first"));
@@ -86,7 +108,12 @@ describe("request trace over the emulated cluster", () => {
   });
 
   test("a /v1/messages refusal, streamed: rejected_400 with the Anthropic body the client got", async () => {
-    const response = await cluster.post("/v1/messages", { model: "emulated-model", max_tokens: 8, stream: true, messages: [{ role: "user", content: `twelfth ${"word ".repeat(50)}` }] });
+    const response = await cluster.post("/v1/messages", {
+      model: "emulated-model",
+      max_tokens: 8,
+      stream: true,
+      messages: [{ role: "user", content: `twelfth ${"word ".repeat(50)}` }],
+    });
     expect(response.status).toBe(400);
     const body = await response.json();
     const { request, terminals } = await terminalOf(cluster, dir, contentIs("twelfth"));
@@ -101,12 +128,16 @@ describe("request trace over the emulated cluster", () => {
     expect(response.status).toBe(200);
     await response.text();
     const { terminals } = await terminalOf(cluster, dir, contentIs("fourth"));
-    expect(terminals).toEqual([expect.objectContaining({ status: "completed", response_status: "failed", error_code: "context_length_exceeded" })]);
+    expect(terminals).toEqual([
+      expect.objectContaining({ status: "completed", response_status: "failed", error_code: "context_length_exceeded" }),
+    ]);
   });
 
   test("a client that leaves mid-stream: client_disconnected", async () => {
     const controller = new AbortController();
-    const response = await cluster.post("/v1/chat/completions", chat("fifth [[emu tokens=200]]", { stream: true }), { signal: controller.signal });
+    const response = await cluster.post("/v1/chat/completions", chat("fifth [[emu tokens=200]]", { stream: true }), {
+      signal: controller.signal,
+    });
     const reader = response.body!.getReader();
     await reader.read();
     controller.abort();
@@ -156,18 +187,27 @@ describe("request trace: requests refused before admission", () => {
     const refusals = [
       cluster.post("/v1/chat/completions", chat("thirteenth", { chat_template: "{{ messages }}" })),
       cluster.post("/v1/responses", { model: 5, input: "fourteenth" }),
-      cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: [{ type: "document", source: { type: "text", data: "fifteenth" } }] }] }),
+      cluster.post("/v1/messages", {
+        model: "m",
+        max_tokens: 8,
+        messages: [{ role: "user", content: [{ type: "document", source: { type: "text", data: "fifteenth" } }] }],
+      }),
       cluster.post("/v1/chat/completions", chat("sixteenth", { max_tokens: 2 ** 40 })),
     ];
     for (const response of await Promise.all(refusals)) expect(response.status).toBe(400);
     const words = ["thirteenth", "fourteenth", "fifteenth", "sixteenth"];
-    await eventually(async () => {
-      await cluster.proxy.app.requestTrace?.flush();
-      const written = traceLines(dir, "requests");
-      return words.every((word) => written.some(contentIs(word)));
-    }, 3000, "the four refused requests' lines");
+    await eventually(
+      async () => {
+        await cluster.proxy.app.requestTrace?.flush();
+        const written = traceLines(dir, "requests");
+        return words.every((word) => written.some(contentIs(word)));
+      },
+      3000,
+      "the four refused requests' lines",
+    );
     const lines = traceLines(dir, "requests");
-    const errors = (word: string): { loc: string[]; type: string; msg: string }[] => lines.find(contentIs(word))!["validation_errors"] as { loc: string[]; type: string; msg: string }[];
+    const errors = (word: string): { loc: string[]; type: string; msg: string }[] =>
+      lines.find(contentIs(word))!["validation_errors"] as { loc: string[]; type: string; msg: string }[];
     expect(errors("thirteenth")[0]!.msg).toContain("chat_template");
     expect(errors("sixteenth")[0]!.msg).toContain("max_tokens");
     for (const word of words) {
@@ -177,16 +217,24 @@ describe("request trace: requests refused before admission", () => {
       expect(errors(word)[0]!.loc).toEqual(["body"]);
       expect(errors(word)[0]!.type).toBe("bad_request");
     }
-    expect(readdirSync(dir).flatMap((hour) => readdirSync(join(dir, hour))).some((file) => file.startsWith("responses-"))).toBe(false);
+    expect(
+      readdirSync(dir)
+        .flatMap((hour) => readdirSync(join(dir, hour)))
+        .some((file) => file.startsWith("responses-")),
+    ).toBe(false);
   });
 
   test("a body that is not a JSON object is recorded as the text it was, with body_parse_error", async () => {
     const response = await cluster.post("/v1/chat/completions", '{"model": "m", "messages": [eighteenth');
     expect(response.status).toBe(400);
-    await eventually(async () => {
-      await cluster.proxy.app.requestTrace?.flush();
-      return traceLines(dir, "requests").some((line) => line["body"] === '{"model": "m", "messages": [eighteenth');
-    }, 3000, "the unparsed body's line");
+    await eventually(
+      async () => {
+        await cluster.proxy.app.requestTrace?.flush();
+        return traceLines(dir, "requests").some((line) => line["body"] === '{"model": "m", "messages": [eighteenth');
+      },
+      3000,
+      "the unparsed body's line",
+    );
     const line = traceLines(dir, "requests").find((candidate) => candidate["body"] === '{"model": "m", "messages": [eighteenth')!;
     expect(line["status"]).toBe("rejected_400");
     expect(line["body_parse_error"]).toBe("Request body is not valid JSON");
@@ -199,7 +247,10 @@ describe("request trace: failures the proxy itself answers", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   test("a worker's 503: error, with the HTTP status kept apart from a 500", async () => {
-    await using cluster = await startCluster({ contexts: [{ faults: { rejectStatus: 503 } }], config: { requestTraceDir: dir, maxRetries: 0 } });
+    await using cluster = await startCluster({
+      contexts: [{ faults: { rejectStatus: 503 } }],
+      config: { requestTraceDir: dir, maxRetries: 0 },
+    });
     const response = await cluster.post("/v1/chat/completions", chat("sixth"));
     expect(response.status).toBe(503);
     const { terminals } = await terminalOf(cluster, dir, contentIs("sixth"));
@@ -213,14 +264,22 @@ describe("request trace: failures the proxy itself answers", () => {
     await reader.read();
     await cluster.proxy.drain(10);
     const { terminals } = await terminalOf(cluster, dir, contentIs("seventh"));
-    expect(terminals).toEqual([expect.objectContaining({ status: "cancelled", termination: { cause: "shutdown", detail: expect.any(String) } })]);
+    expect(terminals).toEqual([
+      expect.objectContaining({ status: "cancelled", termination: { cause: "shutdown", detail: expect.any(String) } }),
+    ]);
     await reader.cancel().catch(() => {});
   });
 
   test("a /v1/messages client that leaves before any answer (during the prefill): client_disconnected", async () => {
     await using cluster = await startCluster({ contexts: [{ prefillMs: 5000 }], config: { requestTraceDir: dir } });
     const controller = new AbortController();
-    const sent = cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "nineteenth" }] }, { signal: controller.signal }).catch(() => undefined);
+    const sent = cluster
+      .post(
+        "/v1/messages",
+        { model: "m", max_tokens: 8, messages: [{ role: "user", content: "nineteenth" }] },
+        { signal: controller.signal },
+      )
+      .catch(() => undefined);
     await cluster.contexts[0]!.waitFor((request) => request.body !== undefined && JSON.stringify(request.body).includes("nineteenth"));
     controller.abort();
     await sent;
@@ -233,11 +292,25 @@ describe("request trace: failures the proxy itself answers", () => {
       id: "chatcmpl-1",
       object: "chat.completion",
       model: "m",
-      choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "not json" } }] }, finish_reason: "tool_calls" }],
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "not json" } }],
+          },
+          finish_reason: "tool_calls",
+        },
+      ],
       usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
     };
     using generation = fakeWorker(() => Response.json(answer));
-    await using cluster = await startCluster({ contexts: [], generations: [], config: { generationServers: [`http://127.0.0.1:${generation.port}`], benchmarkGenerationOnly: true, requestTraceDir: dir } });
+    await using cluster = await startCluster({
+      contexts: [],
+      generations: [],
+      config: { generationServers: [`http://127.0.0.1:${generation.port}`], benchmarkGenerationOnly: true, requestTraceDir: dir },
+    });
     const response = await cluster.post("/v1/messages", { model: "m", max_tokens: 8, messages: [{ role: "user", content: "eighth" }] });
     expect(response.status).toBe(500);
     const { terminals } = await terminalOf(cluster, dir, contentIs("eighth"));

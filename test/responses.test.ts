@@ -54,7 +54,10 @@ describe.each(SCHEDULES)("%s: /v1/responses", (schedule) => {
     const ids = responseIds(events);
     expect(ids.size).toBe(1);
     expect([...ids][0]).toMatch(NAME);
-    const text = events.filter((e) => e.event === "response.output_text.delta").map((e) => e.data["delta"]).join("");
+    const text = events
+      .filter((e) => e.event === "response.output_text.delta")
+      .map((e) => e.data["delta"])
+      .join("");
     expect(text.trim().length).toBeGreaterThan(0);
   });
 
@@ -83,7 +86,9 @@ describe.each(SCHEDULES)("%s: /v1/responses", (schedule) => {
   test("a client leaving after the opening cancels both legs and releases reservations", async () => {
     await using cluster = await startCluster({ config: { schedule, streamStartWaitMs: 50 } });
     const client = new AbortController();
-    const response = await cluster.post("/v1/responses", request("[[emu ctx.prefill_ms=5000]]", { stream: true }), { signal: client.signal });
+    const response = await cluster.post("/v1/responses", request("[[emu ctx.prefill_ms=5000]]", { stream: true }), {
+      signal: client.signal,
+    });
     await response.body!.getReader().read();
     client.abort();
     await cluster.contexts[0]!.waitFor((r) => r.phase === "context" && r.status === "aborted");

@@ -14,7 +14,9 @@ describe("restart before the first byte", () => {
       await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0 } });
       const pending = cluster.post("/v1/chat/completions", chat("kill me [[emu gen.queue_ms=300 tokens=4]]", stream));
       // Whichever generation worker got the request dies before its first token.
-      const victim = await Promise.race(cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)));
+      const victim = await Promise.race(
+        cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)),
+      );
       await victim.stop();
       const response = await pending;
       expect(response.status).toBe(200);
@@ -24,25 +26,42 @@ describe("restart before the first byte", () => {
       const contextIds = cluster.contexts[0]!.requests.filter((r) => r.phase === "context").map((r) => r.disaggRequestId);
       expect(contextIds).toHaveLength(2);
       expect(contextIds[0]).not.toBe(contextIds[1]);
-      expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair")).toBe(true);
+      expect(
+        cluster.logs.some(
+          (line) =>
+            line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair",
+        ),
+      ).toBe(true);
     });
   }
 
   test("a restarted Responses or Anthropic stream keeps the ids its client sees", async () => {
     await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0 } });
     const cases = [
-      { path: "/v1/responses", body: { model: "m", input: "kill [[emu gen.queue_ms=300 tokens=3]]", stream: true }, id: (event: Record<string, unknown>) => (event["response"] as Record<string, unknown> | undefined)?.["id"] },
-      { path: "/v1/messages", body: { model: "m", max_tokens: 8, messages: [{ role: "user", content: "kill [[emu gen.queue_ms=300 tokens=3]]" }], stream: true }, id: (event: Record<string, unknown>) => (event["message"] as Record<string, unknown> | undefined)?.["id"] },
+      {
+        path: "/v1/responses",
+        body: { model: "m", input: "kill [[emu gen.queue_ms=300 tokens=3]]", stream: true },
+        id: (event: Record<string, unknown>) => (event["response"] as Record<string, unknown> | undefined)?.["id"],
+      },
+      {
+        path: "/v1/messages",
+        body: { model: "m", max_tokens: 8, messages: [{ role: "user", content: "kill [[emu gen.queue_ms=300 tokens=3]]" }], stream: true },
+        id: (event: Record<string, unknown>) => (event["message"] as Record<string, unknown> | undefined)?.["id"],
+      },
     ];
     for (const { path, body, id } of cases) {
       const seen = cluster.generations.map((worker) => worker.requests.length);
       const pending = cluster.post(path, body);
-      const victim = await Promise.race(cluster.generations.map((worker, i) => worker.waitFor((r) => r.seq >= seen[i]! && r.phase === "generation").then(() => worker)));
+      const victim = await Promise.race(
+        cluster.generations.map((worker, i) => worker.waitFor((r) => r.seq >= seen[i]! && r.phase === "generation").then(() => worker)),
+      );
       const port = victim.port;
       await victim.stop();
       const response = await pending;
       expect(response.status).toBe(200);
-      const events = (await sseData(response)).filter((data) => data.startsWith("{")).map((data) => JSON.parse(data) as Record<string, unknown>);
+      const events = (await sseData(response))
+        .filter((data) => data.startsWith("{"))
+        .map((data) => JSON.parse(data) as Record<string, unknown>);
       const ids = new Set(events.map(id).filter((value) => value !== undefined));
       // One id from the opening to the end, and an answer that completed.
       expect(ids.size).toBe(1);
@@ -72,13 +91,22 @@ describe("restart before the first byte", () => {
   });
 
   test("a generation worker that sends nothing within --first-token-timeout-ms is replaced by a fresh pair", async () => {
-    await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 503, rejectAfterMs: 5000 } }, {}], config: { maxRetries: 0, firstTokenTimeoutMs: 200 } });
+    await using cluster = await startCluster({
+      generations: [{ faults: { rejectStatus: 503, rejectAfterMs: 5000 } }, {}],
+      config: { maxRetries: 0, firstTokenTimeoutMs: 200 },
+    });
     for (let i = 0; i < 2; i++) {
       const response = await cluster.post("/v1/chat/completions", chat(`slow ${i} [[emu tokens=2]]`, true));
       const events = await sseData(response);
       expect(events.at(-1)).toBe("[DONE]");
     }
-    expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair" && line["code"] === "WORKER_TIMEOUT")).toBe(true);
+    expect(
+      cluster.logs.some(
+        (line) =>
+          line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair" &&
+          line["code"] === "WORKER_TIMEOUT",
+      ),
+    ).toBe(true);
   });
 });
 
@@ -87,7 +115,9 @@ describe("restart before the first byte, generation_first", () => {
     test(`a generation worker killed before its first token costs the client nothing but time; the pair it left is aborted (${stream ? "streamed" : "non-streamed"})`, async () => {
       await using cluster = await startCluster({ generations: [{}, {}], config: { schedule: "generation_first", maxRetries: 0 } });
       const pending = cluster.post("/v1/chat/completions", chat("kill me [[emu ctx.prefill_ms=300 tokens=4]]", stream));
-      const victim = await Promise.race(cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)));
+      const victim = await Promise.race(
+        cluster.generations.map((worker) => worker.waitFor((r) => r.phase === "generation").then(() => worker)),
+      );
       const firstContext = await cluster.contexts[0]!.waitFor((r) => r.phase === "context");
       await victim.stop();
       const response = await pending;
@@ -102,7 +132,12 @@ describe("restart before the first byte, generation_first", () => {
       expect(contextIds[0]).not.toBe(contextIds[1]);
       const survivor = cluster.generations.find((worker) => worker !== victim)!;
       expect(survivor.requests.filter((r) => r.phase === "generation").map((r) => r.disaggRequestId)).toEqual([contextIds[1]]);
-      expect(cluster.logs.some((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair")).toBe(true);
+      expect(
+        cluster.logs.some(
+          (line) =>
+            line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair",
+        ),
+      ).toBe(true);
       await eventually(() => cluster.proxy.app.placement.table.active() === 0);
     });
   }
@@ -118,12 +153,16 @@ describe("restart before the first byte, generation_first", () => {
       expect(response.status).toBe(200);
       expect(await response.text()).toContain(" tok3");
     }
-    const restarts = cluster.logs.filter((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair");
+    const restarts = cluster.logs.filter(
+      (line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair",
+    );
     expect(restarts.length).toBeGreaterThan(0);
     // The failing generation worker is named and ejected; the context legs aborted with it are not its failures.
     const failing = cluster.generations[0]!.url;
     for (const line of restarts) expect(line["worker"]).toBe(failing);
-    const ejected = cluster.logs.filter((line) => line["msg"] === "worker ejected: its requests keep failing").map((line) => line["worker"]);
+    const ejected = cluster.logs
+      .filter((line) => line["msg"] === "worker ejected: its requests keep failing")
+      .map((line) => line["worker"]);
     expect(ejected).toEqual([failing]);
     const late = await cluster.post("/v1/chat/completions", chat("late [[emu gen.cut=2 tokens=5]]", true));
     const text = await late.text();
@@ -132,15 +171,26 @@ describe("restart before the first byte, generation_first", () => {
   });
 
   test("a restarted Responses stream keeps the id its client sees", async () => {
-    await using cluster = await startCluster({ generations: [{ faults: { rejectStatus: 500 } }, {}], config: { schedule: "generation_first", maxRetries: 0 } });
+    await using cluster = await startCluster({
+      generations: [{ faults: { rejectStatus: 500 } }, {}],
+      config: { schedule: "generation_first", maxRetries: 0 },
+    });
     for (let i = 0; i < 2; i++) {
       const response = await cluster.post("/v1/responses", { model: "m", input: `fail ${i} [[emu tokens=3]]`, stream: true });
       expect(response.status).toBe(200);
-      const events = (await sseData(response)).filter((data) => data.startsWith("{")).map((data) => JSON.parse(data) as Record<string, unknown>);
-      const ids = new Set(events.map((event) => (event["response"] as Record<string, unknown> | undefined)?.["id"]).filter((value) => value !== undefined));
+      const events = (await sseData(response))
+        .filter((data) => data.startsWith("{"))
+        .map((data) => JSON.parse(data) as Record<string, unknown>);
+      const ids = new Set(
+        events.map((event) => (event["response"] as Record<string, unknown> | undefined)?.["id"]).filter((value) => value !== undefined),
+      );
       expect(ids.size).toBe(1);
       expect(events.at(-1)?.["type"]).toBe("response.completed");
     }
-    expect(cluster.logs.filter((line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair").length).toBeGreaterThan(0);
+    expect(
+      cluster.logs.filter(
+        (line) => line["msg"] === "generation failed before any byte reached the client: once more on a fresh context and generation pair",
+      ).length,
+    ).toBeGreaterThan(0);
   });
 });

@@ -139,7 +139,9 @@ describe("a worker's model list is bounded", () => {
   test("ids past 256 characters and lists past 64 ids are not taken from a worker", async () => {
     const ids = ["x".repeat(300), ...Array.from({ length: 100 }, (_, i) => `m${i}`)];
     const hostile = fakeWorker((request) =>
-      new URL(request.url).pathname === "/v1/models" ? Response.json({ object: "list", data: ids.map((id) => ({ id })) }) : new Response(null, { status: 404 }),
+      new URL(request.url).pathname === "/v1/models"
+        ? Response.json({ object: "list", data: ids.map((id) => ({ id })) })
+        : new Response(null, { status: 404 }),
     );
     try {
       await using cluster = await startCluster({ config: { generationServers: [`http://127.0.0.1:${hostile.port}`] } });
@@ -168,9 +170,14 @@ describe("a worker whose model list failed as it joined", () => {
         config: { healthCheckIntervalMs: 20 },
       });
       const lateUrl = `http://127.0.0.1:${late.port}`;
-      cluster.proxy.replaceWorkers(cluster.contexts.map((worker) => worker.url), [...cluster.generations.map((worker) => worker.url), lateUrl]);
+      cluster.proxy.replaceWorkers(
+        cluster.contexts.map((worker) => worker.url),
+        [...cluster.generations.map((worker) => worker.url), lateUrl],
+      );
       const modelsOf = async (): Promise<unknown> => {
-        const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: { generation: { url: string; models: string[] | null }[] } };
+        const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+          workers: { generation: { url: string; models: string[] | null }[] };
+        };
         return info.workers.generation.find((worker) => worker.url === lateUrl)?.models;
       };
       await eventually(async () => (await modelsOf()) !== undefined && asked >= 1, 3000, "the late worker joined");

@@ -22,7 +22,11 @@ describe("stale pooled connections", () => {
   test("a pooled connection idle --worker-keep-alive-s is never reused; one idle less is", async () => {
     // The worker would keep them 10 s: only the proxy's own expiry (200 ms) closes them.
     const faults = { keepAliveTimeoutMs: 10_000 };
-    await using cluster = await startCluster({ contexts: [{ faults }], generations: [{ faults }], config: { workerKeepAliveMs: 200, healthCheckIntervalMs: 60_000 } });
+    await using cluster = await startCluster({
+      contexts: [{ faults }],
+      generations: [{ faults }],
+      config: { workerKeepAliveMs: 200, healthCheckIntervalMs: 60_000 },
+    });
     // The generation worker: nothing but the proxy connects to it (context workers also get the emulator's own KV claims).
     const worker = cluster.generations[0]!;
     const one = async (): Promise<void> => {
@@ -50,7 +54,9 @@ describe("stale pooled connections", () => {
     // Both legs met the reset (and were served on a fresh connection).
     expect(cluster.contexts[0]!.connectionFaults().resets).toBeGreaterThan(10);
     expect(cluster.generations[0]!.connectionFaults().resets).toBeGreaterThan(10);
-    expect(cluster.logs.filter((line) => String(line["msg"]).includes("a reused connection closed before any answer")).length).toBeGreaterThan(20);
+    expect(
+      cluster.logs.filter((line) => String(line["msg"]).includes("a reused connection closed before any answer")).length,
+    ).toBeGreaterThan(20);
   });
 
   test("a middlebox resetting after forwarding a whole generation request costs a restart, not the healthy worker's ejection", async () => {
@@ -61,7 +67,11 @@ describe("stale pooled connections", () => {
     });
     const [middleboxed] = cluster.generations;
     for (let i = 0; i < 8 && middleboxed!.connectionFaults().resets === 0; i++) {
-      const response = await cluster.post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: `q${i} [[emu tokens=6]]` }], max_tokens: 6 });
+      const response = await cluster.post("/v1/chat/completions", {
+        model: "m",
+        messages: [{ role: "user", content: `q${i} [[emu tokens=6]]` }],
+        max_tokens: 6,
+      });
       expect(response.status).toBe(200);
       await response.text();
     }
@@ -89,6 +99,7 @@ describe("stale pooled connections", () => {
     expect(errors).toBe(0);
     expect(cluster.contexts[0]!.requests.filter((r) => r.phase === "context")).toHaveLength(loops * perLoop);
     // The pools were expired many times over (40 loops kept at most ~40 connections each open otherwise).
-    for (const worker of [cluster.contexts[0]!, cluster.generations[0]!]) expect(worker.connectionFaults().opened).toBeGreaterThan(3 * loops);
+    for (const worker of [cluster.contexts[0]!, cluster.generations[0]!])
+      expect(worker.connectionFaults().opened).toBeGreaterThan(3 * loops);
   }, 60_000);
 });

@@ -21,7 +21,12 @@ const PREFIX = `/trtllm-disagg/${CLUSTER}/workers/`;
 /** The attacker's page: every request it makes is one a page may make without a CORS preflight. */
 function attackPage(proxy: string, attacker: { host: string; port: number }, victimKey: string): string {
   const key = `${PREFIX}CONTEXT-attacker`;
-  const item = JSON.stringify({ key, value: JSON.stringify({ worker_id: "CONTEXT-attacker", host: attacker.host, port: attacker.port, role: 0 }), ttl: 3600, overwrite_if_exists: true });
+  const item = JSON.stringify({
+    key,
+    value: JSON.stringify({ worker_id: "CONTEXT-attacker", host: attacker.host, port: attacker.port, role: 0 }),
+    ttl: 3600,
+    overwrite_if_exists: true,
+  });
   return `<!doctype html><script>
     window.attack = (async () => {
       const proxy = ${JSON.stringify(proxy)};
@@ -44,23 +49,48 @@ describe("a web page from another origin, in headless Chromium", () => {
       contexts: [],
       generations: [],
       config: {
-        discovery: { kind: "cluster", storage: "http", endpoint: "http://127.0.0.1:0", clusterName: CLUSTER, minimalContext: 1, minimalGeneration: 1, leaseTtlMs: 2000 },
+        discovery: {
+          kind: "cluster",
+          storage: "http",
+          endpoint: "http://127.0.0.1:0",
+          clusterName: CLUSTER,
+          minimalContext: 1,
+          minimalGeneration: 1,
+          leaseTtlMs: 2000,
+        },
         serverStartTimeoutMs: 50,
         healthCheckIntervalMs: 50,
       },
     });
     // Real workers heartbeat every 5 s (upstream's default interval): an eviction would show.
-    const register = httpRegistrar({ uri: cluster.url, clusterName: CLUSTER, heartbeatMs: 5000, ttlMs: 30_000, logger: silentLogger, retryMs: 100 });
+    const register = httpRegistrar({
+      uri: cluster.url,
+      clusterName: CLUSTER,
+      heartbeatMs: 5000,
+      ttlMs: 30_000,
+      logger: silentLogger,
+      retryMs: 100,
+    });
     await using context = startEmulatedWorker({ role: "context", register });
     await using generation = startEmulatedWorker({ role: "generation", register });
     await using attacker = startEmulatedWorker({ role: "context" });
     await eventually(() => cluster.proxy.app.placement.pool.isReady(), 5000);
     const storedKeys = async (): Promise<string[]> =>
-      Object.keys(((await (await fetch(`${cluster.url}/get_prefix?key_prefix=${PREFIX}&keys_only=1`)).json()) as { result: Record<string, string> }).result).toSorted();
+      Object.keys(
+        ((await (await fetch(`${cluster.url}/get_prefix?key_prefix=${PREFIX}&keys_only=1`)).json()) as { result: Record<string, string> })
+          .result,
+      ).toSorted();
     const registered = await storedKeys();
     const victimKey = registered.find((key) => key.startsWith(`${PREFIX}CONTEXT-`))!;
 
-    const page = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(attackPage(cluster.url, { host: "127.0.0.1", port: attacker.port }, victimKey), { headers: { "content-type": "text/html" } }) });
+    const page = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(attackPage(cluster.url, { host: "127.0.0.1", port: attacker.port }, victimKey), {
+          headers: { "content-type": "text/html" },
+        }),
+    });
     try {
       const proxyPort = new URL(cluster.url).port;
       await using browser = await Chromium.launch([`--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1`]);
@@ -86,7 +116,11 @@ describe("a web page from another origin, in headless Chromium", () => {
         await browser.send("Page.navigate", { url: `http://rebind.test:${proxyPort}${path}` }, tab);
         await navigated;
         const text = await browser.evaluate<string>(tab, "document.body.innerText");
-        expect([path, text.includes("This proxy does not answer to Host"), text.includes(`rebind.test:${proxyPort}`)]).toEqual([path, true, true]);
+        expect([path, text.includes("This proxy does not answer to Host"), text.includes(`rebind.test:${proxyPort}`)]).toEqual([
+          path,
+          true,
+          true,
+        ]);
       }
 
       // The next prompts reach the real workers, none the attacker's server.

@@ -28,13 +28,17 @@ await new Promise(() => {});
 test("an open stream keeps neither the client's prompt nor the body sent to the workers", async () => {
   // The workers drop every body once answered; the client is another process. So a prompt
   // still in this heap while the streams are open is one the proxy keeps.
-  const context = fakeWorker(async (request) => new Response(contextAnswer(await request.text()), { headers: { "content-type": "application/json" } }));
+  const context = fakeWorker(
+    async (request) => new Response(contextAnswer(await request.text()), { headers: { "content-type": "application/json" } }),
+  );
   const generation = fakeWorker(async (request) => {
     // Its stream never ends: the proxy's own GET /version and /v1/models as the worker joins would wait out their 2 s timeouts.
     if (request.method !== "POST") return new Response(null, { status: 404 });
     await request.arrayBuffer();
     const chunk = encoder.encode('data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n');
-    return new Response(new ReadableStream({ start: (controller) => controller.enqueue(chunk) }), { headers: { "content-type": "text/event-stream" } });
+    return new Response(new ReadableStream({ start: (controller) => controller.enqueue(chunk) }), {
+      headers: { "content-type": "text/event-stream" },
+    });
   });
   const config: ProxyConfig = {
     ...DEFAULTS,
@@ -53,7 +57,10 @@ test("an open stream keeps neither the client's prompt nor the body sent to the 
   let client: Bun.Subprocess<"ignore", "pipe", "inherit"> | undefined;
   try {
     await proxy.waitForWorkers();
-    client = Bun.spawn([process.execPath, "-e", CLIENT, `${proxy.url.origin}/v1/chat/completions`, ...needles], { stdout: "pipe", stderr: "inherit" });
+    client = Bun.spawn([process.execPath, "-e", CLIENT, `${proxy.url.origin}/v1/chat/completions`, ...needles], {
+      stdout: "pipe",
+      stderr: "inherit",
+    });
     const reader = client.stdout.getReader();
     let said = "";
     while (!said.includes("open\n")) {

@@ -77,7 +77,10 @@ describe("the systemd unit", () => {
   test("systemd-analyze verify reports a misspelt key and a missing binary, so a clean run means something", () => {
     const misspelt = systemdAnalyze(["verify", unitCopy((unit) => unit.replace("ProtectSystem=", "ProtectSytem="))]);
     expect(misspelt.output).toContain("Unknown key 'ProtectSytem'");
-    const missing = systemdAnalyze(["verify", unitCopy((unit) => unit.replace(`ExecStart=${INSTALLED_PATH} `, "ExecStart=/nonexistent/disagg-proxy "))]);
+    const missing = systemdAnalyze([
+      "verify",
+      unitCopy((unit) => unit.replace(`ExecStart=${INSTALLED_PATH} `, "ExecStart=/nonexistent/disagg-proxy ")),
+    ]);
     expect(missing.exitCode).not.toBe(0);
     expect(missing.output).toContain("is not executable");
   });

@@ -10,9 +10,22 @@ export function selfSigned(dir: string, name: string): { cert: string; key: stri
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
   const made = Bun.spawnSync([
-    "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-    "-subj", `/CN=${name}`, "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", key, "-out", cert,
+    "openssl",
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    `/CN=${name}`,
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+    "-keyout",
+    key,
+    "-out",
+    cert,
   ]);
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
   return { cert, key };
@@ -63,6 +76,11 @@ describe("TLS", () => {
     expect((await trusted(`${origin}/health`)).status).toBe(200);
     expect(seen).toEqual(["Bearer worker-secret"]);
     const untrusted = createWorkerFetch({});
-    expect(await untrusted(`${origin}/health`).then(() => "connected", () => "refused")).toBe("refused");
+    expect(
+      await untrusted(`${origin}/health`).then(
+        () => "connected",
+        () => "refused",
+      ),
+    ).toBe("refused");
   });
 });

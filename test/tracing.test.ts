@@ -42,30 +42,43 @@ function legSpanIds(requests: readonly { phase: string; headers: Record<string, 
 }
 
 describe.each(["context_first", "generation_first"] as const)("%s: OTLP export", (schedule) => {
-  test.each([false, true])("stream %p: one server span and one client span per leg, whose ids are exactly those the workers received", async (stream) => {
-    using collector = fakeCollector();
-    await using c = await startCluster({ config: { schedule, otlpTracesEndpoint: collector.endpoint } });
-    const response = await c.post("/v1/chat/completions", { ...CHAT, stream }, {
-      headers: { "content-type": "application/json", traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_SPAN_ID}-01` },
-    });
-    await response.text();
-    await c.proxy.app.telemetry.flush();
-    expect(collector.paths).toEqual(["/v1/traces"]);
-    const server = collector.spans.filter((s) => s.name === "disaggregated_request");
-    expect(server).toHaveLength(1);
-    expect(server[0]).toMatchObject({ traceId: CLIENT_TRACE_ID, parentSpanId: CLIENT_SPAN_ID, kind: 2, status: { code: 1 } });
-    expect(attribute(server[0], "http.response.status_code")).toBe("200");
-    const ctxSpan = legSpanIds(c.contexts[0]!.requests, "context")[0]!;
-    const genSpan = legSpanIds(c.generations[0]!.requests, "generation")[0]!;
-    expect(ctxSpan).not.toBe(genSpan);
-    const legs = collector.spans.filter((s) => s.kind === 3);
-    expect(new Set(legs.map((s) => s.spanId))).toEqual(new Set([ctxSpan, genSpan]));
-    expect(legs).toHaveLength(2);
-    for (const leg of legs) expect(leg).toMatchObject({ traceId: CLIENT_TRACE_ID, parentSpanId: server[0]!.spanId, name: "POST /v1/chat/completions" });
-    expect(attribute(legs.find((s) => s.spanId === ctxSpan), "trtllm.role")).toBe("context");
-    // The client asked for "m"; the one served model took it.
-    expect([attribute(server[0], "gen_ai.request.model"), attribute(server[0], "trtllm.model")]).toEqual(["m", "emulated-model"]);
-  });
+  test.each([false, true])(
+    "stream %p: one server span and one client span per leg, whose ids are exactly those the workers received",
+    async (stream) => {
+      using collector = fakeCollector();
+      await using c = await startCluster({ config: { schedule, otlpTracesEndpoint: collector.endpoint } });
+      const response = await c.post(
+        "/v1/chat/completions",
+        { ...CHAT, stream },
+        {
+          headers: { "content-type": "application/json", traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_SPAN_ID}-01` },
+        },
+      );
+      await response.text();
+      await c.proxy.app.telemetry.flush();
+      expect(collector.paths).toEqual(["/v1/traces"]);
+      const server = collector.spans.filter((s) => s.name === "disaggregated_request");
+      expect(server).toHaveLength(1);
+      expect(server[0]).toMatchObject({ traceId: CLIENT_TRACE_ID, parentSpanId: CLIENT_SPAN_ID, kind: 2, status: { code: 1 } });
+      expect(attribute(server[0], "http.response.status_code")).toBe("200");
+      const ctxSpan = legSpanIds(c.contexts[0]!.requests, "context")[0]!;
+      const genSpan = legSpanIds(c.generations[0]!.requests, "generation")[0]!;
+      expect(ctxSpan).not.toBe(genSpan);
+      const legs = collector.spans.filter((s) => s.kind === 3);
+      expect(new Set(legs.map((s) => s.spanId))).toEqual(new Set([ctxSpan, genSpan]));
+      expect(legs).toHaveLength(2);
+      for (const leg of legs)
+        expect(leg).toMatchObject({ traceId: CLIENT_TRACE_ID, parentSpanId: server[0]!.spanId, name: "POST /v1/chat/completions" });
+      expect(
+        attribute(
+          legs.find((s) => s.spanId === ctxSpan),
+          "trtllm.role",
+        ),
+      ).toBe("context");
+      // The client asked for "m"; the one served model took it.
+      expect([attribute(server[0], "gen_ai.request.model"), attribute(server[0], "trtllm.model")]).toEqual(["m", "emulated-model"]);
+    },
+  );
 });
 
 describe("OTLP export", () => {
@@ -99,7 +112,11 @@ describe("OTLP export", () => {
   test("an unsampled client trace is propagated but not exported", async () => {
     using collector = fakeCollector();
     await using c = await startCluster({ config: { otlpTracesEndpoint: collector.endpoint } });
-    await (await c.post("/v1/chat/completions", CHAT, { headers: { "content-type": "application/json", traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_SPAN_ID}-00` } })).text();
+    await (
+      await c.post("/v1/chat/completions", CHAT, {
+        headers: { "content-type": "application/json", traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_SPAN_ID}-00` },
+      })
+    ).text();
     await c.proxy.app.telemetry.flush();
     expect(collector.spans).toEqual([]);
     expect(c.generations[0]!.requests.find((r) => r.phase === "generation")!.headers["traceparent"]).toEndWith("-00");

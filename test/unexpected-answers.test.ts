@@ -64,7 +64,8 @@ describe("generation_first: a finished generation answer is kept", () => {
       async fetch(request): Promise<Response> {
         const path = new URL(request.url).pathname;
         if (path === "/health") return new Response(null, { status: 200 });
-        if (path === "/server_info") return Response.json({ disaggregated_params: { ctx_info_endpoint: [ctx.url.origin], ctx_dp_rank: 0 } });
+        if (path === "/server_info")
+          return Response.json({ disaggregated_params: { ctx_info_endpoint: [ctx.url.origin], ctx_dp_rank: 0 } });
         if (path.startsWith("/emulator/kv/")) {
           handedOver++;
           return Response.json({ first_gen_tokens: [11], prompt_token_ids: [1, 2, 3] });

@@ -57,7 +57,14 @@ async function servingPid(port: number): Promise<number> {
 
 describe("upgrading a running proxy (--take-over)", () => {
   test("three upgrades in a row under 40 requests/s, new and kept-alive connections, streamed and not: none refused, reset or failed; each stream opened before an upgrade arrives byte for byte; the new process answers within a second of the old one stopping listening", async () => {
-    const report = await runUpgrades({ upgrades: 3, streamSeconds: 5, gapMs: 300, ratePerLoop: 10, command: COMMAND, workDir: temp.dir("upgrade-run-") });
+    const report = await runUpgrades({
+      upgrades: 3,
+      streamSeconds: 5,
+      gapMs: 300,
+      ratePerLoop: 10,
+      command: COMMAND,
+      workDir: temp.dir("upgrade-run-"),
+    });
     // One comparison, so that a failure shows every figure of the run.
     expect({
       missed: problems(report),
@@ -113,7 +120,11 @@ describe("upgrading a running proxy (--take-over)", () => {
     await old.waitFor(isListening, 20_000, "listening");
     const a = spawnProxy(dir, [...args, "--take-over"], "a");
     const b = spawnProxy(dir, [...args, "--take-over"], "b");
-    const oneLeft = await Promise.race([a.child.exited.then((): [ProxyProcess, ProxyProcess] => [a, b]), b.child.exited.then((): [ProxyProcess, ProxyProcess] => [b, a]), Bun.sleep(30_000).then(() => undefined)]);
+    const oneLeft = await Promise.race([
+      a.child.exited.then((): [ProxyProcess, ProxyProcess] => [a, b]),
+      b.child.exited.then((): [ProxyProcess, ProxyProcess] => [b, a]),
+      Bun.sleep(30_000).then(() => undefined),
+    ]);
     expect(oneLeft).toBeDefined();
     const [loser, winner] = oneLeft ?? [a, b];
     expect(loser.child.exitCode).toBe(1);
@@ -183,7 +194,9 @@ describe("upgrading a running proxy (--take-over)", () => {
       const elsewhere = temp.dir("upgrade-dir-b-");
       const second = spawnProxy(elsewhere, [...args, ...extra], "second");
       expect(await second.child.exited).toBe(2);
-      expect(second.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is already in use, by a process that holds no control socket in ${elsewhere}`);
+      expect(second.stderr).toContain(
+        `cannot listen on 127.0.0.1:${port}: the port is already in use, by a process that holds no control socket in ${elsewhere}`,
+      );
       expect(second.records.some(isListening)).toBe(false);
       expect(existsSync(join(elsewhere, `disagg-proxy-${port}.sock`))).toBe(false);
     }
@@ -196,11 +209,21 @@ describe("upgrading a running proxy (--take-over)", () => {
     const dir = temp.dir("upgrade-registrations-");
     const port = freePort();
     const config = join(dir, "disagg_config.yaml");
-    writeFileSync(config, `hostname: 127.0.0.1\nport: ${port}\ndisagg_cluster:\n  cluster_uri: http://127.0.0.1:${port}\n  cluster_name: upgrade\n`);
+    writeFileSync(
+      config,
+      `hostname: 127.0.0.1\nport: ${port}\ndisagg_cluster:\n  cluster_uri: http://127.0.0.1:${port}\n  cluster_name: upgrade\n`,
+    );
     const old = spawnProxy(dir, ["-c", config], "old");
     await old.waitFor(isListening, 20_000, "listening");
     // Heartbeats a minute apart: within the test only the hand-over can tell the new process.
-    const register = httpRegistrar({ uri: `http://127.0.0.1:${port}`, clusterName: "upgrade", heartbeatMs: 60_000, ttlMs: 120_000, logger: silentLogger, retryMs: 100 });
+    const register = httpRegistrar({
+      uri: `http://127.0.0.1:${port}`,
+      clusterName: "upgrade",
+      heartbeatMs: 60_000,
+      ttlMs: 120_000,
+      logger: silentLogger,
+      retryMs: 100,
+    });
     const context = startEmulatedWorker({ role: "context", register });
     const generation = startEmulatedWorker({ role: "generation", register });
     workers.push(context, generation);
@@ -211,9 +234,15 @@ describe("upgrading a running proxy (--take-over)", () => {
     expect(taking["registrations"]).toBe(2);
     await next.waitFor((record) => record["msg"] === "took over the port", 20_000, "the take-over");
     expect(await servingPid(port)).toBe(next.pid);
-    const info = (await (await fetch(`http://127.0.0.1:${port}/cluster_info`)).json()) as { current_workers: { context_servers: unknown[]; generation_servers: unknown[] } };
+    const info = (await (await fetch(`http://127.0.0.1:${port}/cluster_info`)).json()) as {
+      current_workers: { context_servers: unknown[]; generation_servers: unknown[] };
+    };
     expect([info.current_workers.context_servers.length, info.current_workers.generation_servers.length]).toEqual([1, 1]);
-    const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(chat) });
+    const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(chat),
+    });
     expect(answer.status).toBe(200);
     expect(next.records.some((record) => String(record["msg"]).startsWith("metrics counters start from zero"))).toBe(true);
     expect(await old.child.exited).toBe(0);
@@ -228,7 +257,11 @@ describe("upgrading a running proxy (--take-over)", () => {
     const old = spawnProxy(dir, ["--port", String(port), "--context", context.url, "--generation", generation.url], "old");
     await old.waitFor((record) => record["msg"] === "all workers are ready", 20_000, "its workers");
     const nobody = `http://127.0.0.1:${freePort()}`;
-    const next = spawnProxy(dir, ["--port", String(port), "--context", nobody, "--generation", generation.url, "--server-start-timeout", "1", "--take-over"], "new");
+    const next = spawnProxy(
+      dir,
+      ["--port", String(port), "--context", nobody, "--generation", generation.url, "--server-start-timeout", "1", "--take-over"],
+      "new",
+    );
     expect(await next.child.exited).toBe(1);
     expect(next.records.some((record) => String(record["msg"]).startsWith("take-over abandoned"))).toBe(true);
     expect(next.records.some(isListening)).toBe(false);

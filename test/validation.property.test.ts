@@ -23,12 +23,10 @@ const mostlyAll = (fields: Fields): Fields => Object.fromEntries(Object.entries(
 const rec = (fields: Fields) => fc.record(mostlyAll(fields));
 /** A request body: required fields nearly always present and well-formed, optional ones now and then. */
 function body(required: Fields, optional: Fields) {
-  return fc
-    .tuple(rec(required), fc.record(mostlyAll(optional), { requiredKeys: [] }), fc.nat({ max: 40 }))
-    .map(([r, o, drop]) => {
-      const kept = Object.entries(r).filter((_, i) => i !== drop); // now and then a required field is missing
-      return Object.assign(Object.fromEntries(kept), o);
-    });
+  return fc.tuple(rec(required), fc.record(mostlyAll(optional), { requiredKeys: [] }), fc.nat({ max: 40 })).map(([r, o, drop]) => {
+    const kept = Object.entries(r).filter((_, i) => i !== drop); // now and then a required field is missing
+    return Object.assign(Object.fromEntries(kept), o);
+  });
 }
 
 const text = fc.string({ unit: "grapheme", maxLength: 10 });
@@ -50,9 +48,17 @@ const chatTool = rec({ type: fc.constant("function"), function: rec({ name: tool
 
 // Anthropic Messages
 const aText = rec({ type: fc.constant("text"), text });
-const aImage = rec({ type: fc.constant("image"), source: rec({ type: fc.constant("base64"), media_type: fc.constant("image/png"), data: fc.constant("iVBORw0KGgo=") }) });
+const aImage = rec({
+  type: fc.constant("image"),
+  source: rec({ type: fc.constant("base64"), media_type: fc.constant("image/png"), data: fc.constant("iVBORw0KGgo=") }),
+});
 const aToolUse = rec({ type: fc.constant("tool_use"), id: text, name: text, input: fc.constant({ q: "x" }) });
-const aToolResult = rec({ type: fc.constant("tool_result"), tool_use_id: text, content: fc.oneof(text, few(aText)), is_error: fc.boolean() });
+const aToolResult = rec({
+  type: fc.constant("tool_result"),
+  tool_use_id: text,
+  content: fc.oneof(text, few(aText)),
+  is_error: fc.boolean(),
+});
 const aThinking = rec({ type: fc.constant("thinking"), thinking: text, signature: text });
 const aMessage = fc.oneof(
   rec({ role: fc.constant("user"), content: fc.oneof(text, few(fc.oneof(aText, aImage, aToolResult), 1)) }),
@@ -78,12 +84,26 @@ const SHAPED: Record<Route, fc.Arbitrary<unknown>> = {
   ),
   "/v1/completions": body(
     { model: fc.constant("m"), prompt: fc.oneof(text, few(text, 1), few(fc.integer({ min: 0, max: 40000 }), 1)) },
-    { stream: fc.boolean(), max_tokens: smallCount, echo: fc.boolean(), logprobs: fc.integer({ min: 0, max: 2 }), stop: text, temperature: unit },
+    {
+      stream: fc.boolean(),
+      max_tokens: smallCount,
+      echo: fc.boolean(),
+      logprobs: fc.integer({ min: 0, max: 2 }),
+      stop: text,
+      temperature: unit,
+    },
   ),
   "/v1/responses": body(
     {
       model: fc.constant("m"),
-      input: fc.oneof(text, few(rec({ role: fc.constantFrom("user", "system"), content: text }), 1), few(rec({ type: fc.constant("message"), role: fc.constant("user"), content: few(rec({ type: fc.constant("input_text"), text }), 1) }), 1)),
+      input: fc.oneof(
+        text,
+        few(rec({ role: fc.constantFrom("user", "system"), content: text }), 1),
+        few(
+          rec({ type: fc.constant("message"), role: fc.constant("user"), content: few(rec({ type: fc.constant("input_text"), text }), 1) }),
+          1,
+        ),
+      ),
     },
     {
       stream: fc.boolean(),
@@ -97,7 +117,11 @@ const SHAPED: Record<Route, fc.Arbitrary<unknown>> = {
     },
   ),
   "/v1/messages": body(
-    { model: fc.constant("m"), max_tokens: fc.oneof({ arbitrary: smallCount, weight: 1 }, { arbitrary: fc.integer({ min: 4097, max: 8192 }), weight: 3 }), messages: few(aMessage, 1) },
+    {
+      model: fc.constant("m"),
+      max_tokens: fc.oneof({ arbitrary: smallCount, weight: 1 }, { arbitrary: fc.integer({ min: 4097, max: 8192 }), weight: 3 }),
+      messages: few(aMessage, 1),
+    },
     {
       stream: fc.boolean(),
       system: fc.oneof(text, few(aText)),
@@ -106,7 +130,10 @@ const SHAPED: Record<Route, fc.Arbitrary<unknown>> = {
         { arbitrary: rec({ type: fc.constantFrom("auto", "none") }), weight: 4 },
         { arbitrary: fc.oneof(rec({ type: fc.constant("any") }), rec({ type: fc.constant("tool"), name: toolName })), weight: 1 },
       ),
-      thinking: fc.oneof(rec({ type: fc.constant("enabled"), budget_tokens: fc.integer({ min: 1024, max: 4096 }) }), rec({ type: fc.constant("disabled") })),
+      thinking: fc.oneof(
+        rec({ type: fc.constant("enabled"), budget_tokens: fc.integer({ min: 1024, max: 4096 }) }),
+        rec({ type: fc.constant("disabled") }),
+      ),
       stop_sequences: few(text),
       temperature: unit,
       top_k: smallCount,
@@ -165,7 +192,10 @@ describe("validation properties (one cluster, loopback HTTP)", () => {
   }, 60_000);
 
   test("any text posted as the body, JSON or not, gets a 2xx or a clean 4xx", async () => {
-    const bodies = fc.oneof(fc.string({ unit: "binary", maxLength: 40 }), anyJson.map((value) => JSON.stringify(value).slice(0, -1)));
+    const bodies = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 40 }),
+      anyJson.map((value) => JSON.stringify(value).slice(0, -1)),
+    );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...ROUTES), bodies, async (route, sent) => {
         await expectClean(route, sent);

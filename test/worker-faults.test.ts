@@ -15,7 +15,10 @@ async function askContext(url: string, content: string, id = D): Promise<JsonObj
   const response = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content }], disaggregated_params: { request_type: "context_only", disagg_request_id: Number(id) } }),
+    body: JSON.stringify({
+      messages: [{ role: "user", content }],
+      disaggregated_params: { request_type: "context_only", disagg_request_id: Number(id) },
+    }),
   });
   const body = parseJson(await response.text());
   if (!isJsonObject(body)) throw new TypeError("not an object");
@@ -82,7 +85,8 @@ describe("held KV on the context side", () => {
     await using generation = startEmulatedWorker({ role: "generation" });
     const content = "a b [[emu tokens=3]]";
     const body = JSON.stringify(generationBody(content, await askContext(context.url, content)));
-    const send = (): Promise<Response> => fetch(`${generation.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const send = (): Promise<Response> =>
+      fetch(`${generation.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
     expect((await send()).status).toBe(200);
     const again = await send();
     expect(again.status).toBe(500);
@@ -119,7 +123,14 @@ describe("connection faults", () => {
     const body = JSON.stringify({ prompt: "x [[emu prefill_ms=200 tokens=2]]" });
     connection.write(GET_HEALTH);
     await connection.until((received) => statuses(received).length === 1);
-    connection.write(rawRequest("POST", "/v1/completions", { host: "worker", "content-type": "application/json", "content-length": String(body.length) }, body));
+    connection.write(
+      rawRequest(
+        "POST",
+        "/v1/completions",
+        { host: "worker", "content-type": "application/json", "content-length": String(body.length) },
+        body,
+      ),
+    );
     await connection.until((received) => statuses(received).length === 2 && received.includes("tok2"));
     expect(statuses(connection.received)).toEqual([200, 200]);
   });

@@ -31,7 +31,9 @@ describe("worker-reported load", () => {
       await reportsIn(cluster);
       await sendChats(cluster, 6);
       expect([served(cluster.generations[0]), served(cluster.generations[1])]).toEqual([0, 6]);
-      const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as { workers: { generation: { load: number; reported: { waiting: number } }[] } };
+      const info = (await (await fetch(`${cluster.url}/cluster_info`)).json()) as {
+        workers: { generation: { load: number; reported: { waiting: number } }[] };
+      };
       expect(info.workers.generation[0]).toMatchObject({ load: 50, reported: { waiting: 50 } });
     }
     {
@@ -42,7 +44,10 @@ describe("worker-reported load", () => {
   });
 
   test("kv_cache_aware's load term uses the reports: the idle worker wins the tie", async () => {
-    await using cluster = await startCluster({ generations: [{ reportedWaiting: 40 }, {}], config: { generationRouter: "kv_cache_aware", workerLoadIntervalMs: 20 } });
+    await using cluster = await startCluster({
+      generations: [{ reportedWaiting: 40 }, {}],
+      config: { generationRouter: "kv_cache_aware", workerLoadIntervalMs: 20 },
+    });
     await reportsIn(cluster);
     await sendChats(cluster, 4);
     expect(served(cluster.generations[0])).toBe(0);
@@ -58,7 +63,12 @@ describe("worker-reported load", () => {
     expect(chat.status).toBe(429);
     expect(chat.headers.get("retry-after")).toBe("5");
     await chat.text();
-    const messages = await cluster.post("/v1/messages", { model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }], stream: true });
+    const messages = await cluster.post("/v1/messages", {
+      model: "m",
+      max_tokens: 2,
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+    });
     expect(messages.status).toBe(529);
     expect(messages.headers.get("retry-after")).toBe("5");
     expect(((await messages.json()) as { error: { type: string } }).error.type).toBe("overloaded_error");
@@ -72,7 +82,9 @@ describe("worker-reported load", () => {
       return new Response("not found", { status: 404 });
     });
     try {
-      await using cluster = await startCluster({ config: { generationServers: [`http://127.0.0.1:${silent.port}`], workerLoadIntervalMs: 10 } });
+      await using cluster = await startCluster({
+        config: { generationServers: [`http://127.0.0.1:${silent.port}`], workerLoadIntervalMs: 10 },
+      });
       await eventually(() => polls >= 4, 3000, "several polls");
       const told = cluster.logs.filter((line) => String(line["msg"]).startsWith("worker reports no load"));
       expect(told).toHaveLength(1);

@@ -13,7 +13,10 @@ describe.each(["context_first", "generation_first"] as const)("%s: --worker-msgp
     expect(text).toContain("tok");
     const id = BigInt(response.headers.get("x-trtllm-engine-request-id")!);
     expect(id).toBeGreaterThan(2n ** 40n);
-    for (const leg of [c.contexts[0]!.requests.find((r) => r.phase === "context")!, c.generations[0]!.requests.find((r) => r.phase === "generation")!]) {
+    for (const leg of [
+      c.contexts[0]!.requests.find((r) => r.phase === "context")!,
+      c.generations[0]!.requests.find((r) => r.phase === "generation")!,
+    ]) {
       expect(leg.headers["x-trtllm-msgpack"]).toBe("1");
       expect(leg.headers["content-type"]).toBe("application/json");
       expect(leg.disaggRequestId).toBe(id);

@@ -38,7 +38,11 @@ describe("the emulated worker while it starts", () => {
       fetch(`${worker.url}/health`),
       fetch(`${worker.url}/v1/models`),
       fetch(`${worker.url}/no-such-route`),
-      fetch(`${worker.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify(chat), headers: { "content-type": "application/json" } }),
+      fetch(`${worker.url}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify(chat),
+        headers: { "content-type": "application/json" },
+      }),
     ]);
     for (const answer of answers) {
       expect(answer.status).toBe(503);
@@ -87,7 +91,11 @@ describe("the proxy in front of a starting worker", () => {
       context.finishStarting();
       expect(await started).toBe(true);
       expect(await state()).toBe("ready");
-      const answer = await fetch(`${proxy.url.origin}/v1/chat/completions`, { method: "POST", body: JSON.stringify(chat), headers: { "content-type": "application/json" } });
+      const answer = await fetch(`${proxy.url.origin}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify(chat),
+        headers: { "content-type": "application/json" },
+      });
       expect(answer.status).toBe(200);
     } finally {
       await proxy.stop();
@@ -103,7 +111,11 @@ describe("the proxy in front of a starting worker", () => {
       port: 0,
       fetch(request) {
         const path = new URL(request.url).pathname;
-        if (starting) return new Response('{"error":{"code":"starting"}}', { status: 503, headers: { "retry-after": "1", "x-trtllm-server-state": "starting" } });
+        if (starting)
+          return new Response('{"error":{"code":"starting"}}', {
+            status: 503,
+            headers: { "retry-after": "1", "x-trtllm-server-state": "starting" },
+          });
         return path === "/health" ? new Response(null, { status: 200 }) : Response.json({});
       },
     });
@@ -115,7 +127,9 @@ describe("the proxy in front of a starting worker", () => {
       expect(await proxy.waitForWorkers()).toBe(true);
       starting = true;
       await eventually(() => !proxy.app.placement.pool.isReady(), 3000);
-      const lines = logger.records.filter((line) => line["worker"] === origin && line["msg"] !== "worker ready").map((line) => [line["level"], line["msg"]]);
+      const lines = logger.records
+        .filter((line) => line["worker"] === origin && line["msg"] !== "worker ready")
+        .map((line) => [line["level"], line["msg"]]);
       expect(lines).toEqual([
         ["info", "worker starting: it answers 503 until its model is loaded"],
         ["info", "worker restarting: out of rotation until it is ready"],
@@ -134,7 +148,11 @@ describe("the proxy in front of a starting worker", () => {
 describe("a worker that restarted between two health checks", () => {
   for (const schedule of ["context_first", "generation_first"] as const) {
     test(`its start-up 503 to a request is no client error: the leg moves to another worker (a pinned one restarts its request on a fresh pair), and the worker is out of rotation until its health check passes (${schedule})`, async () => {
-      await using cluster = await startCluster({ contexts: [{}, {}], generations: [{}, {}], config: { schedule, maxRetries: 0, healthCheckIntervalMs: 600 } });
+      await using cluster = await startCluster({
+        contexts: [{}, {}],
+        generations: [{}, {}],
+        config: { schedule, maxRetries: 0, healthCheckIntervalMs: 600 },
+      });
       // Generation-first's context leg is pinned (the hand-off names its worker): that request restarts on a fresh pair.
       const restarting = [cluster.contexts[0]!, cluster.generations[0]!];
       // Just after a health round answered: a whole interval passes before the next one sees the restart.
@@ -146,7 +164,11 @@ describe("a worker that restarted between two health checks", () => {
       );
       for (const worker of restarting) worker.restartInPlace();
       for (let i = 0; i < 4; i++) {
-        const response = await cluster.post("/v1/chat/completions", { ...chat, messages: [{ role: "user", content: `after a restart ${i} [[emu tokens=3]]` }], stream: i % 2 === 1 });
+        const response = await cluster.post("/v1/chat/completions", {
+          ...chat,
+          messages: [{ role: "user", content: `after a restart ${i} [[emu tokens=3]]` }],
+          stream: i % 2 === 1,
+        });
         expect(response.status).toBe(200);
         expect(await response.text()).toContain(" tok3");
       }

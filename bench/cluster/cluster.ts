@@ -71,7 +71,13 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
       floor,
       floorJs,
       pids: { proxy: proxy.pid, context: context.pid, generation: generation.pid },
-      sampled: { proxy: proxy.pid, context: context.pid, generation: generation.pid, ...(floor ? { floor: floor.pid } : {}), ...(floorJs ? { "floor-js": floorJs.pid } : {}) },
+      sampled: {
+        proxy: proxy.pid,
+        context: context.pid,
+        generation: generation.pid,
+        ...(floor ? { floor: floor.pid } : {}),
+        ...(floorJs ? { "floor-js": floorJs.pid } : {}),
+      },
       stop: () => stopAll(started),
     };
   } catch (error) {
@@ -81,11 +87,23 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
 }
 
 /** The floor relay (or its JS-stream variant) in front of the given workers. */
-export function spawnFloor(spec: Pick<ClusterSpec, "name" | "logDir" | "maxHttpRequests"> & { readonly preload?: string }, contextUrl: string, generationUrl: string, mode: "native" | "js"): Promise<Service> {
+export function spawnFloor(
+  spec: Pick<ClusterSpec, "name" | "logDir" | "maxHttpRequests"> & { readonly preload?: string },
+  contextUrl: string,
+  generationUrl: string,
+  mode: "native" | "js",
+): Promise<Service> {
   return spawnService({
     name: `${spec.name}-floor-${mode}`,
     // `preload`: a module run first (bench/micro/raw-fetch-preload.ts: the legs on the Bun.connect prototype).
-    cmd: [process.execPath, ...(spec.preload === undefined ? [] : ["--preload", spec.preload]), join(import.meta.dir, "floor-relay.ts"), contextUrl, generationUrl, mode],
+    cmd: [
+      process.execPath,
+      ...(spec.preload === undefined ? [] : ["--preload", spec.preload]),
+      join(import.meta.dir, "floor-relay.ts"),
+      contextUrl,
+      generationUrl,
+      mode,
+    ],
     env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests) },
     logDir: spec.logDir,
   });

@@ -4,7 +4,13 @@ import { disaggConfig, type FleetSpec } from "./fleet.ts";
 import type { Service } from "./service.ts";
 
 function services(role: string, ports: readonly number[]): Service[] {
-  return ports.map((port, i) => ({ name: `${role}${i}`, pid: 0, url: `http://127.0.0.1:${port}`, logFile: "", stop: () => Promise.resolve() }));
+  return ports.map((port, i) => ({
+    name: `${role}${i}`,
+    pid: 0,
+    url: `http://127.0.0.1:${port}`,
+    logFile: "",
+    stop: () => Promise.resolve(),
+  }));
 }
 
 const SPEC: FleetSpec = {

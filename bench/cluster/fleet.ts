@@ -112,10 +112,14 @@ export function disaggConfig(spec: FleetSpec, context: readonly Service[], gener
     `  router:`,
     `    type: ${router}`,
     // Only the routers that hash KV blocks take the block size; others would warn about it.
-    ...(router === "conversation" || router === "kv_cache_aware" ? [`  kv_cache_config:`, `    tokens_per_block: ${spec.tokensPerBlock}`] : []),
+    ...(router === "conversation" || router === "kv_cache_aware"
+      ? [`  kv_cache_config:`, `    tokens_per_block: ${spec.tokensPerBlock}`]
+      : []),
   ];
   const conditional =
-    spec.maxLocalPrefillLength === undefined ? [] : [`conditional_disagg_config:`, `  max_local_prefill_length: ${spec.maxLocalPrefillLength}`];
+    spec.maxLocalPrefillLength === undefined
+      ? []
+      : [`conditional_disagg_config:`, `  max_local_prefill_length: ${spec.maxLocalPrefillLength}`];
   return [
     `# Written by bench/cluster/fleet.ts for the conversations benchmark.`,
     ...section("context_servers", context, spec.contextRouter),

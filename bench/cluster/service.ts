@@ -62,13 +62,17 @@ export async function spawnService(spec: SpawnSpec): Promise<Service> {
 async function firstLine(logFile: string, errFile: string, child: Bun.Subprocess): Promise<string> {
   const deadline = performance.now() + START_TIMEOUT_MS;
   while (performance.now() < deadline) {
-    const text = await Bun.file(logFile).text().catch(() => "");
+    const text = await Bun.file(logFile)
+      .text()
+      .catch(() => "");
     const newline = text.indexOf("\n");
     if (newline >= 0) return text.slice(0, newline).trim();
     if (child.exitCode !== null) break;
     await Bun.sleep(5);
   }
   child.kill("SIGKILL");
-  const stderr = await Bun.file(errFile).text().catch(() => "");
+  const stderr = await Bun.file(errFile)
+    .text()
+    .catch(() => "");
   throw new Error(`${logFile}: no URL on the first stdout line; stderr: ${stderr.slice(0, 2000)}`);
 }

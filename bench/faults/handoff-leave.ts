@@ -18,17 +18,40 @@ import { startProxy } from "../../src/server/serve.ts";
 const { values } = parseArgs({ args: Bun.argv.slice(2), options: { n: { type: "string", default: "20" } } });
 const n = Number(values.n);
 
-async function scenario(name: string, content: string, leaveAt: (i: number) => "handoff" | number): Promise<Record<string, number | string>> {
+async function scenario(
+  name: string,
+  content: string,
+  leaveAt: (i: number) => "handoff" | number,
+): Promise<Record<string, number | string>> {
   const context = startEmulatedWorker({ role: "context" });
   const generation = startEmulatedWorker({ role: "generation" });
-  const config: ProxyConfig = { ...DEFAULTS, host: "127.0.0.1", port: 0, contextServers: [context.url], generationServers: [generation.url], nodeId: 3, configFile: undefined, serverStartPollMs: 20 };
+  const config: ProxyConfig = {
+    ...DEFAULTS,
+    host: "127.0.0.1",
+    port: 0,
+    contextServers: [context.url],
+    generationServers: [generation.url],
+    nodeId: 3,
+    configFile: undefined,
+    serverStartPollMs: 20,
+  };
   const proxy = startProxy(config, memoryLogger(), "bench");
   await proxy.waitForWorkers();
   let wastedMs = 0;
   for (let i = 0; i < n; i++) {
     const client = new AbortController();
-    const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: `${content} #${i}` }], max_tokens: 8, stream: i % 2 === 1 });
-    const reply = fetch(`${proxy.url.origin}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: client.signal }).catch(() => undefined);
+    const body = JSON.stringify({
+      model: "m",
+      messages: [{ role: "user", content: `${content} #${i}` }],
+      max_tokens: 8,
+      stream: i % 2 === 1,
+    });
+    const reply = fetch(`${proxy.url.origin}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      signal: client.signal,
+    }).catch(() => undefined);
     const when = leaveAt(i);
     const seq = context.requests.at(-1)?.seq ?? -1;
     const record = context.waitFor((r) => r.seq > seq && r.phase === "context", 2000).catch(() => undefined);
@@ -49,7 +72,7 @@ async function scenario(name: string, content: string, leaveAt: (i: number) => "
   return { scenario: name, clients: n, held_after_1s: held, context_ms_after_leaving: Math.round(wastedMs) };
 }
 
-const random = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const random = (seed: number) => () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 const next = random(7);
 const results = [
   await scenario("at-handoff", "leave [[emu gen.queue_ms=200 tokens=4]]", () => "handoff"),

@@ -21,7 +21,7 @@ function everySplit(text: string): string[][] {
 }
 
 describe("ResponseParser", () => {
-  const lengthed = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+  const lengthed = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}';
   const chunked = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\ndata:\r\n4;ext=1\r\n x\n\n\r\n0\r\n\r\n";
 
   test("reads a content-length body, whatever the split", () => {

@@ -42,7 +42,11 @@ export interface AbPlan {
 }
 
 /** `pids`: the processes whose CPU each round is charged (by name). */
-export async function alternateRounds<K extends string>(pids: Readonly<Record<string, number>>, users: Record<K, Path[]>, plan: AbPlan): Promise<Record<K, Tally>> {
+export async function alternateRounds<K extends string>(
+  pids: Readonly<Record<string, number>>,
+  users: Record<K, Path[]>,
+  plan: AbPlan,
+): Promise<Record<K, Tally>> {
   const kinds = Object.keys(users) as K[];
   const tally = Object.fromEntries(kinds.map((kind) => [kind, emptyTally()])) as Record<K, Tally>;
   for (const kind of kinds) await closedLoop(users[kind], plan.warmup);
@@ -84,5 +88,16 @@ export function foreignLoad(tally: Tally, cores: number): number {
 }
 
 function emptyTally(): Tally {
-  return { latenciesUs: [], firstEventUs: [], ok: 0, errors: 0, frames: 0, seconds: 0, foreignCpu: 0, errorSamples: [], cpu: {}, rounds: [] };
+  return {
+    latenciesUs: [],
+    firstEventUs: [],
+    ok: 0,
+    errors: 0,
+    frames: 0,
+    seconds: 0,
+    foreignCpu: 0,
+    errorSamples: [],
+    cpu: {},
+    rounds: [],
+  };
 }

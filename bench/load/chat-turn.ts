@@ -62,7 +62,13 @@ class EventReader {
   }
 
   summary(): Omit<TurnAnswer, "status" | "totalMs"> {
-    return { ttftMs: this.#ttftMs, content: this.#content, promptTokens: this.#promptTokens, cachedTokens: this.#cachedTokens, done: this.#done };
+    return {
+      ttftMs: this.#ttftMs,
+      content: this.#content,
+      promptTokens: this.#promptTokens,
+      cachedTokens: this.#cachedTokens,
+      done: this.#done,
+    };
   }
 
   #event(event: string, elapsedMs: number): void {

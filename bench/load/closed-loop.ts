@@ -26,7 +26,15 @@ export interface LoopResult {
 const MAX_ERROR_SAMPLES = 5;
 
 export async function closedLoop(paths: readonly Path[], limit: LoopLimit): Promise<LoopResult> {
-  const result = { latenciesUs: [] as number[], firstEventUs: [] as number[], ok: 0, errors: 0, frames: 0, seconds: 0, errorSamples: [] as string[] };
+  const result = {
+    latenciesUs: [] as number[],
+    firstEventUs: [] as number[],
+    ok: 0,
+    errors: 0,
+    frames: 0,
+    seconds: 0,
+    errorSamples: [] as string[],
+  };
   const started = performance.now();
   const deadline = started + limit.seconds * 1000;
   let claimed = 0;

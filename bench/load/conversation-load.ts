@@ -82,7 +82,9 @@ async function playConversation(
       // oxlint-disable-next-line no-await-in-loop -- each turn carries the answer of the one before
       const answer = await chatTurn(conn, request);
       if (answer.status !== 200 || !answer.done || answer.ttftMs === undefined || answer.promptTokens === undefined) {
-        fail(`conversation ${conversation} turn ${turn}: HTTP ${answer.status}${answer.done ? "" : ", no [DONE]"}${answer.promptTokens === undefined ? ", no usage" : ""}`);
+        fail(
+          `conversation ${conversation} turn ${turn}: HTTP ${answer.status}${answer.done ? "" : ", no [DONE]"}${answer.promptTokens === undefined ? ", no usage" : ""}`,
+        );
         return;
       }
       records.push({

@@ -27,7 +27,12 @@ export const SOAK_KINDS: readonly SoakKind[] = [
   { name: "generation cuts after 3", weight: 5, workload: chatStream(16, "gen.cut=3 gen.token_ms=5") },
   { name: "in-band error after 3", weight: 4, workload: chatStream(16, "gen.error_event=3") },
   { name: "silence 2.5 s", weight: 4, workload: chatStream(8, "gen.silence_ms=2500 gen.silence_after=2") },
-  { name: "client leaves during silence", weight: 5, workload: chatStream(8, "gen.silence_ms=5000 gen.silence_after=1"), leaveAfterMs: [100, 3000] },
+  {
+    name: "client leaves during silence",
+    weight: 5,
+    workload: chatStream(8, "gen.silence_ms=5000 gen.silence_after=1"),
+    leaveAfterMs: [100, 3000],
+  },
 ];
 
 /** Deterministic PRNG (mulberry32): every run sends the same sequence of kinds and delays. */

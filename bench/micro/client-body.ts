@@ -38,7 +38,10 @@ const chat = (repeat: number): string =>
     stream: true,
     messages: [
       { role: "system", content: "You are a helpful assistant. Answer briefly and cite sources when you can." },
-      { role: "user", content: "Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(repeat) },
+      {
+        role: "user",
+        content: "Summarise the benefits of disaggregated prefill and decode for large language model serving. ".repeat(repeat),
+      },
     ],
   });
 const ANSWER = json.parseJson(
@@ -56,12 +59,24 @@ function request(bytes: Uint8Array): number {
   const guard = new shape.JsonShapeGuard(shape.JSON_SHAPE_LIMITS, bytes.length);
   guard.feed(bytes);
   guard.finish(bytes.length);
-  const parsed = source === undefined ? { body: json.parseJson(decoder.decode(bytes)), source: undefined } : source.parseJsonSource(bytes, guard.layout());
+  const parsed =
+    source === undefined
+      ? { body: json.parseJson(decoder.decode(bytes)), source: undefined }
+      : source.parseJsonSource(bytes, guard.layout());
   schemas.check(schemas.chatRequest, parsed.body);
-  const input = { api: "chat", body: parsed.body, source: parsed.source, stream: true, routing: routing.routingRequestOf("chat", parsed.body, undefined) };
+  const input = {
+    api: "chat",
+    body: parsed.body,
+    source: parsed.source,
+    stream: true,
+    routing: routing.routingRequestOf("chat", parsed.body, undefined),
+  };
   const promptLength: number = input.routing.promptLength ?? input.routing.promptText.length;
   const context = codec.JSON_CODEC.encode(bodies.contextBody(input, 7_350_918_722_218_165_249n, "context_first"), parsed.source);
-  const generation = codec.JSON_CODEC.encode(bodies.generationBody(input, ANSWER, 7_350_918_722_218_165_249n, "context_first"), parsed.source);
+  const generation = codec.JSON_CODEC.encode(
+    bodies.generationBody(input, ANSWER, 7_350_918_722_218_165_249n, "context_first"),
+    parsed.source,
+  );
   // The prompt's length is what the default routers read; the sum keeps every piece live.
   return wireBytes(context) + wireBytes(generation) + promptLength;
 }

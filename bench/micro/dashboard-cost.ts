@@ -24,7 +24,14 @@ const source: DashboardSource = {
   draining: () => false,
   admission: () => ({ inFlight: 0, waiting: 0, limit: 0 }),
   workers: () =>
-    Array.from({ length: WORKERS }, (_, i) => ({ role: i % 2 === 0 ? ("context" as const) : ("generation" as const), url: `http://w${i}:8000`, id: undefined, ready: true, inFlight: 0, version: undefined })),
+    Array.from({ length: WORKERS }, (_, i) => ({
+      role: i % 2 === 0 ? ("context" as const) : ("generation" as const),
+      url: `http://w${i}:8000`,
+      id: undefined,
+      ready: true,
+      inFlight: 0,
+      version: undefined,
+    })),
   discovery: () => ({ source: "static" }),
   protectedByKeys: () => false,
 };
@@ -32,8 +39,24 @@ const recorder = new DashboardRecorder(source, () => clock.now);
 // The pipeline passes the pool's own origin strings, not fresh ones.
 const ORIGINS = source.workers().map((worker) => worker.url);
 const metrics = createMetrics({ workers: () => [] });
-const ok: EndedRequest = { route: "/v1/chat/completions", outcome: "ok", status: 200, disaggRequestId: 1n, worker: "http://w1:8000", message: undefined, code: undefined, ttftMs: 120, durationMs: 900 };
-const failed: EndedRequest = { ...ok, outcome: "worker_error", status: 502, message: "The generation worker answered 500", code: "WORKER_HTTP_ERROR" };
+const ok: EndedRequest = {
+  route: "/v1/chat/completions",
+  outcome: "ok",
+  status: 200,
+  disaggRequestId: 1n,
+  worker: "http://w1:8000",
+  message: undefined,
+  code: undefined,
+  ttftMs: 120,
+  durationMs: 900,
+};
+const failed: EndedRequest = {
+  ...ok,
+  outcome: "worker_error",
+  status: 502,
+  message: "The generation worker answered 500",
+  code: "WORKER_HTTP_ERROR",
+};
 
 function oneRequest(i: number, withDashboard: boolean): void {
   clock.now += 1;
@@ -88,7 +111,8 @@ for (let r = 0; r < rounds; r++) {
   off.push(nsPerRequest((i) => oneRequest(i, false), N));
 }
 const sorted = (values: number[]): number[] => values.toSorted((a, b) => a - b);
-const show = (values: number[]): string => `min ${sorted(values)[0]!.toFixed(0)} ns, median ${sorted(values)[Math.floor(values.length / 2)]!.toFixed(0)} ns`;
+const show = (values: number[]): string =>
+  `min ${sorted(values)[0]!.toFixed(0)} ns, median ${sorted(values)[Math.floor(values.length / 2)]!.toFixed(0)} ns`;
 console.log(`${rounds} rounds of ${N} requests; Bun ${Bun.version}`);
 console.log(`the recorder's calls per request:          ${show(alone)}`);
 console.log(`a request's hooks, dashboard off:         ${show(off)}`);

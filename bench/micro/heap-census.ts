@@ -9,5 +9,7 @@ import { heapStats } from "bun:jsc";
 process.on("SIGUSR2", () => {
   Bun.gc(true);
   const stats = heapStats();
-  process.stderr.write(`CENSUS ${JSON.stringify({ heapSize: stats.heapSize, objectCount: stats.objectCount, counts: stats.objectTypeCounts })}\n`);
+  process.stderr.write(
+    `CENSUS ${JSON.stringify({ heapSize: stats.heapSize, objectCount: stats.objectCount, counts: stats.objectTypeCounts })}\n`,
+  );
 });

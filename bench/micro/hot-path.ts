@@ -30,13 +30,17 @@ const ROUNDS = Number(process.env["ROUNDS"] ?? 9);
 
 const CONTEXT_ANSWER =
   '{"id":"chatcmpl-b0a724c63e1c481a9ea6e5336371467f","object":"chat.completion","created":1796289353,"model":"emulated-model","choices":[{"index":0,"message":{"role":"assistant","content":" tok1","reasoning_content":null,"tool_calls":[]},"logprobs":null,"finish_reason":"length","stop_reason":null,"disaggregated_params":{"request_type":"context_only","first_gen_tokens":[24892],"ctx_request_id":7350918722218165249,"encoded_opaque_state":"eyJraW5kIjoiZW11bGF0ZWQta3Ytc3RhdGUiLCJ3b3JrZXIiOiJodHRwOi8vMTI3LjAuMC4xOjE4MTAxIiwiZGlzYWdnX3JlcXVlc3RfaWQiOjczNTA5MTg3MjIyMTgxNjUyNDksInByb21wdF90b2tlbnMiOjE1LCJkaXJlY3RpdmVzIjoiW1tlbXUgdG9rZW5zPTE2XV0ifQ==","draft_tokens":null,"disagg_request_id":7350918722218165249,"ctx_dp_rank":0,"ctx_info_endpoint":"http://127.0.0.1:18101","schedule_style":0}}],"usage":{"prompt_tokens":15,"total_tokens":16,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}},"prompt_token_ids":[10327,12980,12925,12016,10302,5411,26046,29287,11080,25388,3523,26722,6463,30752,12055]}';
-const LONG_ANSWER = CONTEXT_ANSWER.replace(/"prompt_token_ids":\[[^\]]*\]/, `"prompt_token_ids":[${Array.from({ length: 2000 }, (_, i) => (i * 7919) % 32000).join(",")}]`);
+const LONG_ANSWER = CONTEXT_ANSWER.replace(
+  /"prompt_token_ids":\[[^\]]*\]/,
+  `"prompt_token_ids":[${Array.from({ length: 2000 }, (_, i) => (i * 7919) % 32000).join(",")}]`,
+);
 
 /** The parse before: JSON.parse with a reviver that keeps unsafe integers as their source text. */
 function revivedParse(text: string): unknown {
   if (!/\d{16}/.test(text)) return JSON.parse(text);
   return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
-    if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source)) return JSON.rawJSON(context.source);
+    if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source))
+      return JSON.rawJSON(context.source);
     return value;
   });
 }
@@ -64,12 +68,17 @@ async function drain(read: () => Promise<{ done: boolean }>): Promise<void> {
 }
 
 function report(what: string, before: number, after: number, unit = "µs"): void {
-  process.stderr.write(`| ${what} | ${before.toFixed(2)} ${unit} | ${after.toFixed(2)} ${unit} | ${(before - after).toFixed(2)} ${unit} |\n`);
+  process.stderr.write(
+    `| ${what} | ${before.toFixed(2)} ${unit} | ${after.toFixed(2)} ${unit} | ${(before - after).toFixed(2)} ${unit} |\n`,
+  );
 }
 
 async function main(): Promise<void> {
   process.stderr.write(`| piece | before | after | saved |\n| --- | --- | --- | --- |\n`);
-  for (const [label, text, calls] of [["context answer parse, 15 token ids", CONTEXT_ANSWER, 20_000], ["context answer parse, 2,000 token ids", LONG_ANSWER, 500]] as const) {
+  for (const [label, text, calls] of [
+    ["context answer parse, 15 token ids", CONTEXT_ANSWER, 20_000],
+    ["context answer parse, 2,000 token ids", LONG_ANSWER, 500],
+  ] as const) {
     const r = await compare(calls, { before: () => revivedParse(text), after: () => parseJson(text) });
     report(label, r["before"] ?? Number.NaN, r["after"] ?? Number.NaN);
   }
@@ -80,13 +89,26 @@ async function main(): Promise<void> {
     api: "chat",
     stream: false,
     routing: NO_ROUTING,
-    body: { model: "emulated-model", messages: [{ role: "user", content: "Summarise the benefits of disaggregated prefill and decode for large language model serving [[emu tokens=16]]" }], max_tokens: 16 },
+    body: {
+      model: "emulated-model",
+      messages: [
+        {
+          role: "user",
+          content: "Summarise the benefits of disaggregated prefill and decode for large language model serving [[emu tokens=16]]",
+        },
+      ],
+      max_tokens: 16,
+    },
   };
   const body = generationBody(input, answer, 7_350_918_722_218_165_249n, "context_first");
   const bodies = await compare(50_000, { before: () => JSON.stringify(body), after: () => stringifyBody(body) });
   report("generation body written", bodies["before"] ?? Number.NaN, bodies["after"] ?? Number.NaN);
 
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(CONTEXT_ANSWER, { headers: { "content-type": "application/json" } }) });
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(CONTEXT_ANSWER, { headers: { "content-type": "application/json" } }),
+  });
   const url = server.url.origin;
   const answers = await compare(1500, {
     before: async () => readPrefix((await fetch(url)).body, 1 << 20),

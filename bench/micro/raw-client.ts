@@ -170,7 +170,15 @@ class Connection {
     this.sink = sink;
     // The connection goes back to its pool before the sink hears of the end, so the caller's
     // next request on this origin may reuse it.
-    this.parser = new AnswerParser({ head: (status, headers) => sink.head(status, headers), body: (bytes) => sink.body(bytes), fail: (error) => sink.fail(error), end: () => this.#done(sink) }, maxHead);
+    this.parser = new AnswerParser(
+      {
+        head: (status, headers) => sink.head(status, headers),
+        body: (bytes) => sink.body(bytes),
+        fail: (error) => sink.fail(error),
+        end: () => this.#done(sink),
+      },
+      maxHead,
+    );
     if (body === undefined || body.length === 0) this.#write(head);
     else {
       // One write when small: corked by the kernel as one segment.
@@ -384,7 +392,11 @@ export class RawClient {
           parts.push(bytes.slice());
         },
         end() {
-          resolve({ status, headers: headers ?? new Headers(), body: parts.length === 1 ? (parts[0] as Uint8Array) : joinAll(parts, size) });
+          resolve({
+            status,
+            headers: headers ?? new Headers(),
+            body: parts.length === 1 ? (parts[0] as Uint8Array) : joinAll(parts, size),
+          });
         },
         fail: reject,
       });

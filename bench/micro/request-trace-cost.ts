@@ -24,7 +24,16 @@ import { startProxy } from "../../src/server/serve.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 20_000);
 const encoder = new TextEncoder();
-const BODY = encoder.encode(JSON.stringify({ model: "m", stream: true, messages: [{ role: "system", content: "s ".repeat(400) }, { role: "user", content: "u ".repeat(500) }] }));
+const BODY = encoder.encode(
+  JSON.stringify({
+    model: "m",
+    stream: true,
+    messages: [
+      { role: "system", content: "s ".repeat(400) },
+      { role: "user", content: "u ".repeat(500) },
+    ],
+  }),
+);
 const HEADERS = new Headers({
   host: "proxy:8000",
   "content-type": "application/json",
@@ -36,7 +45,9 @@ const HEADERS = new Headers({
   "content-length": String(BODY.length),
   "accept-encoding": "gzip",
 });
-const CHUNK = encoder.encode(`data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: " token" } }] })}\n\n`);
+const CHUNK = encoder.encode(
+  `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: " token" } }] })}\n\n`,
+);
 
 function cpuMs(): number {
   const usage = process.cpuUsage();
@@ -67,11 +78,20 @@ async function writerAlone(): Promise<void> {
     console.log(`writer alone, ${REQUESTS} streamed requests (2 lines each), in waves of 256:`);
     console.log(`  on the request's path: ${((onPath / REQUESTS) * 1000).toFixed(2)} µs/request (accepted + 20 chunks kept + finished)`);
     console.log(`  process CPU incl. building and appending the lines: ${((cpu / REQUESTS) * 1000).toFixed(1)} µs/request`);
-    console.log(`  throughput: ${Math.round(REQUESTS / (wall / 1000))} requests/s (${Math.round((2 * REQUESTS) / (wall / 1000))} lines/s) on one core`);
+    console.log(
+      `  throughput: ${Math.round(REQUESTS / (wall / 1000))} requests/s (${Math.round((2 * REQUESTS) / (wall / 1000))} lines/s) on one core`,
+    );
     console.log(`  lines: ${JSON.stringify(counts)}`);
 
     const burst = new RequestTraceWriter({ dir, logger: memoryLogger() });
-    for (let i = 0; i < 5000; i++) burst.finished(burst.accepted({ route: "/v1/chat/completions", headers: HEADERS, body: BODY, conversationId: undefined }), { httpStatus: 200, errorCode: undefined, outcome: "ok", message: undefined, disaggRequestId: BigInt(i) });
+    for (let i = 0; i < 5000; i++)
+      burst.finished(burst.accepted({ route: "/v1/chat/completions", headers: HEADERS, body: BODY, conversationId: undefined }), {
+        httpStatus: 200,
+        errorCode: undefined,
+        outcome: "ok",
+        message: undefined,
+        disaggRequestId: BigInt(i),
+      });
     await burst.flush();
     console.log(`  a burst of 5,000 requests in one turn: ${JSON.stringify(burst.counts())}`);
   } finally {
@@ -115,7 +135,8 @@ async function endToEnd(traceDir: string | undefined, stream: boolean, requests:
   await proxy.app.requestTrace?.flush();
   const result = { cpuUs: ((cpuMs() - cpu0) / requests) * 1000, wallMs: performance.now() - wall0 };
   const counts = proxy.app.requestTrace?.counts();
-  if (counts !== undefined && (counts.persisted !== counts.submitted || counts.submitted !== 2 * (requests + 50))) console.log(`  lines not all written: ${JSON.stringify(counts)}`);
+  if (counts !== undefined && (counts.persisted !== counts.submitted || counts.submitted !== 2 * (requests + 50)))
+    console.log(`  lines not all written: ${JSON.stringify(counts)}`);
   await proxy.stop();
   await Promise.all([context.stop(), generation.stop()]);
   return result;
@@ -143,10 +164,22 @@ async function proxyEndToEnd(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
     const [least, most] = [Math.min(...off), Math.min(...on)];
-    console.log(`proxy end to end, ${stream ? "streamed" : "non-streamed"} chat, ${requests} requests x ${ROUNDS} interleaved rounds, 16 at a time (CPU of proxy + emulated workers):`);
-    console.log(`  trace off: ${sorted(off).map((v) => v.toFixed(0)).join(", ")} µs CPU/request (least ${least.toFixed(0)}, median ${middle(off).toFixed(0)})`);
-    console.log(`  trace on:  ${sorted(on).map((v) => v.toFixed(0)).join(", ")} µs CPU/request (least ${most.toFixed(0)}, median ${middle(on).toFixed(0)})`);
-    console.log(`  difference of the least: ${(most - least).toFixed(0)} µs/request (${(((most - least) / least) * 100).toFixed(1)} %); of the medians: ${(middle(on) - middle(off)).toFixed(0)} µs`);
+    console.log(
+      `proxy end to end, ${stream ? "streamed" : "non-streamed"} chat, ${requests} requests x ${ROUNDS} interleaved rounds, 16 at a time (CPU of proxy + emulated workers):`,
+    );
+    console.log(
+      `  trace off: ${sorted(off)
+        .map((v) => v.toFixed(0))
+        .join(", ")} µs CPU/request (least ${least.toFixed(0)}, median ${middle(off).toFixed(0)})`,
+    );
+    console.log(
+      `  trace on:  ${sorted(on)
+        .map((v) => v.toFixed(0))
+        .join(", ")} µs CPU/request (least ${most.toFixed(0)}, median ${middle(on).toFixed(0)})`,
+    );
+    console.log(
+      `  difference of the least: ${(most - least).toFixed(0)} µs/request (${(((most - least) / least) * 100).toFixed(1)} %); of the medians: ${(middle(on) - middle(off)).toFixed(0)} µs`,
+    );
   }
 }
 

@@ -80,7 +80,10 @@ async function measure(router: RouterType, size: number, models: number, reports
   return best;
 }
 
-const rows: string[] = [`| router | setup | ${SIZES.map((size) => `${size} per role`).join(" | ")} | last ÷ first |`, `|---|---|${SIZES.map(() => "---|").join("")}---|`];
+const rows: string[] = [
+  `| router | setup | ${SIZES.map((size) => `${size} per role`).join(" | ")} | last ÷ first |`,
+  `|---|---|${SIZES.map(() => "---|").join("")}---|`,
+];
 const setups: readonly { key: string; name: string; models: number; reports: boolean; routers: readonly RouterType[] }[] = [
   { key: "one", name: "one model", models: 1, reports: false, routers: ALL_ROUTERS },
   { key: "two", name: "two models", models: 2, reports: false, routers: ALL_ROUTERS },
@@ -91,7 +94,9 @@ for (const setup of setups) {
   for (const router of setup.routers.filter((name) => ROUTERS.has(name))) {
     const us: number[] = [];
     for (const size of SIZES) us.push(await measure(router, size, setup.models, setup.reports));
-    rows.push(`| ${router} | ${setup.name} | ${us.map((v) => v.toFixed(2)).join(" | ")} | ${((us.at(-1) ?? 0) / (us[0] ?? 1)).toFixed(1)} × |`);
+    rows.push(
+      `| ${router} | ${setup.name} | ${us.map((v) => v.toFixed(2)).join(" | ")} | ${((us.at(-1) ?? 0) / (us[0] ?? 1)).toFixed(1)} × |`,
+    );
     console.error(rows.at(-1));
   }
 }

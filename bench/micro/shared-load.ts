@@ -71,7 +71,9 @@ async function main(): Promise<void> {
     best.owner = Math.min(best.owner, await ownerRound(owner, 5_000));
   }
   await owner.terminate();
-  process.stdout.write(`reserve + release, ns per placement (min of ${ROUNDS} rounds): this loop's table ${best.local.toFixed(0)}, shared memory ${best.shared.toFixed(0)}, asking an owner thread ${best.owner.toFixed(0)}\n`);
+  process.stdout.write(
+    `reserve + release, ns per placement (min of ${ROUNDS} rounds): this loop's table ${best.local.toFixed(0)}, shared memory ${best.shared.toFixed(0)}, asking an owner thread ${best.owner.toFixed(0)}\n`,
+  );
 }
 
 await main();

@@ -35,7 +35,10 @@ function padded(workload: Workload, kb: number): Workload {
   const messages = workload.body["messages"];
   const first = Array.isArray(messages) ? messages[0] : undefined;
   const content = isJsonObject(first) && typeof first["content"] === "string" ? first["content"] : "";
-  return { ...workload, body: { ...workload.body, messages: [{ role: "user", content: `${"lorem ipsum ".repeat(Math.round((kb * 1024) / 12))}${content}` }] } };
+  return {
+    ...workload,
+    body: { ...workload.body, messages: [{ role: "user", content: `${"lorem ipsum ".repeat(Math.round((kb * 1024) / 12))}${content}` }] },
+  };
 }
 
 async function census(service: Service, seen: number): Promise<Census> {
@@ -84,7 +87,21 @@ async function main(): Promise<void> {
     const env = { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768" };
     const proxy = await spawnService({
       name: "census-proxy",
-      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "src", "main.ts"), "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url],
+      cmd: [
+        process.execPath,
+        "--preload",
+        HOOK,
+        join(ROOT, "src", "main.ts"),
+        "serve",
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--context",
+        context.url,
+        "--generation",
+        generation.url,
+      ],
       env,
       logDir: LOG_DIR,
     });
@@ -98,9 +115,14 @@ async function main(): Promise<void> {
     });
     services.push(floor);
     const rows = { proxy: await perStream(proxy), "floor, JS stream": await perStream(floor) };
-    const types = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))].toSorted((a, b) => (rows.proxy[b] ?? 0) - (rows.proxy[a] ?? 0));
-    process.stdout.write(`${STREAMS} idle streams${PROMPT_KB > 0 ? `, prompts padded by ${PROMPT_KB} KB` : ""}; per stream:\n| type | proxy | floor, JS stream |\n| --- | --- | --- |\n`);
-    for (const type of types) process.stdout.write(`| ${type} | ${(rows.proxy[type] ?? 0).toFixed(1)} | ${(rows["floor, JS stream"][type] ?? 0).toFixed(1)} |\n`);
+    const types = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))].toSorted(
+      (a, b) => (rows.proxy[b] ?? 0) - (rows.proxy[a] ?? 0),
+    );
+    process.stdout.write(
+      `${STREAMS} idle streams${PROMPT_KB > 0 ? `, prompts padded by ${PROMPT_KB} KB` : ""}; per stream:\n| type | proxy | floor, JS stream |\n| --- | --- | --- |\n`,
+    );
+    for (const type of types)
+      process.stdout.write(`| ${type} | ${(rows.proxy[type] ?? 0).toFixed(1)} | ${(rows["floor, JS stream"][type] ?? 0).toFixed(1)} |\n`);
   } finally {
     for (const service of services.toReversed()) await service.stop();
   }

@@ -38,7 +38,8 @@ function fetchClient(): Client {
       const response = await fetch(url, { method: "POST", headers: JSON_HEADERS, body, ...(signal ? { signal } : {}), timeout: false });
       return JSON.parse(decoder.decode(await response.bytes())) as Json;
     },
-    stream: (url, body, signal) => fetch(url, { method: "POST", headers: JSON_HEADERS, body, ...(signal ? { signal } : {}), timeout: false }),
+    stream: (url, body, signal) =>
+      fetch(url, { method: "POST", headers: JSON_HEADERS, body, ...(signal ? { signal } : {}), timeout: false }),
   };
 }
 
@@ -53,7 +54,11 @@ function rawClient(): Client {
     name: "raw",
     async json(url, body, signal) {
       const [origin, path] = split(url);
-      const answer = await client.bytes(origin, { method: "POST", path, headers: JSON_HEADERS, body, ...(signal ? { signal } : {}) }, LIMIT);
+      const answer = await client.bytes(
+        origin,
+        { method: "POST", path, headers: JSON_HEADERS, body, ...(signal ? { signal } : {}) },
+        LIMIT,
+      );
       return JSON.parse(decoder.decode(answer.body)) as Json;
     },
     stream(url, body, signal) {
@@ -79,7 +84,11 @@ function clientBody(tokens: number, stream: boolean, directives = ""): Json {
 async function contextLeg(client: Client, workers: Workers, body: Json, signal?: AbortSignal): Promise<string> {
   const id = nextId++;
   const contextParams = { request_type: "context_only", disagg_request_id: id, schedule_style: 0 };
-  const answer = await client.json(`${workers.context}/v1/chat/completions`, JSON.stringify({ ...body, stream: false, stream_options: null, disaggregated_params: contextParams }), signal);
+  const answer = await client.json(
+    `${workers.context}/v1/chat/completions`,
+    JSON.stringify({ ...body, stream: false, stream_options: null, disaggregated_params: contextParams }),
+    signal,
+  );
   const choice = (answer["choices"] as Json[] | undefined)?.[0];
   const handOff = choice?.["disaggregated_params"] as Json | undefined;
   return JSON.stringify({
@@ -96,7 +105,13 @@ async function twoLegJson(client: Client, workers: Workers, body: Json): Promise
 }
 
 /** Streamed: resolves at the first body byte (its time) and when the stream ends. */
-async function twoLegStream(client: Client, workers: Workers, body: Json, onFirst?: (ms: number) => void, signal?: AbortSignal): Promise<Reader> {
+async function twoLegStream(
+  client: Client,
+  workers: Workers,
+  body: Json,
+  onFirst?: (ms: number) => void,
+  signal?: AbortSignal,
+): Promise<Reader> {
   const started = performance.now();
   const generation = await contextLeg(client, workers, body, signal);
   const response = await client.stream(`${workers.generation}/v1/chat/completions`, generation, signal);
@@ -190,7 +205,9 @@ async function cpuScenario(workers: Workers): Promise<void> {
     }
     const f = median(per["fetch"] ?? []);
     const r = median(per["raw"] ?? []);
-    console.log(`${label}: CPU µs per two-leg request fetch ${f.toFixed(1)}, raw ${r.toFixed(1)}; raw÷fetch median of rounds ${median(ratios).toFixed(3)} (range ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})`);
+    console.log(
+      `${label}: CPU µs per two-leg request fetch ${f.toFixed(1)}, raw ${r.toFixed(1)}; raw÷fetch median of rounds ${median(ratios).toFixed(3)} (range ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})`,
+    );
   }
 }
 
@@ -218,7 +235,9 @@ async function firstScenario(workers: Workers): Promise<void> {
     }
   }
   for (const [name, list] of Object.entries(times)) {
-    console.log(`first byte, 16 streamed, 32 tokens paced 2 ms, ${name}: p50 ${quantile(list, 0.5).toFixed(3)} ms, p90 ${quantile(list, 0.9).toFixed(3)} ms (${list.length} streams)`);
+    console.log(
+      `first byte, 16 streamed, 32 tokens paced 2 ms, ${name}: p50 ${quantile(list, 0.5).toFixed(3)} ms, p90 ${quantile(list, 0.9).toFixed(3)} ms (${list.length} streams)`,
+    );
   }
 }
 
@@ -238,7 +257,11 @@ async function rssChild(workers: Workers, which: string, count: number): Promise
   const readers: Reader[] = [];
   for (let done = 0; done < count; done += 200) {
     // oxlint-disable-next-line no-await-in-loop -- batches keep the SYN burst below the backlog
-    readers.push(...(await Promise.all(Array.from({ length: Math.min(200, count - done) }, () => twoLegStream(client, workers, body, undefined, controller.signal)))));
+    readers.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(200, count - done) }, () => twoLegStream(client, workers, body, undefined, controller.signal)),
+      )),
+    );
   }
   await Bun.sleep(500);
   Bun.gc(true);
@@ -252,11 +275,14 @@ async function rssScenario(workers: Workers): Promise<void> {
   const count = Number(process.env["STREAMS"] ?? 1000);
   for (const round of [0, 1]) {
     for (const which of round === 0 ? ["fetch", "raw"] : ["raw", "fetch"]) {
-      const child = Bun.spawn([process.execPath, import.meta.path, "rss-child", which, String(count), workers.context, workers.generation], {
-        stdout: "pipe",
-        stderr: "inherit",
-        env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
-      });
+      const child = Bun.spawn(
+        [process.execPath, import.meta.path, "rss-child", which, String(count), workers.context, workers.generation],
+        {
+          stdout: "pipe",
+          stderr: "inherit",
+          env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
+        },
+      );
       // oxlint-disable-next-line no-await-in-loop -- one child at a time
       const out = await new Response(child.stdout).text();
       // oxlint-disable-next-line no-await-in-loop -- one child at a time
@@ -278,7 +304,25 @@ async function main(): Promise<void> {
   try {
     for (const role of ["context", "generation"]) {
       // oxlint-disable-next-line no-await-in-loop -- two workers
-      services.push(await spawnService({ name: `micro-${role}`, cmd: [process.execPath, `${root}src/main.ts`, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"], logDir: "/tmp/perf-micro-logs" }));
+      services.push(
+        await spawnService({
+          name: `micro-${role}`,
+          cmd: [
+            process.execPath,
+            `${root}src/main.ts`,
+            "worker",
+            "--role",
+            role,
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--max-records",
+            "1000",
+          ],
+          logDir: "/tmp/perf-micro-logs",
+        }),
+      );
     }
     const workers = { context: services[0]?.url ?? "", generation: services[1]?.url ?? "" };
     console.log(`load average at start: ${(await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ")}`);

@@ -50,19 +50,30 @@ export function memoryChart(memory: MemoryResult): string {
       {
         name: "floor's growth per stream, from the proxy's baseline",
         color: "#ff7f0e",
-        points: [[0, memory.baseline.proxyRssBytes / MIB], ...memory.references.filter((ref) => ref.relay === "native").map((ref): [number, number] => [ref.streams, (memory.baseline.proxyRssBytes + ref.bytesPerStream * ref.streams) / MIB])],
+        points: [
+          [0, memory.baseline.proxyRssBytes / MIB],
+          ...memory.references
+            .filter((ref) => ref.relay === "native")
+            .map((ref): [number, number] => [ref.streams, (memory.baseline.proxyRssBytes + ref.bytesPerStream * ref.streams) / MIB]),
+        ],
         dashed: true,
       },
       {
         name: "generation worker",
         color: "#2ca02c",
-        points: [[0, memory.baseline.generationRssBytes / MIB], ...levels.map((l): [number, number] => [l.streams, l.generationRssBytes / MIB])],
+        points: [
+          [0, memory.baseline.generationRssBytes / MIB],
+          ...levels.map((l): [number, number] => [l.streams, l.generationRssBytes / MIB]),
+        ],
       },
       {
         name: "proxy at 14 KiB/stream (target)",
         color: "#999999",
         dashed: true,
-        points: [[0, memory.baseline.proxyRssBytes / MIB], ...levels.map((l): [number, number] => [l.streams, (memory.baseline.proxyRssBytes + budget * l.streams) / MIB])],
+        points: [
+          [0, memory.baseline.proxyRssBytes / MIB],
+          ...levels.map((l): [number, number] => [l.streams, (memory.baseline.proxyRssBytes + budget * l.streams) / MIB]),
+        ],
       },
     ],
   });

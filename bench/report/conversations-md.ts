@@ -46,7 +46,19 @@ export function conversationsSection(result: ConversationsResult): string[] {
     `TTFT is request written → first non-empty \`delta.content\`. Prefill work is counted on the worker side (\`GET /emulator/prefill\`: prompt and cached tokens of every context_only or aggregated request each worker prefilled); *skipped context* are the turns a generation worker served alone. Turns/s is turns answered / wall time of the run (closed loop).`,
     ``,
     table(
-      ["setup", "context / generation router", "TTFT mean / p99 ms", `TTFT mean turn 1 → ${p.turns} ms`, "turns/s", "CPU ms per turn, proxy / workers", "context workers prefilled", "generation workers prefilled", "all prefill vs round_robin", "skipped context", "errors"],
+      [
+        "setup",
+        "context / generation router",
+        "TTFT mean / p99 ms",
+        `TTFT mean turn 1 → ${p.turns} ms`,
+        "turns/s",
+        "CPU ms per turn, proxy / workers",
+        "context workers prefilled",
+        "generation workers prefilled",
+        "all prefill vs round_robin",
+        "skipped context",
+        "errors",
+      ],
       runs.map((run) => {
         const total = uncached(allPrefill(run));
         return [
@@ -57,7 +69,9 @@ export function conversationsSection(result: ConversationsResult): string[] {
           n1(run.requestsPerSecond),
           `${n1(run.cpuMsPerTurn.proxy)} / ${n1(run.cpuMsPerTurn.workers)}`,
           `${k1(uncached(run.contextPrefill))} tokens (${pct(1 - uncached(run.contextPrefill) / prompted(run.contextPrefill))} cached)`,
-          requests(run.localPrefill) === 0 ? "—" : `${k1(uncached(run.localPrefill))} tokens (${pct(1 - uncached(run.localPrefill) / prompted(run.localPrefill))} cached)`,
+          requests(run.localPrefill) === 0
+            ? "—"
+            : `${k1(uncached(run.localPrefill))} tokens (${pct(1 - uncached(run.localPrefill) / prompted(run.localPrefill))} cached)`,
           `${k1(total)} tokens (${(total / baseWork).toFixed(2)} ×)`,
           pct(requests(run.localPrefill) / run.turns),
           run.errors === 0 ? "0" : `**${run.errors}**`,
@@ -69,7 +83,11 @@ export function conversationsSection(result: ConversationsResult): string[] {
     ``,
     table(
       ["setup", "context workers", "generation workers (context skipped)"],
-      runs.map((run) => [run.setup.name, perWorker(run.contextPrefill), requests(run.localPrefill) === 0 ? "—" : perWorker(run.localPrefill)]),
+      runs.map((run) => [
+        run.setup.name,
+        perWorker(run.contextPrefill),
+        requests(run.localPrefill) === 0 ? "—" : perWorker(run.localPrefill),
+      ]),
     ),
     ``,
     ...why(result, base),
@@ -101,7 +119,9 @@ function why(result: ConversationsResult, base: ConversationsRun | undefined): s
   const p = result.plan;
   const find = (name: string): ConversationsRun | undefined => result.runs.find((run) => run.setup.name === name);
   const firstLast = (run: ConversationsRun | undefined): string =>
-    run === undefined ? "—" : `${n1(run.ttftByTurnMs[0] ?? Number.NaN)} ms on turn 1, ${n1(run.ttftByTurnMs.at(-1) ?? Number.NaN)} ms on turn ${p.turns}`;
+    run === undefined
+      ? "—"
+      : `${n1(run.ttftByTurnMs[0] ?? Number.NaN)} ms on turn 1, ${n1(run.ttftByTurnMs.at(-1) ?? Number.NaN)} ms on turn ${p.turns}`;
   const [sticky, aware] = [find("conversation"), find("kv_cache_aware")];
   const [localSticky, localAware] = [find("conditional+conversation"), find("conditional+kv_cache_aware")];
   const fits = n1((p.kvCacheBlocks * p.tokensPerBlock) / (p.systemTokens + p.turns * p.userTokens + (p.turns - 1) * p.replyTokens));
@@ -138,9 +158,14 @@ function usageNote(result: ConversationsResult): string[] {
   const runs = result.runs.filter((run) => requests(run.localPrefill) === 0);
   const answersPrompt = runs.reduce((sum, run) => sum + run.answerPromptTokens, 0);
   const answers = 1 - runs.reduce((sum, run) => sum + run.answerUncachedTokens, 0) / answersPrompt;
-  const workers = 1 - runs.reduce((sum, run) => sum + uncached(run.contextPrefill), 0) / runs.reduce((sum, run) => sum + prompted(run.contextPrefill), 0);
+  const workers =
+    1 - runs.reduce((sum, run) => sum + uncached(run.contextPrefill), 0) / runs.reduce((sum, run) => sum + prompted(run.contextPrefill), 0);
   if (runs.length === 0) return [];
-  if (Math.abs(answers - workers) < 0.01) return [`The answers' own usage (\`prompt_tokens_details.cached_tokens\`) agrees with the context workers' counts: ${pct(answers)} of prompt tokens cached in the setups that always disaggregate, as the proxy sends the context answer's usage to the generation worker as \`disaggregated_params.ctx_usage\` (TensorRT-LLM PR #14177) and the worker reports it.`, ``];
+  if (Math.abs(answers - workers) < 0.01)
+    return [
+      `The answers' own usage (\`prompt_tokens_details.cached_tokens\`) agrees with the context workers' counts: ${pct(answers)} of prompt tokens cached in the setups that always disaggregate, as the proxy sends the context answer's usage to the generation worker as \`disaggregated_params.ctx_usage\` (TensorRT-LLM PR #14177) and the worker reports it.`,
+      ``,
+    ];
   return [
     `The answers' own usage says ${pct(answers)} of prompt tokens were cached in the setups that always disaggregate, where the context workers counted ${pct(workers)}: the proxy relays the generation worker's usage, whose \`cached_tokens\` is that worker's own count (none in the emulator; a real generation worker counts the whole transferred prompt as cached). Upstream's proxy takes \`prompt_tokens\` and \`cached_tokens\` from the context answer (TensorRT-LLM PR #13620); this one does not yet, hence the worker-side count.`,
     ``,
@@ -150,5 +175,10 @@ function usageNote(result: ConversationsResult): string[] {
 function errorNotes(runs: readonly ConversationsRun[]): string[] {
   const failed = runs.filter((run) => run.errors > 0);
   if (failed.length === 0) return [];
-  return [`Errors (a failed turn ends its conversation):`, ``, ...failed.map((run) => `- ${run.setup.name}: ${run.errorSamples.join("; ")}`), ``];
+  return [
+    `Errors (a failed turn ends its conversation):`,
+    ``,
+    ...failed.map((run) => `- ${run.setup.name}: ${run.errorSamples.join("; ")}`),
+    ``,
+  ];
 }

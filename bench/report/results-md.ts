@@ -3,7 +3,18 @@
 import { conversationsSection } from "./conversations-md.ts";
 import type { Baseline } from "./baseline.ts";
 import type { BenchResults } from "./results.ts";
-import { closeTable, firstEventTable, latencyTable, memoryReferenceTable, memoryTable, soakOutcomes, soakTable, streamingTable, table, ttfbTable } from "./sections.ts";
+import {
+  closeTable,
+  firstEventTable,
+  latencyTable,
+  memoryReferenceTable,
+  memoryTable,
+  soakOutcomes,
+  soakTable,
+  streamingTable,
+  table,
+  ttfbTable,
+} from "./sections.ts";
 import { judgeFloorTargets, judgeTargets, type TargetVerdict } from "./targets.ts";
 
 /** `baseline`: an earlier run's floor-target figures (bench/baselines/), shown beside this run's. */
@@ -69,8 +80,14 @@ function targetsTable(verdicts: readonly TargetVerdict[], baseline?: Baseline): 
   };
   return [
     baseline === undefined
-      ? table(["target", "this run", "met"], verdicts.map((v) => [v.target, v.figure, met(v.pass)]))
-      : table(["target", "before", "this run", "met"], verdicts.map((v) => [v.target, before(v.target), v.figure, met(v.pass)])),
+      ? table(
+          ["target", "this run", "met"],
+          verdicts.map((v) => [v.target, v.figure, met(v.pass)]),
+        )
+      : table(
+          ["target", "before", "this run", "met"],
+          verdicts.map((v) => [v.target, before(v.target), v.figure, met(v.pass)]),
+        ),
     ``,
     ...(missed.length === 0 ? [] : [`What limits the missed ones:`, ``, ...missed.map((v) => `- *${v.target}*: ${v.limit}`), ``]),
   ];
@@ -135,7 +152,10 @@ function memorySection(r: BenchResults): string[] {
     ``,
     `Streamed chat requests whose generation worker goes silent after the first token; the proxy sends a keepalive every ${mem.plan.keepaliveMs} ms. RSS (VmRSS) is the median of five readings once every stream has seen a keepalive; per stream is (RSS − RSS with no stream) / streams. The proxy runs with \`BUN_CONFIG_MAX_HTTP_REQUESTS\` raised (style.md §3.13), else only 256 streams would reach the worker.`,
     ...(capped
-      ? [``, `The top level is below 10,000 here: the proxy (and the floor) need two sockets per stream and this machine's open-file limit is ${r.machine.openFileLimit}, which this run could not raise (prlimit needs CAP_SYS_RESOURCE, which this container does not grant even to root); the top level is the highest that fits.`]
+      ? [
+          ``,
+          `The top level is below 10,000 here: the proxy (and the floor) need two sockets per stream and this machine's open-file limit is ${r.machine.openFileLimit}, which this run could not raise (prlimit needs CAP_SYS_RESOURCE, which this container does not grant even to root); the top level is the highest that fits.`,
+        ]
       : []),
     ``,
     memoryTable(mem),

@@ -26,7 +26,19 @@ const pct = (v: number): string => `${Math.round(v * 100)} %`;
 
 export function latencyTable(points: readonly LatencyPoint[]): string {
   return table(
-    ["clients", "direct p50 / p99 µs", "floor p50 / p99 µs", "proxy p50 / p99 µs", "added p50 µs floor / proxy", "added p99 µs proxy", "req/s direct / floor / proxy", "relay CPU µs/req floor / proxy", "proxy ÷ floor CPU", "workers CPU µs/req direct / proxied", "other load"],
+    [
+      "clients",
+      "direct p50 / p99 µs",
+      "floor p50 / p99 µs",
+      "proxy p50 / p99 µs",
+      "added p50 µs floor / proxy",
+      "added p99 µs proxy",
+      "req/s direct / floor / proxy",
+      "relay CPU µs/req floor / proxy",
+      "proxy ÷ floor CPU",
+      "workers CPU µs/req direct / proxied",
+      "other load",
+    ],
     points.map((p) => [
       String(p.concurrency),
       `${n0(p.direct.latencyUs.p50)} / ${n0(p.direct.latencyUs.p99)}`,
@@ -65,7 +77,19 @@ function streamRow(name: string, f: StreamingResult["direct"]): string[] {
 
 export function streamingTable(s: StreamingResult): string {
   return table(
-    ["path", "requests", "events/s", "events/request", "first event p50 / p99 ms (saturated)", "stream p50 ms", "relay CPU s/1k", "context CPU s/1k", "generation CPU s/1k", "load generator CPU s/1k", "errors"],
+    [
+      "path",
+      "requests",
+      "events/s",
+      "events/request",
+      "first event p50 / p99 ms (saturated)",
+      "stream p50 ms",
+      "relay CPU s/1k",
+      "context CPU s/1k",
+      "generation CPU s/1k",
+      "load generator CPU s/1k",
+      "errors",
+    ],
     [streamRow("direct", s.direct), streamRow("floor", s.floor), streamRow("floor, JS stream", s.floorJs), streamRow("proxy", s.proxy)],
   );
 }
@@ -91,7 +115,15 @@ export function firstEventTable(s: StreamingResult): string {
 
 export function memoryTable(m: MemoryResult): string {
   const rows = [
-    ["0 (baseline)", "—", n1(m.baseline.proxyRssBytes / MIB), "—", n1(m.baseline.generationRssBytes / MIB), "—", String(m.baseline.proxySockets)],
+    [
+      "0 (baseline)",
+      "—",
+      n1(m.baseline.proxyRssBytes / MIB),
+      "—",
+      n1(m.baseline.generationRssBytes / MIB),
+      "—",
+      String(m.baseline.proxySockets),
+    ],
     ...m.levels.map((l) => [
       n0(l.streams),
       n0(l.alive),
@@ -103,11 +135,25 @@ export function memoryTable(m: MemoryResult): string {
     ]),
     ["after all left", "—", n1(m.after.proxyRssBytes / MIB), "—", "—", "—", String(m.after.proxySockets)],
   ];
-  return table(["open streams", "alive (keepalive seen)", "proxy RSS MiB", "proxy KiB/stream", "generation RSS MiB", "generation KiB/stream", "proxy sockets"], rows);
+  return table(
+    [
+      "open streams",
+      "alive (keepalive seen)",
+      "proxy RSS MiB",
+      "proxy KiB/stream",
+      "generation RSS MiB",
+      "generation KiB/stream",
+      "proxy sockets",
+    ],
+    rows,
+  );
 }
 
 export function memoryReferenceTable(m: MemoryResult): string {
-  const names = { native: "floor: native pipe (`new Response(upstream.body)`)", js: "floor relay with a JS pull stream over the upstream reader" };
+  const names = {
+    native: "floor: native pipe (`new Response(upstream.body)`)",
+    js: "floor relay with a JS pull stream over the upstream reader",
+  };
   return table(
     ["relay, same streams and workers", "open streams", "alive", "KiB/stream"],
     m.references.map((r) => [names[r.relay], n0(r.streams), n0(r.alive), n1(r.bytesPerStream / KIB)]),
@@ -116,7 +162,15 @@ export function memoryReferenceTable(m: MemoryResult): string {
 
 export function ttfbTable(t: TtfbResult): string {
   return table(
-    ["route", "clients", "status line p50 / max ms", "within " + String(t.plan.startWaitMs + t.plan.slackMs) + " ms", "complete p50 / max ms", "completed", "pass"],
+    [
+      "route",
+      "clients",
+      "status line p50 / max ms",
+      "within " + String(t.plan.startWaitMs + t.plan.slackMs) + " ms",
+      "complete p50 / max ms",
+      "completed",
+      "pass",
+    ],
     t.routes.map((r) => [
       `\`${r.route}\``,
       String(r.clients),
@@ -137,11 +191,23 @@ export function soakTable(s: SoakResult): string {
     ["figure", "value"],
     [
       ["requests started / skipped", `${n0(sumOf(s, "started"))} / ${n0(s.skipped)}`],
-      ["proxy RSS first / max / last sample MiB", `${n1((first?.proxyRss ?? 0) / MIB)} / ${n1(maxOf((x) => x.proxyRss) / MIB)} / ${n1((last?.proxyRss ?? 0) / MIB)}`],
-      ["proxy RSS growth, last vs first third after warm-up", `${n1(s.rss.growth / MIB)} MiB (slope ${n1(s.rss.slopePerMinute / MIB)} MiB/min)`],
-      ["proxy sockets first / max / last sample", `${first?.proxySockets ?? 0} / ${maxOf((x) => x.proxySockets)} / ${last?.proxySockets ?? 0}`],
+      [
+        "proxy RSS first / max / last sample MiB",
+        `${n1((first?.proxyRss ?? 0) / MIB)} / ${n1(maxOf((x) => x.proxyRss) / MIB)} / ${n1((last?.proxyRss ?? 0) / MIB)}`,
+      ],
+      [
+        "proxy RSS growth, last vs first third after warm-up",
+        `${n1(s.rss.growth / MIB)} MiB (slope ${n1(s.rss.slopePerMinute / MIB)} MiB/min)`,
+      ],
+      [
+        "proxy sockets first / max / last sample",
+        `${first?.proxySockets ?? 0} / ${maxOf((x) => x.proxySockets)} / ${last?.proxySockets ?? 0}`,
+      ],
       ["proxy sockets growth, last vs first third", `${n1(s.sockets.growth)} (slope ${n1(s.sockets.slopePerMinute)}/min)`],
-      ["proxy sockets before / 3 s after the load", `${s.before.proxySockets} / ${s.after.proxySockets} (client connections ${s.after.clientSockets}, pooled to workers ${s.after.upstreamSockets})`],
+      [
+        "proxy sockets before / 3 s after the load",
+        `${s.before.proxySockets} / ${s.after.proxySockets} (client connections ${s.after.clientSockets}, pooled to workers ${s.after.upstreamSockets})`,
+      ],
       ["proxy in-flight reservations after the load", String(s.after.proxyInFlight)],
       ["verdict", s.pass ? "flat" : "**not flat**"],
     ],
@@ -156,7 +222,9 @@ export function soakOutcomes(s: SoakResult): string {
       n0(o.started),
       n0(o.ok),
       n0(o.left),
-      Object.entries(o.statuses).map(([status, count]) => `${status}: ${count}`).join(", ") || "0",
+      Object.entries(o.statuses)
+        .map(([status, count]) => `${status}: ${count}`)
+        .join(", ") || "0",
       n0(o.broken),
     ]),
   );
@@ -169,6 +237,12 @@ function sumOf(s: SoakResult, key: "started"): number {
 export function closeTable(c: CloseResult): string {
   return table(
     ["run", "relay", "streams open", "upstream connections open", "all closed after ms"],
-    c.runs.map((r, i) => [String(Math.floor(i / 2) + 1), r.relay, n0(r.open), n0(r.upstream), Number.isFinite(r.closeMs) ? n1(r.closeMs) : "not within 10 s"]),
+    c.runs.map((r, i) => [
+      String(Math.floor(i / 2) + 1),
+      r.relay,
+      n0(r.open),
+      n0(r.upstream),
+      Number.isFinite(r.closeMs) ? n1(r.closeMs) : "not within 10 s",
+    ]),
   );
 }

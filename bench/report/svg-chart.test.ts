@@ -11,8 +11,25 @@ describe("lineChart", () => {
       yLabel: "y",
       xScale: "log2",
       series: [
-        { name: "one", color: "#111", points: [[1, 1], [16, 2], [64, 3]] },
-        { name: "two", color: "#222", points: [[1, 2], [16, Number.NaN], [64, 1]], dashed: true },
+        {
+          name: "one",
+          color: "#111",
+          points: [
+            [1, 1],
+            [16, 2],
+            [64, 3],
+          ],
+        },
+        {
+          name: "two",
+          color: "#222",
+          points: [
+            [1, 2],
+            [16, Number.NaN],
+            [64, 1],
+          ],
+          dashed: true,
+        },
       ],
       reference: { y: 2.5, label: "target" },
     });

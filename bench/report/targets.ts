@@ -72,7 +72,13 @@ export function judgeFloorTargets(r: BenchResults): TargetVerdict[] {
       limit: FLOOR_LIMITS.close(c.proxyMedianMs, c.floorMedianMs),
     });
   }
-  if (r.soak) verdicts.push({ target: "no regression of the soak (flat RSS and sockets)", figure: soakFigure(r), pass: r.soak.pass, limit: "See the soak table." });
+  if (r.soak)
+    verdicts.push({
+      target: "no regression of the soak (flat RSS and sockets)",
+      figure: soakFigure(r),
+      pass: r.soak.pass,
+      limit: "See the soak table.",
+    });
   return verdicts;
 }
 
@@ -96,7 +102,10 @@ function firstEventLimit(r: BenchResults): string {
   const many = s?.firstEvents.find((f) => f.clients === s.plan.concurrency);
   if (!s || !one || !many) return "";
   const cpu = r.latency?.find((p) => p.concurrency === many.clients);
-  const cpuNote = cpu === undefined ? "" : ` (the latency table: ${Math.round(cpu.proxy.relayCpuUs)} against ${Math.round(cpu.floor.relayCpuUs)} µs per request at ${many.clients} clients)`;
+  const cpuNote =
+    cpu === undefined
+      ? ""
+      : ` (the latency table: ${Math.round(cpu.proxy.relayCpuUs)} against ${Math.round(cpu.floor.relayCpuUs)} µs per request at ${many.clients} clients)`;
   return `At 1 client the proxy's first event comes ${ms(one.proxy.p50 - one.floor.p50)} ms after the floor's (${ms(one.proxy.p50)} vs ${ms(one.floor.p50)} ms): the extra work of one request. At ${many.clients} clients (${ms(many.proxy.p50)} vs ${ms(many.floor.p50)} ms; the floor reading its stream in JS ${ms(many.floorJs.p50)} ms), an instrumented run finds nothing between the generation worker's first byte and the client's (first chunk read, then in the client's stream, 0.04 ms; bench/README.md, "The first-event path"): the first event waits for the two legs, that is for the request's setup CPU queued behind the other clients' requests${cpuNote}. It moves with the CPU-per-request target.`;
 }
 
@@ -142,7 +151,8 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
       target: "proxy CPU per streamed request ≤ the generation worker's",
       figure: proxyCpu === undefined || genCpu === undefined ? "—" : `${proxyCpu.toFixed(3)} s vs ${genCpu.toFixed(3)} s per 1,000`,
       pass: proxyCpu === undefined || genCpu === undefined ? undefined : proxyCpu <= genCpu,
-      limit: "The proxy pays for every streamed request the fixed cost of a non-streamed one (two worker calls, the context answer's JSON, the request log line) before relaying a single event: see the latency table.",
+      limit:
+        "The proxy pays for every streamed request the fixed cost of a non-streamed one (two worker calls, the context answer's JSON, the request log line) before relaying a single event: see the latency table.",
     },
     {
       target: "soak: RSS and sockets flat, sockets and in-flight back after",

@@ -34,7 +34,13 @@ export const ROUTING_SETUPS: readonly RoutingSetup[] = Object.freeze([
   { name: "round_robin", contextRouter: "round_robin", generationRouter: "round_robin", conditional: false },
   { name: "conversation", contextRouter: "conversation", generationRouter: "conversation", conditional: false },
   { name: "kv_cache_aware", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: false },
-  { name: "kv_cache_aware, cold join", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: false, coldJoin: true },
+  {
+    name: "kv_cache_aware, cold join",
+    contextRouter: "kv_cache_aware",
+    generationRouter: "kv_cache_aware",
+    conditional: false,
+    coldJoin: true,
+  },
   { name: "conditional+conversation", contextRouter: "conversation", generationRouter: "conversation", conditional: true },
   { name: "conditional+kv_cache_aware", contextRouter: "kv_cache_aware", generationRouter: "kv_cache_aware", conditional: true },
 ]);
@@ -88,12 +94,18 @@ export interface ConversationsResult {
   readonly runs: readonly ConversationsRun[];
 }
 
-export async function runConversationsScenario(binary: string, plan: ConversationsPlan, progress: (message: string) => void): Promise<ConversationsResult> {
+export async function runConversationsScenario(
+  binary: string,
+  plan: ConversationsPlan,
+  progress: (message: string) => void,
+): Promise<ConversationsResult> {
   const runs: ConversationsRun[] = [];
   for (const setup of plan.setups) {
     // oxlint-disable-next-line no-await-in-loop -- one setup at a time, each on its own processes
     const run = await runSetup(binary, plan, setup);
-    progress(`  ${setup.name}: TTFT mean ${run.ttftMs.mean.toFixed(1)} ms, ${run.requestsPerSecond.toFixed(1)} turns/s, ${run.errors} errors`);
+    progress(
+      `  ${setup.name}: TTFT mean ${run.ttftMs.mean.toFixed(1)} ms, ${run.requestsPerSecond.toFixed(1)} turns/s, ${run.errors} errors`,
+    );
     runs.push(run);
   }
   const { logDir: _logDir, ...shown } = plan;
@@ -161,7 +173,11 @@ async function runSetup(binary: string, plan: ConversationsPlan, setup: RoutingS
 const NO_PREFILL: PrefillCount = { requests: 0, promptTokens: 0, cachedTokens: 0 };
 
 /** The whole load; with a cold join, its first half, the join, then the second half. */
-async function playLoad(fleet: Fleet, plan: ConversationsPlan, setup: RoutingSetup): Promise<Awaited<ReturnType<typeof runConversations>> & { turnsAfterJoin?: number }> {
+async function playLoad(
+  fleet: Fleet,
+  plan: ConversationsPlan,
+  setup: RoutingSetup,
+): Promise<Awaited<ReturnType<typeof runConversations>> & { turnsAfterJoin?: number }> {
   const endpoint = endpointOf(fleet.proxy.url);
   if (setup.coldJoin !== true) return runConversations(endpoint, plan);
   const half = Math.floor(plan.conversations / 2);
@@ -197,7 +213,10 @@ async function prefillOf(workers: readonly Service[], phase: "context" | "aggreg
     workers.map(async (worker) => {
       const response = await fetch(`${worker.url}/emulator/prefill`, { headers: { connection: "close" } });
       if (!response.ok) throw new Error(`${worker.name}: GET /emulator/prefill answered ${response.status}`);
-      const tally = (await response.json()) as Record<string, { requests: number; prompt_tokens: number; cached_tokens: number } | undefined>;
+      const tally = (await response.json()) as Record<
+        string,
+        { requests: number; prompt_tokens: number; cached_tokens: number } | undefined
+      >;
       const counts = tally[phase];
       // Builds before the generation count (--binary of an older commit) report none.
       if (counts === undefined && phase === "generation") return NO_PREFILL;

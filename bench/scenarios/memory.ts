@@ -68,7 +68,11 @@ export async function runMemory(cluster: Cluster, plan: MemoryPlan): Promise<Mem
   await closedLoop(warm, { seconds: 30, requests: 400 });
   for (const path of warm) path.close();
   await Bun.sleep(1000);
-  const baseline = { proxyRssBytes: await settledRss(cluster.pids.proxy), generationRssBytes: rssBytes(cluster.pids.generation), proxySockets: socketCount(cluster.pids.proxy) };
+  const baseline = {
+    proxyRssBytes: await settledRss(cluster.pids.proxy),
+    generationRssBytes: rssBytes(cluster.pids.generation),
+    proxySockets: socketCount(cluster.pids.proxy),
+  };
   const streams = new OpenStreams(proxy, chatStream(8, `gen.silence_ms=${SILENCE_MS} gen.silence_after=1`));
   const levels: MemoryLevel[] = [];
   try {
@@ -98,12 +102,25 @@ export async function runMemory(cluster: Cluster, plan: MemoryPlan): Promise<Mem
   await Bun.sleep(3000);
   const after = { proxyRssBytes: await settledRss(cluster.pids.proxy), proxySockets: socketCount(cluster.pids.proxy) };
   // The floor at every level; the JS-stream variant at the first, to show what reading the body in JS costs.
-  const references = [...(await referenceLevels(cluster, plan, "native", plan.levels)), ...(await referenceLevels(cluster, plan, "js", plan.levels.slice(0, 1)))];
+  const references = [
+    ...(await referenceLevels(cluster, plan, "native", plan.levels)),
+    ...(await referenceLevels(cluster, plan, "js", plan.levels.slice(0, 1))),
+  ];
   return { plan, references, baseline, levels, after };
 }
 
-async function referenceLevels(cluster: Cluster, plan: MemoryPlan, relay: "native" | "js", levels: readonly number[]): Promise<ReferenceLevel[]> {
-  const service = await spawnFloor({ name: "memory", logDir: plan.logDir, maxHttpRequests: plan.maxHttpRequests }, cluster.context.url, cluster.generation.url, relay);
+async function referenceLevels(
+  cluster: Cluster,
+  plan: MemoryPlan,
+  relay: "native" | "js",
+  levels: readonly number[],
+): Promise<ReferenceLevel[]> {
+  const service = await spawnFloor(
+    { name: "memory", logDir: plan.logDir, maxHttpRequests: plan.maxHttpRequests },
+    cluster.context.url,
+    cluster.generation.url,
+    relay,
+  );
   const streams = new OpenStreams(endpointOf(service.url), chatStream(8, `gen.silence_ms=${SILENCE_MS} gen.silence_after=1`));
   try {
     const warm = Array.from({ length: 8 }, () => proxyPath(endpointOf(service.url), chatStream(4)));

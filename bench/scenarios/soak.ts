@@ -52,7 +52,13 @@ export interface SoakResult {
   readonly rss: Flatness;
   readonly sockets: Flatness;
   readonly before: { readonly proxySockets: number };
-  readonly after: { readonly proxySockets: number; readonly clientSockets: number; readonly upstreamSockets: number; readonly proxyInFlight: number; readonly proxyRss: number };
+  readonly after: {
+    readonly proxySockets: number;
+    readonly clientSockets: number;
+    readonly upstreamSockets: number;
+    readonly proxyInFlight: number;
+    readonly proxyRss: number;
+  };
   readonly pass: boolean;
 }
 
@@ -67,7 +73,9 @@ export async function runSoak(cluster: Cluster, plan: SoakPlan): Promise<SoakRes
   const outcomes: Record<string, KindOutcome> = Object.fromEntries(
     SOAK_KINDS.map((kind) => [kind.name, { started: 0, ok: 0, left: 0, broken: 0, statuses: {} }]),
   );
-  const requests = new Map(SOAK_KINDS.map((kind) => [kind.name, postRequest(proxy.host, kind.workload.route, JSON.stringify(kind.workload.body))]));
+  const requests = new Map(
+    SOAK_KINDS.map((kind) => [kind.name, postRequest(proxy.host, kind.workload.route, JSON.stringify(kind.workload.body))]),
+  );
   const state = { inFlight: 0, finished: 0, skipped: 0 };
   const samples: SoakSample[] = [];
   const beforeSockets = socketCount(cluster.pids.proxy);
@@ -127,13 +135,39 @@ export async function runSoak(cluster: Cluster, plan: SoakPlan): Promise<SoakRes
   // Sockets first: the /cluster_info call below is itself a client connection.
   const breakdown = socketBreakdown(cluster.pids.proxy, proxy.port);
   const proxyInFlight = await inFlightOf(cluster.proxy.url);
-  const after = { proxySockets: socketCount(cluster.pids.proxy), clientSockets: breakdown.clients, upstreamSockets: breakdown.upstream, proxyInFlight, proxyRss: rssBytes(cluster.pids.proxy) };
+  const after = {
+    proxySockets: socketCount(cluster.pids.proxy),
+    clientSockets: breakdown.clients,
+    upstreamSockets: breakdown.upstream,
+    proxyInFlight,
+    proxyRss: rssBytes(cluster.pids.proxy),
+  };
   const during = samples.slice(0, -1);
-  const rss = flatness(during.map((s) => s.t), during.map((s) => s.proxyRss), plan.warmupSeconds, RSS_TOLERANCE_BYTES);
-  const sockets = flatness(during.map((s) => s.t), during.map((s) => s.proxySockets), plan.warmupSeconds, SOCKET_TOLERANCE);
+  const rss = flatness(
+    during.map((s) => s.t),
+    during.map((s) => s.proxyRss),
+    plan.warmupSeconds,
+    RSS_TOLERANCE_BYTES,
+  );
+  const sockets = flatness(
+    during.map((s) => s.t),
+    during.map((s) => s.proxySockets),
+    plan.warmupSeconds,
+    SOCKET_TOLERANCE,
+  );
   // Idle keep-alive connections to the workers may stay pooled; no client connection may.
   const settled = after.clientSockets === 0 && after.proxySockets <= beforeSockets + SOCKET_TOLERANCE && after.proxyInFlight === 0;
-  return { plan, samples, outcomes, skipped: state.skipped, rss, sockets, before: { proxySockets: beforeSockets }, after, pass: rss.flat && sockets.flat && settled };
+  return {
+    plan,
+    samples,
+    outcomes,
+    skipped: state.skipped,
+    rss,
+    sockets,
+    before: { proxySockets: beforeSockets },
+    after,
+    pass: rss.flat && sockets.flat && settled,
+  };
 }
 
 function between(random: () => number, [min, max]: readonly [number, number]): number {

@@ -18,7 +18,12 @@ export interface StreamingPlan {
   readonly rounds: number;
   readonly requestsPerRound: number;
   /** The first-event rounds: streams paced by the generation worker, so the first event is not the whole stream. */
-  readonly firstEvent: { readonly tokens: number; readonly tokenMs: number; readonly requestsPerRound: number; readonly clients: readonly number[] };
+  readonly firstEvent: {
+    readonly tokens: number;
+    readonly tokenMs: number;
+    readonly requestsPerRound: number;
+    readonly clients: readonly number[];
+  };
 }
 
 /** Time to first event in the paced rounds, per path, at one concurrency. */
@@ -128,7 +133,9 @@ async function firstEventRounds(cluster: Cluster, plan: StreamingPlan, clients: 
 function usersOf(cluster: Cluster, workload: Workload, concurrency: number): Record<Kind, Path[]> {
   const ids = newIds();
   return {
-    direct: Array.from({ length: concurrency }, () => directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids)),
+    direct: Array.from({ length: concurrency }, () =>
+      directPath(endpointOf(cluster.context.url), endpointOf(cluster.generation.url), workload, ids),
+    ),
     proxy: Array.from({ length: concurrency }, () => proxyPath(endpointOf(cluster.proxy.url), workload)),
     floor: Array.from({ length: concurrency }, () => proxyPath(endpointOf(floorOf(cluster).url), workload)),
     "floor-js": Array.from({ length: concurrency }, () => proxyPath(endpointOf(jsFloorOf(cluster).url), workload)),

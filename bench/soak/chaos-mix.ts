@@ -16,7 +16,13 @@ const MODEL = "emulated-model";
 const PROMPT = "Summarise the benefits of disaggregated prefill and decode";
 
 function chat(tokens: number, directives: string, stream: boolean): () => string {
-  return () => JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `${PROMPT} [[emu tokens=${tokens} ${directives}]]` }], max_tokens: tokens, stream });
+  return () =>
+    JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: `${PROMPT} [[emu tokens=${tokens} ${directives}]]` }],
+      max_tokens: tokens,
+      stream,
+    });
 }
 
 function completions(tokens: number, stream: boolean): () => string {
@@ -24,11 +30,18 @@ function completions(tokens: number, stream: boolean): () => string {
 }
 
 function responses(tokens: number, stream: boolean): () => string {
-  return () => JSON.stringify({ model: MODEL, input: `${PROMPT} [[emu tokens=${tokens} gen.token_ms=2]]`, max_output_tokens: tokens, stream });
+  return () =>
+    JSON.stringify({ model: MODEL, input: `${PROMPT} [[emu tokens=${tokens} gen.token_ms=2]]`, max_output_tokens: tokens, stream });
 }
 
 function messages(tokens: number, stream: boolean): () => string {
-  return () => JSON.stringify({ model: MODEL, max_tokens: tokens, messages: [{ role: "user", content: `${PROMPT} [[emu tokens=${tokens} gen.token_ms=2]]` }], stream });
+  return () =>
+    JSON.stringify({
+      model: MODEL,
+      max_tokens: tokens,
+      messages: [{ role: "user", content: `${PROMPT} [[emu tokens=${tokens} gen.token_ms=2]]` }],
+      stream,
+    });
 }
 
 const CHAT = "/v1/chat/completions";
@@ -48,12 +61,43 @@ export const CHAOS_KINDS: readonly ChaosKind[] = [
   { name: "generation rejects 503", weight: 3, route: CHAT, body: chat(16, "gen.reject=503", true) },
   { name: "context rejects 500", weight: 3, route: CHAT, body: chat(16, "ctx.reject=500", false) },
   { name: "generation cuts after 3", weight: 3, route: CHAT, body: chat(16, "gen.cut=3 gen.token_ms=3", true) },
-  { name: "in-band error after 3", weight: 2, route: "/v1/responses", body: () => JSON.stringify({ model: MODEL, input: `${PROMPT} [[emu tokens=16 gen.error_event=3]]`, stream: true }) },
-  { name: "silence 1.5 s", weight: 2, route: "/v1/messages", body: () => JSON.stringify({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: `${PROMPT} [[emu tokens=8 gen.silence_ms=1500 gen.silence_after=2]]` }], stream: true }) },
+  {
+    name: "in-band error after 3",
+    weight: 2,
+    route: "/v1/responses",
+    body: () => JSON.stringify({ model: MODEL, input: `${PROMPT} [[emu tokens=16 gen.error_event=3]]`, stream: true }),
+  },
+  {
+    name: "silence 1.5 s",
+    weight: 2,
+    route: "/v1/messages",
+    body: () =>
+      JSON.stringify({
+        model: MODEL,
+        max_tokens: 8,
+        messages: [{ role: "user", content: `${PROMPT} [[emu tokens=8 gen.silence_ms=1500 gen.silence_after=2]]` }],
+        stream: true,
+      }),
+  },
   { name: "bad: not JSON", weight: 2, route: CHAT, body: () => '{"model": "m", "messages": [' },
-  { name: "bad: nested 100,000 deep", weight: 1, route: "/v1/completions", body: () => `{"model":"m","prompt":"x","x":${"[".repeat(100_000)}${"]".repeat(100_000)}}` },
-  { name: "bad: max_tokens 1e300", weight: 2, route: "/v1/messages", body: () => JSON.stringify({ model: MODEL, max_tokens: 1e300, messages: [{ role: "user", content: "x" }] }) },
-  { name: "bad: over --max-body-bytes", weight: 1, route: "/v1/responses", body: () => JSON.stringify({ model: MODEL, input: "x".repeat(1536 * 1024) }) },
+  {
+    name: "bad: nested 100,000 deep",
+    weight: 1,
+    route: "/v1/completions",
+    body: () => `{"model":"m","prompt":"x","x":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+  },
+  {
+    name: "bad: max_tokens 1e300",
+    weight: 2,
+    route: "/v1/messages",
+    body: () => JSON.stringify({ model: MODEL, max_tokens: 1e300, messages: [{ role: "user", content: "x" }] }),
+  },
+  {
+    name: "bad: over --max-body-bytes",
+    weight: 1,
+    route: "/v1/responses",
+    body: () => JSON.stringify({ model: MODEL, input: "x".repeat(1536 * 1024) }),
+  },
 ];
 
 export function pickChaosKind(random: () => number): ChaosKind {

@@ -116,7 +116,33 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     writeFileSync(configFile, yamlFor(workers, plan.idleTimeoutS));
     const proxy = await spawnService({
       name: "chaos-soak-proxy",
-      cmd: [...plan.command, "serve", "-c", configFile, "--host", "127.0.0.1", "--port", "0", "--request-timeout", "3", "--max-body-bytes", String(1024 * 1024), "--health-check-interval-ms", "500", "--body-grace-ms", "2000", "--worker-keep-alive-s", "0.8", "--outlier-failures", "3", "--outlier-ejection-s", "2", "--first-token-timeout-ms", "2500", ...(plan.schedule === undefined ? [] : ["--schedule", plan.schedule])],
+      cmd: [
+        ...plan.command,
+        "serve",
+        "-c",
+        configFile,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--request-timeout",
+        "3",
+        "--max-body-bytes",
+        String(1024 * 1024),
+        "--health-check-interval-ms",
+        "500",
+        "--body-grace-ms",
+        "2000",
+        "--worker-keep-alive-s",
+        "0.8",
+        "--outlier-failures",
+        "3",
+        "--outlier-ejection-s",
+        "2",
+        "--first-token-timeout-ms",
+        "2500",
+        ...(plan.schedule === undefined ? [] : ["--schedule", plan.schedule]),
+      ],
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
       logDir: plan.logDir,
     });
@@ -162,7 +188,10 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     // ones is the proxy's job.
     const inFlightAfter = await settle(() => inFlightOf(proxy.url), SETTLE_TIMEOUT_MS);
     const streamsOpenAfter = await settle(() => streamsOpen(proxy.url), SETTLE_TIMEOUT_MS);
-    const workerRequestsRunning = await settle(async () => sum(await Promise.all(workers.map((w) => runningOn(w.port)))), SETTLE_TIMEOUT_MS);
+    const workerRequestsRunning = await settle(
+      async () => sum(await Promise.all(workers.map((w) => runningOn(w.port)))),
+      SETTLE_TIMEOUT_MS,
+    );
     const contexts = workers.filter((w) => w.role === "context");
     const heldNow = async (): Promise<number> => sum(await Promise.all(contexts.map((w) => heldOn(w.port))));
     const handoffsHeldAtEnd = await heldNow();
@@ -176,7 +205,10 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     const warm = rss.filter((s) => s.t >= warmFrom && s.t < warmFrom + Math.max(5, plan.seconds * 0.1));
     const rssWarm = warm.length > 0 ? Math.max(...warm.map((s) => s.bytes)) : rssEnd;
     const loggedByRoute = requestLinesByRoute(proxy.logFile);
-    const linesOf = (msg: string): number => readFileSync(proxy.logFile, "utf8").split("\n").filter((line) => line.includes(`"msg":"${msg}`)).length;
+    const linesOf = (msg: string): number =>
+      readFileSync(proxy.logFile, "utf8")
+        .split("\n")
+        .filter((line) => line.includes(`"msg":"${msg}`)).length;
     const checks = {
       inFlightAfter,
       streamsOpenAfter,
@@ -189,7 +221,9 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
       ejections: linesOf("worker ejected"),
       restarts: linesOf("generation failed before any byte reached the client"),
       freshConnectionRetries: linesOf("context leg: a reused connection") + linesOf("generation leg: a reused connection"),
-      startingAnswers: linesOf("context leg: the worker answered that it is starting") + linesOf("generation leg: the worker answered that it is starting"),
+      startingAnswers:
+        linesOf("context leg: the worker answered that it is starting") +
+        linesOf("generation leg: the worker answered that it is starting"),
       sentByRoute,
       leftByRoute,
       loggedByRoute,
@@ -199,16 +233,21 @@ export async function runChaosSoak(plan: ChaosSoakPlan): Promise<ChaosSoakReport
     };
     if (inFlightAfter !== 0) failures.push(`${inFlightAfter} requests still in flight at the workers (proxy's count)`);
     if (streamsOpenAfter !== 0) failures.push(`${streamsOpenAfter} client streams still open`);
-    if (clientSocketsAfterIdle !== 0) failures.push(`${clientSocketsAfterIdle} client connections still open ${plan.idleTimeoutS + 2 * IDLE_TICK_S} s after the load stopped`);
+    if (clientSocketsAfterIdle !== 0)
+      failures.push(
+        `${clientSocketsAfterIdle} client connections still open ${plan.idleTimeoutS + 2 * IDLE_TICK_S} s after the load stopped`,
+      );
     if (workerRequestsRunning !== 0) failures.push(`${workerRequestsRunning} worker requests still running`);
     if (handoffsHeldAfter !== 0) failures.push(`${handoffsHeldAfter} hand-offs still held by the context workers`);
     for (const route of ROUTES) {
       const sent = sentByRoute[route] ?? 0;
       const logged = loggedByRoute[route] ?? 0;
       // Every request answered is logged; one whose client left may not have been sent at all.
-      if (logged > sent || logged < sent - (leftByRoute[route] ?? 0)) failures.push(`${route}: ${sent} sent (${leftByRoute[route]} left or broke early), ${logged} in the log`);
+      if (logged > sent || logged < sent - (leftByRoute[route] ?? 0))
+        failures.push(`${route}: ${sent} sent (${leftByRoute[route]} left or broke early), ${logged} in the log`);
     }
-    if (rssEnd > rssWarm * RSS_SLACK) failures.push(`RSS ${mib(rssEnd)} MiB at the end, over ${RSS_SLACK}× the ${mib(rssWarm)} MiB after warm-up`);
+    if (rssEnd > rssWarm * RSS_SLACK)
+      failures.push(`RSS ${mib(rssEnd)} MiB at the end, over ${RSS_SLACK}× the ${mib(rssWarm)} MiB after warm-up`);
     const requests = sum(Object.values(sentByRoute));
     const proxyRestarted = !processAlive(proxy.pid);
     if (proxyRestarted) failures.push("the proxy died");
@@ -236,7 +275,13 @@ const FAULTS: readonly Fault[] = [
     // Healthy but wedged: /health 200, every model request hangs until the proxy gives up on it.
     process.kill(worker.service.pid, "SIGKILL");
     await Bun.sleep(200);
-    worker.service = await spawnWorker(plan, worker.role, worker.port, 1, [...worker.flags, "--reject-status", "500", "--reject-after-ms", "600000"]);
+    worker.service = await spawnWorker(plan, worker.role, worker.port, 1, [
+      ...worker.flags,
+      "--reject-status",
+      "500",
+      "--reject-after-ms",
+      "600000",
+    ]);
     await Bun.sleep(4000);
     process.kill(worker.service.pid, "SIGKILL");
     await Bun.sleep(200);
@@ -265,9 +310,17 @@ const FAULTS: readonly Fault[] = [
 /** One client request; returns how it went: its status, "left" (the client aborted) or "broken". */
 async function oneRequest(url: string, kind: ChaosKind, body: string, random: () => number): Promise<string> {
   const controller = new AbortController();
-  const leave = kind.leaveAfterMs === undefined ? undefined : setTimeout(() => controller.abort(), kind.leaveAfterMs[0] + random() * (kind.leaveAfterMs[1] - kind.leaveAfterMs[0]));
+  const leave =
+    kind.leaveAfterMs === undefined
+      ? undefined
+      : setTimeout(() => controller.abort(), kind.leaveAfterMs[0] + random() * (kind.leaveAfterMs[1] - kind.leaveAfterMs[0]));
   try {
-    const response = await fetch(url + kind.route, { method: "POST", headers: { "content-type": "application/json" }, body, signal: controller.signal });
+    const response = await fetch(url + kind.route, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      signal: controller.signal,
+    });
     await response.arrayBuffer();
     return String(response.status);
   } catch {
@@ -277,13 +330,23 @@ async function oneRequest(url: string, kind: ChaosKind, body: string, random: ()
   }
 }
 
-async function spawnWorker(plan: ChaosSoakPlan, role: "context" | "generation", port: number, index: number, flags: readonly string[]): Promise<Service> {
+async function spawnWorker(
+  plan: ChaosSoakPlan,
+  role: "context" | "generation",
+  port: number,
+  index: number,
+  flags: readonly string[],
+): Promise<Service> {
   const cmd = [...plan.command, "worker", "--role", role, "--port", String(port), "--host", "127.0.0.1", "--max-records", "200", ...flags];
   return spawnService({ name: `chaos-soak-${role}-${port}-${index}`, cmd, logDir: plan.logDir });
 }
 
 function yamlFor(workers: readonly Worker[], idleTimeoutS: number): string {
-  const urls = (role: string): string => workers.filter((w) => w.role === role).map((w) => `"127.0.0.1:${w.port}"`).join(", ");
+  const urls = (role: string): string =>
+    workers
+      .filter((w) => w.role === role)
+      .map((w) => `"127.0.0.1:${w.port}"`)
+      .join(", ");
   return [
     `server_keep_alive_timeout: ${idleTimeoutS}`,
     `context_servers:`,
@@ -306,7 +369,10 @@ function freePort(): number {
 async function untilHealthy(url: string): Promise<void> {
   const deadline = performance.now() + 15_000;
   while (performance.now() < deadline) {
-    const status = await fetch(`${url}/health`, { headers: { connection: "close" } }).then((r) => r.status, () => 0);
+    const status = await fetch(`${url}/health`, { headers: { connection: "close" } }).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     await Bun.sleep(50);
   }
@@ -334,13 +400,17 @@ async function streamsOpen(url: string): Promise<number> {
 }
 
 async function runningOn(port: number): Promise<number> {
-  const answer = (await (await fetch(`http://127.0.0.1:${port}/emulator/running`, { headers: { connection: "close" } })).json()) as { running: number };
+  const answer = (await (await fetch(`http://127.0.0.1:${port}/emulator/running`, { headers: { connection: "close" } })).json()) as {
+    running: number;
+  };
   return answer.running;
 }
 
 /** Hand-offs a context worker holds now (its GET /metrics, heldKvHandoffs). */
 async function heldOn(port: number): Promise<number> {
-  const stats = (await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" } })).json()) as { heldKvHandoffs?: number }[];
+  const stats = (await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { connection: "close" } })).json()) as {
+    heldKvHandoffs?: number;
+  }[];
   return stats[0]?.heldKvHandoffs ?? 0;
 }
 

@@ -31,7 +31,12 @@ async function main(): Promise<void> {
     seed: Number(values.seed),
     logDir: join(ROOT, "bench", "out", "logs"),
     command: [process.execPath, join(ROOT, "src", "main.ts")],
-    schedule: values.schedule === "generation_first" ? "generation_first" : values.schedule === undefined || values.schedule === "context_first" ? undefined : fail(`--schedule ${values.schedule}: context_first or generation_first`),
+    schedule:
+      values.schedule === "generation_first"
+        ? "generation_first"
+        : values.schedule === undefined || values.schedule === "context_first"
+          ? undefined
+          : fail(`--schedule ${values.schedule}: context_first or generation_first`),
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   process.exitCode = report.pass ? 0 : 1;

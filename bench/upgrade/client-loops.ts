@@ -6,7 +6,12 @@
 
 import { ExchangeError, getRequest, postRequest, RawHttpConnection, type Answer, type ExchangeFailure } from "./raw-client.ts";
 
-export const LOOP_KINDS = ["new connection, not streamed", "new connection, streamed", "kept alive, not streamed", "kept alive, streamed"] as const;
+export const LOOP_KINDS = [
+  "new connection, not streamed",
+  "new connection, streamed",
+  "kept alive, not streamed",
+  "kept alive, streamed",
+] as const;
 /** Loops that open connections as fast as they are answered (GET /livez), to fill the listener's accept queue. */
 export const BURST_KIND = "burst: new connections, GET /livez";
 export type LoopKind = (typeof LOOP_KINDS)[number] | typeof BURST_KIND;
@@ -52,13 +57,17 @@ export function answerProblem(answer: Answer, stream: boolean): string | undefin
 /** Runs the four loops until `stop` aborts, each at most `ratePerLoop` requests a second, and `burst` unpaced loops. */
 export async function runClientLoops(host: string, port: number, ratePerLoop: number, stop: AbortSignal, burst = 0): Promise<LoopResults> {
   const results: LoopResults = {
-    byKind: Object.fromEntries([...LOOP_KINDS, BURST_KIND].map((kind) => [kind, { ok: 0, refused: 0, reset: 0, failed: 0 }])) as Record<LoopKind, Tally>,
+    byKind: Object.fromEntries([...LOOP_KINDS, BURST_KIND].map((kind) => [kind, { ok: 0, refused: 0, reset: 0, failed: 0 }])) as Record<
+      LoopKind,
+      Tally
+    >,
     failures: [],
     reconnects: 0,
   };
   const record = (kind: LoopKind, outcome: keyof Tally, message?: string): void => {
     results.byKind[kind][outcome] += 1;
-    if (message !== undefined && results.failures.length < MAX_FAILURES_KEPT) results.failures.push(`${new Date().toISOString()} ${kind}: ${outcome}: ${message}`);
+    if (message !== undefined && results.failures.length < MAX_FAILURES_KEPT)
+      results.failures.push(`${new Date().toISOString()} ${kind}: ${outcome}: ${message}`);
   };
   const loop = async (kind: LoopKind): Promise<void> => {
     const keepAlive = kind.startsWith("kept");
@@ -74,7 +83,10 @@ export async function runClientLoops(host: string, port: number, ratePerLoop: nu
           results.reconnects += 1;
         }
         connection ??= await RawHttpConnection.open(host, port, REQUEST_TIMEOUT_MS);
-        const answer = await connection.exchange(postRequest(host, port, "/v1/chat/completions", chatBody(stream, 2, `${kind} ${sequence}`), keepAlive), REQUEST_TIMEOUT_MS);
+        const answer = await connection.exchange(
+          postRequest(host, port, "/v1/chat/completions", chatBody(stream, 2, `${kind} ${sequence}`), keepAlive),
+          REQUEST_TIMEOUT_MS,
+        );
         if (!keepAlive || answer.closes) {
           connection.close();
           connection = undefined;

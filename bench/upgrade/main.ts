@@ -43,5 +43,9 @@ process.stdout.write(`${JSON.stringify({ ...report, workDir, tcpMigrateReq: awai
 process.exit(problems(report).length === 0 ? 0 : 1);
 
 async function migrateReq(): Promise<string> {
-  return (await Bun.file("/proc/sys/net/ipv4/tcp_migrate_req").text().catch(() => "unknown")).trim();
+  return (
+    await Bun.file("/proc/sys/net/ipv4/tcp_migrate_req")
+      .text()
+      .catch(() => "unknown")
+  ).trim();
 }

@@ -11,7 +11,12 @@ export class ProxyProcess {
   #stderr = "";
 
   constructor(command: readonly string[], args: readonly string[], logFile: string, env?: Record<string, string | undefined>) {
-    this.child = Bun.spawn([...command, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(env === undefined ? {} : { env }) });
+    this.child = Bun.spawn([...command, ...args], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      ...(env === undefined ? {} : { env }),
+    });
     void this.#read(this.child.stdout, (line) => {
       appendFileSync(logFile, `${line}\n`);
       try {
@@ -40,7 +45,8 @@ export class ProxyProcess {
     for (;;) {
       const found = this.records.find(match);
       if (found !== undefined) return found;
-      if (this.child.exitCode !== null) throw new Error(`pid ${this.pid} exited (${this.child.exitCode}) before ${what}: ${this.#stderr.trim()}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`pid ${this.pid} exited (${this.child.exitCode}) before ${what}: ${this.#stderr.trim()}`);
       const left = deadline - performance.now();
       if (left <= 0) throw new Error(`pid ${this.pid}: no ${what} within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {

@@ -68,7 +68,12 @@ export class RawHttpConnection {
       });
       socket.once("error", (error: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(new ExchangeError(error.code === "ECONNREFUSED" ? "refused" : error.code === "ECONNRESET" ? "reset" : "failed", `connect: ${error.code ?? error.message}`));
+        reject(
+          new ExchangeError(
+            error.code === "ECONNREFUSED" ? "refused" : error.code === "ECONNRESET" ? "reset" : "failed",
+            `connect: ${error.code ?? error.message}`,
+          ),
+        );
       });
     });
   }
@@ -94,7 +99,11 @@ export class RawHttpConnection {
         const got = this.#received.length;
         const why = this.#error ?? "closed";
         // Nothing of an answer came: the connection was reset or closed under the request.
-        if (got === 0) throw new ExchangeError(why === "closed" || why === "ECONNRESET" || why === "EPIPE" ? "reset" : "failed", `${why} before any answer byte`);
+        if (got === 0)
+          throw new ExchangeError(
+            why === "closed" || why === "ECONNRESET" || why === "EPIPE" ? "reset" : "failed",
+            `${why} before any answer byte`,
+          );
         throw new ExchangeError("failed", `${why} after ${got} bytes of the answer`);
       }
       if (this.#received.length > MAX_ANSWER_BYTES) throw new ExchangeError("failed", "answer too large");
@@ -129,7 +138,8 @@ export class RawHttpConnection {
     const closes = (headers.get("connection") ?? "").toLowerCase() === "close";
     const rest = text.slice(headEnd + 4);
     const length = headers.get("content-length");
-    if (length !== undefined) return rest.length >= Number(length) ? { status, headers, body: rest.slice(0, Number(length)), closes } : undefined;
+    if (length !== undefined)
+      return rest.length >= Number(length) ? { status, headers, body: rest.slice(0, Number(length)), closes } : undefined;
     if ((headers.get("transfer-encoding") ?? "").toLowerCase() === "chunked") {
       const body = dechunk(rest);
       return body === undefined ? undefined : { status, headers, body, closes };

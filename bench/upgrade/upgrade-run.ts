@@ -90,7 +90,8 @@ export async function runUpgrades(options: UpgradeRunOptions): Promise<UpgradeRe
     "30",
     ...(index > 0 ? ["--take-over"] : []),
   ];
-  const spawn = (index: number): ProxyProcess => new ProxyProcess(options.command, args(index), join(options.workDir, `proxy-${index}.log`));
+  const spawn = (index: number): ProxyProcess =>
+    new ProxyProcess(options.command, args(index), join(options.workDir, `proxy-${index}.log`));
   const processes = [spawn(0)];
   const stopLoops = new AbortController();
   try {
@@ -109,7 +110,9 @@ export async function runUpgrades(options: UpgradeRunOptions): Promise<UpgradeRe
       processes.push(next);
       const figures = await oneUpgrade(host, port, old, next);
       upgrades.push(figures);
-      say(`upgrade ${index}: pid ${figures.fromPid} → ${figures.toPid} in ${figures.takeOverMs} ms; answered ${figures.answeredAfterStopMs} ms after the old stopped listening; ${figures.inFlightAtStop} in flight on the old`);
+      say(
+        `upgrade ${index}: pid ${figures.fromPid} → ${figures.toPid} in ${figures.takeOverMs} ms; answered ${figures.answeredAfterStopMs} ms after the old stopped listening; ${figures.inFlightAtStop} in flight on the old`,
+      );
       await Bun.sleep(options.gapMs);
     }
     const longStreams = await Promise.all(streams);
@@ -134,9 +137,11 @@ export function problems(report: UpgradeReport): string[] {
     if (tally.refused + tally.reset + tally.failed > 0) missed.push(`${kind}: ${JSON.stringify(tally)}`);
   }
   missed.push(...report.loops.failures);
-  for (const stream of report.longStreams) if (stream.problem !== undefined) missed.push(`long stream ${stream.upgrade}: ${stream.problem}`);
+  for (const stream of report.longStreams)
+    if (stream.problem !== undefined) missed.push(`long stream ${stream.upgrade}: ${stream.problem}`);
   for (const upgrade of report.upgrades) {
-    if (upgrade.answeredAfterStopMs === undefined || upgrade.answeredAfterStopMs > 1000) missed.push(`pid ${upgrade.toPid} answered ${upgrade.answeredAfterStopMs} ms after the old stopped listening`);
+    if (upgrade.answeredAfterStopMs === undefined || upgrade.answeredAfterStopMs > 1000)
+      missed.push(`pid ${upgrade.toPid} answered ${upgrade.answeredAfterStopMs} ms after the old stopped listening`);
   }
   return missed;
 }
@@ -215,10 +220,17 @@ function freePort(): number {
 function compareWithWorker(got: string, generation: EmulatedWorker): string | undefined {
   const id = /"id":"(chatcmpl-[^"]+)"/.exec(got)?.[1];
   if (id === undefined) return "no chat completion id in the stream";
-  const record = generation.requests.find((r) => r.sent.length > 0 && Buffer.from(r.sent[0] ?? new Uint8Array()).toString("latin1").includes(id));
+  const record = generation.requests.find(
+    (r) =>
+      r.sent.length > 0 &&
+      Buffer.from(r.sent[0] ?? new Uint8Array())
+        .toString("latin1")
+        .includes(id),
+  );
   if (record === undefined) return `the generation worker sent no stream with id ${id}`;
   const sent = Buffer.concat(record.sent.map((piece) => Buffer.from(piece))).toString("latin1");
-  if (sent !== got) return `got ${got.length} bytes, the worker sent ${sent.length}; first difference at byte ${firstDifference(sent, got)}`;
+  if (sent !== got)
+    return `got ${got.length} bytes, the worker sent ${sent.length}; first difference at byte ${firstDifference(sent, got)}`;
   if (!got.endsWith("data: [DONE]\n\n")) return "ends without [DONE]";
   return undefined;
 }

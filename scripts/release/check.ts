@@ -82,7 +82,12 @@ export function extractTarball(tarball: string, target: Target, into: string): s
 }
 
 export function checkVersion(command: readonly string[], target: Target, commit: string): void {
-  const run = Bun.spawnSync([...command, "--version"], { stdout: "pipe", stderr: "pipe", env: environmentFor(target), timeout: DEMO_START_MS });
+  const run = Bun.spawnSync([...command, "--version"], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: environmentFor(target),
+    timeout: DEMO_START_MS,
+  });
   const expected = versionLine({ version: pkg.version, commit, bun: Bun.version, target });
   const printed = run.stdout.toString().trim();
   if (run.exitCode !== 0 || printed !== expected) {
@@ -194,14 +199,26 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
     const emulator = runnerFor(target)[0];
     const how = emulator === undefined ? "natively" : `under ${emulator}`;
     if (emulator !== undefined && Bun.which(emulator) === null) {
-      checks.push({ name: `${target}: ${emulator} is installed`, run: () => fail(`${emulator} is missing: scripts/test-tools.sh installs it (Debian's qemu-user and the target's libc6-*-cross)`) });
+      checks.push({
+        name: `${target}: ${emulator} is installed`,
+        run: () => fail(`${emulator} is missing: scripts/test-tools.sh installs it (Debian's qemu-user and the target's libc6-*-cross)`),
+      });
       continue;
     }
     checks.push(
-      { name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`, run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target, sub(target))) },
+      {
+        name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`,
+        run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target, sub(target))),
+      },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
-      { name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`, run: () => checkDemo(command(), environmentFor(target)) },
-      { name: `${target}: the tarball's unit passes systemd-analyze verify`, run: () => checkUnit(join(extracted, "disagg-proxy@.service"), binary(), sub(`${target}-unit`)) },
+      {
+        name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`,
+        run: () => checkDemo(command(), environmentFor(target)),
+      },
+      {
+        name: `${target}: the tarball's unit passes systemd-analyze verify`,
+        run: () => checkUnit(join(extracted, "disagg-proxy@.service"), binary(), sub(`${target}-unit`)),
+      },
     );
   }
   return checks;

@@ -44,7 +44,9 @@ describe("the cross-compile runtime", () => {
     const lockfile = join(mkdtempSync(join(tmpdir(), "disagg-proxy-lock-")), "package-lock.json");
     const entry = { version: "0.0.1", integrity: "sha512-x" };
     writeFileSync(lockfile, JSON.stringify({ packages: { "node_modules/@oven/bun-linux-aarch64": entry } }));
-    expect(() => lockedRuntime("bun-linux-arm64", lockfile)).toThrow(`pins @oven/bun-linux-aarch64@0.0.1 but Bun ${Bun.version} is running: run npm ci`);
+    expect(() => lockedRuntime("bun-linux-arm64", lockfile)).toThrow(
+      `pins @oven/bun-linux-aarch64@0.0.1 but Bun ${Bun.version} is running: run npm ci`,
+    );
     expect(() => lockedRuntime("bun-linux-x64", lockfile)).toThrow("@oven/bun-linux-x64 is not in package-lock.json");
   });
 

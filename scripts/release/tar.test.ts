@@ -17,7 +17,11 @@ function tar(args: string[], archive: Uint8Array): { code: number; out: string; 
   const dir = mkdtempSync(join(tmpdir(), "tar-test-"));
   writeFileSync(join(dir, "a.tar.gz"), archive);
   // --full-time prints local time.
-  const run = Bun.spawnSync(["tar", ...args, "-f", join(dir, "a.tar.gz"), "-C", dir], { stdout: "pipe", stderr: "pipe", env: { ...process.env, TZ: "UTC" } });
+  const run = Bun.spawnSync(["tar", ...args, "-f", join(dir, "a.tar.gz"), "-C", dir], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, TZ: "UTC" },
+  });
   return { code: run.exitCode, out: run.stdout.toString() + run.stderr.toString(), dir };
 }
 
@@ -30,7 +34,10 @@ describe("the deterministic tar.gz", () => {
   test("GNU tar lists directories then files in sorted order, owned by 0/0, all at the given time", () => {
     const listing = tar(["--numeric-owner", "--full-time", "-tvz"], tarGz(FILES, MTIME));
     expect(listing.code).toBe(0);
-    const lines = listing.out.trimEnd().split("\n").map((line) => line.split(/\s+/));
+    const lines = listing.out
+      .trimEnd()
+      .split("\n")
+      .map((line) => line.split(/\s+/));
     expect(lines.map((line) => line.at(-1))).toEqual(["top/", "top/a/", "top/a/deep.txt", "top/b.txt", "top/run"]);
     expect(lines.map((line) => `${line[0]} ${line[1]}`)).toEqual([
       "drwxr-xr-x 0/0",

@@ -12,12 +12,23 @@ describe("discovery config", () => {
       minimalGeneration: 1,
       leaseTtlMs: 10_000,
     });
-    const sized = clusterDiscovery({ cluster_uri: "etcd://e:1", minimal_instances: { context_servers: 2, generation_servers: 3 }, inactive_timeout_sec: 4 });
+    const sized = clusterDiscovery({
+      cluster_uri: "etcd://e:1",
+      minimal_instances: { context_servers: 2, generation_servers: 3 },
+      inactive_timeout_sec: 4,
+    });
     expect(sized).toMatchObject({ minimalContext: 2, minimalGeneration: 3, leaseTtlMs: 4000 });
   });
 
   test("an http(s) cluster_uri is the proxy's own cluster storage", () => {
-    expect(clusterDiscovery({ cluster_uri: "http://localhost:8000", cluster_name: "test_cluster", heartbeat_interval_sec: 1, inactive_timeout_sec: 2 })).toMatchObject({
+    expect(
+      clusterDiscovery({
+        cluster_uri: "http://localhost:8000",
+        cluster_name: "test_cluster",
+        heartbeat_interval_sec: 1,
+        inactive_timeout_sec: 2,
+      }),
+    ).toMatchObject({
       kind: "cluster",
       storage: "http",
       endpoint: "http://localhost:8000",
@@ -35,7 +46,10 @@ describe("discovery config", () => {
   });
 
   test("metadata_config.yaml is read, upstream's misspelt refresh key included", () => {
-    const config = metadataDiscovery("server_type: etcd\nhostname: 10.0.0.5\nport: 2380\nhealth_check_timeout: 2.5\nrefersh_interval: 3\n", "meta.yaml");
+    const config = metadataDiscovery(
+      "server_type: etcd\nhostname: 10.0.0.5\nport: 2380\nhealth_check_timeout: 2.5\nrefersh_interval: 3\n",
+      "meta.yaml",
+    );
     expect(config).toEqual({ kind: "metadata", endpoint: "http://10.0.0.5:2380", healthCheckTimeoutMs: 2500, refreshIntervalMs: 3000 });
   });
 

@@ -31,14 +31,14 @@ export type DiscoveryConfig =
       readonly refreshIntervalMs: number;
     };
 
-
 const CLUSTER_KEYS = new Set(["cluster_uri", "cluster_name", "minimal_instances", "heartbeat_interval_sec", "inactive_timeout_sec"]);
 const METADATA_KEYS = new Set(["server_type", "hostname", "port", "health_check_timeout", "refresh_interval", "refersh_interval"]);
 
 /** `disagg_cluster:` — unknown keys are refused, as upstream refuses them. */
 export function clusterDiscovery(value: unknown): DiscoveryConfig {
   const section = mapping(value, "disagg_cluster");
-  for (const key of Object.keys(section)) if (!CLUSTER_KEYS.has(key)) throw invalidConfig(`disagg_cluster.${key}`, "one of " + [...CLUSTER_KEYS].join(", "));
+  for (const key of Object.keys(section))
+    if (!CLUSTER_KEYS.has(key)) throw invalidConfig(`disagg_cluster.${key}`, "one of " + [...CLUSTER_KEYS].join(", "));
   const uri = section["cluster_uri"];
   const expectation = "an etcd://host:port or http(s)://host:port URI";
   if (typeof uri !== "string") throw invalidConfig("disagg_cluster.cluster_uri", expectation);
@@ -46,7 +46,8 @@ export function clusterDiscovery(value: unknown): DiscoveryConfig {
   if (http && !URL.canParse(uri)) throw invalidConfig("disagg_cluster.cluster_uri", expectation);
   const endpoint = http ? uri : etcdEndpoint(uri);
   if (endpoint === undefined) throw invalidConfig("disagg_cluster.cluster_uri", expectation);
-  const minimal = section["minimal_instances"] === undefined ? {} : mapping(section["minimal_instances"], "disagg_cluster.minimal_instances");
+  const minimal =
+    section["minimal_instances"] === undefined ? {} : mapping(section["minimal_instances"], "disagg_cluster.minimal_instances");
   return {
     kind: "cluster",
     storage: http ? "http" : "etcd",
@@ -67,7 +68,8 @@ export function metadataDiscovery(text: string, fileName: string): DiscoveryConf
     throw new ConfigError(`Invalid config: ${fileName} is not valid YAML: ${error instanceof Error ? error.message : String(error)}`);
   }
   const section = mapping(doc ?? {}, fileName);
-  for (const key of Object.keys(section)) if (!METADATA_KEYS.has(key)) throw invalidConfig(`${fileName}: ${key}`, "one of " + [...METADATA_KEYS].join(", "));
+  for (const key of Object.keys(section))
+    if (!METADATA_KEYS.has(key)) throw invalidConfig(`${fileName}: ${key}`, "one of " + [...METADATA_KEYS].join(", "));
   const type = section["server_type"] ?? "etcd";
   if (type !== "etcd") throw invalidConfig(`${fileName}: server_type`, '"etcd"');
   const host = optionalString(section["hostname"], `${fileName}: hostname`) ?? "localhost";

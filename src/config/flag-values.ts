@@ -74,7 +74,9 @@ export function usedSpelling(section: Section, args: readonly string[], spelling
 function wordsOf(spec: OptionSpec, values: Record<string, RawValue | undefined>, tokens: readonly Token[]): RawValue | undefined {
   const names = new Set([spec.name, ...(spec.spellings ?? [])]);
   if (spec.kind === "flag") return [...names].some((name) => values[name] === true) ? true : undefined;
-  const words = tokens.filter((token) => token.kind === "option" && token.name !== undefined && names.has(token.name)).map((token) => token.value ?? "");
+  const words = tokens
+    .filter((token) => token.kind === "option" && token.name !== undefined && names.has(token.name))
+    .map((token) => token.value ?? "");
   return words.length === 0 ? undefined : words;
 }
 
@@ -93,7 +95,11 @@ function convert(spec: OptionSpec, raw: RawValue): Value {
   if (spec.kind === "urls") {
     return normaliseUrlList(texts, (bad) => invalid(spec, bad, `host:port or http(s)://host:port`));
   }
-  if (spec.kind === "list") return texts.flatMap((text) => text.split(",")).map((item) => item.trim()).filter((item) => item !== "");
+  if (spec.kind === "list")
+    return texts
+      .flatMap((text) => text.split(","))
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
   // Not repeatable: parseArgs gave one string.
   const text = texts.at(-1) ?? "";
   if (spec.kind === "enum") return choiceOf(spec, text);

@@ -27,7 +27,8 @@ describe("upstream environment variables", () => {
     const flagged = loadConfig({ ...WORKERS, generationRouter: "kv_cache_aware" }, deps(env)).config.routerOptions;
     expect(flagged.generation.tokensPerBlock).toBe(64);
     expect(flagged.context.tokensPerBlock).toBeUndefined();
-    const yaml = "context_servers: { urls: [c:1] }\ngeneration_servers: { urls: [g:1], router: { type: kv_cache_aware, tokens_per_block: 16 } }\n";
+    const yaml =
+      "context_servers: { urls: [c:1] }\ngeneration_servers: { urls: [g:1], router: { type: kv_cache_aware, tokens_per_block: 16 } }\n";
     const fromFile = loadConfig({ configFile: "f.yaml" }, deps(env, { "f.yaml": yaml })).config.routerOptions;
     expect(fromFile.generation.tokensPerBlock).toBe(16);
   });

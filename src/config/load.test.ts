@@ -5,7 +5,6 @@ import { ConfigError } from "./errors.ts";
 import { loadConfig, type LoadDeps } from "./load.ts";
 import { DEFAULTS } from "./types.ts";
 
-
 const WORKERS: ServeFlags = { contextServers: ["http://c:1"], generationServers: ["http://g:1"] };
 
 function deps(files: Record<string, string> = {}, env: Record<string, string> = {}): LoadDeps {
@@ -36,8 +35,13 @@ describe("loadConfig", () => {
   });
 
   test("sub-agent affinity without internal_request_auth_key is refused at start-up with upstream's words", () => {
-    const files = { "a.yaml": "conversation_affinity_header_for_subagents: X-Parent\n", "b.yaml": "conversation_affinity_header_for_subagents: X-Parent\ninternal_request_auth_key: k\n" };
-    expect(() => loadConfig({ ...WORKERS, configFile: "a.yaml" }, deps(files))).toThrow(new ConfigError("Invalid config: Subagent affinity requires internal_request_auth_key"));
+    const files = {
+      "a.yaml": "conversation_affinity_header_for_subagents: X-Parent\n",
+      "b.yaml": "conversation_affinity_header_for_subagents: X-Parent\ninternal_request_auth_key: k\n",
+    };
+    expect(() => loadConfig({ ...WORKERS, configFile: "a.yaml" }, deps(files))).toThrow(
+      new ConfigError("Invalid config: Subagent affinity requires internal_request_auth_key"),
+    );
     const { config, warnings } = loadConfig({ ...WORKERS, configFile: "b.yaml" }, deps(files));
     expect(config).toMatchObject({ subagentAffinityHeader: "X-Parent", subagentAffinityScope: "context" });
     expect(warnings).toEqual([]);
@@ -49,7 +53,9 @@ describe("loadConfig", () => {
       expect(loadConfig({ ...WORKERS, workerProtocol: version }, deps()).config.workerProtocol).toBe(version);
     }
     expect(() => loadConfig({ ...WORKERS, workerProtocol: "latest" }, deps())).toThrow(ConfigError);
-    expect(() => loadConfig({ ...WORKERS, workerProtocol: "latest" }, deps())).toThrow("--worker-protocol must be auto or a TensorRT-LLM version");
+    expect(() => loadConfig({ ...WORKERS, workerProtocol: "latest" }, deps())).toThrow(
+      "--worker-protocol must be auto or a TensorRT-LLM version",
+    );
     expect(loadConfig({ ...WORKERS, responsesFallback: "aggregated" }, deps()).config.responsesFallback).toBe("aggregated");
   });
 
@@ -61,14 +67,26 @@ describe("loadConfig", () => {
     expect(config.generationServers).toEqual(["http://localhost:8003"]);
     expect(config.configFile).toBe("d.yaml");
     expect(warnings).toEqual([]);
-    expect(notes).toEqual([{ level: "debug", text: "Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): backend" }]);
+    expect(notes).toEqual([
+      {
+        level: "debug",
+        text: "Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): backend",
+      },
+    ]);
   });
 
   test("an unknown key is warned about with the nearest known name", () => {
-    const { warnings } = loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": `${README_EXAMPLE}
+    const { warnings } = loadConfig(
+      { configFile: "d.yaml" },
+      deps({
+        "d.yaml": `${README_EXAMPLE}
 max_retires: 2
-` }));
-    expect(warnings).toEqual(["Ignoring config keys neither this proxy nor TensorRT-LLM's workers know: max_retires (did you mean max_retries?)"]);
+`,
+      }),
+    );
+    expect(warnings).toEqual([
+      "Ignoring config keys neither this proxy nor TensorRT-LLM's workers know: max_retires (did you mean max_retries?)",
+    ]);
   });
 
   test("num_workers runs that many event loops; with a router whose index lives in one loop, or discovered workers, one loop serves and says why", () => {
@@ -76,7 +94,9 @@ max_retires: 2
     expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": `${README_EXAMPLE}\nnum_workers: 3\n` })).config.numWorkers).toBe(3);
     const kv = loadConfig({ ...WORKERS, numWorkers: 4, generationRouter: "kv_cache_aware" }, deps());
     expect(kv.config.numWorkers).toBe(1);
-    expect(kv.warnings).toContain("num_workers: 4 is not honoured with the kv_cache_aware router (its index lives in one event loop): one event loop serves the port");
+    expect(kv.warnings).toContain(
+      "num_workers: 4 is not honoured with the kv_cache_aware router (its index lives in one event loop): one event loop serves the port",
+    );
     expect(loadConfig({ ...WORKERS, numWorkers: 2, contextRouter: "conversation" }, deps()).config.numWorkers).toBe(1);
   });
 
@@ -95,10 +115,15 @@ max_retires: 2
   });
 
   test("cluster allow-from networks are checked at start-up, from flags or the YAML", () => {
-    expect(loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/8", "fd00::/8"] }, deps()).config.clusterAllowFrom).toEqual(["10.0.0.0/8", "fd00::/8"]);
+    expect(loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/8", "fd00::/8"] }, deps()).config.clusterAllowFrom).toEqual([
+      "10.0.0.0/8",
+      "fd00::/8",
+    ]);
     const yaml = `${README_EXAMPLE}\ncluster_allow_from: [192.168.0.0/16]\n`;
     expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml })).config.clusterAllowFrom).toEqual(["192.168.0.0/16"]);
-    expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/33"] }, deps())).toThrow('cluster allow-from "10.0.0.0/33" is not a network');
+    expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["10.0.0.0/33"] }, deps())).toThrow(
+      'cluster allow-from "10.0.0.0/33" is not a network',
+    );
     expect(() => loadConfig({ ...WORKERS, clusterAllowFrom: ["lan"] }, deps())).toThrow("is not a network");
   });
 
@@ -166,7 +191,13 @@ max_retires: 2
   test("--worker-msgpack turns msgpack bodies on; perf and OTLP keys come from the YAML", () => {
     const yaml = "return_perf_metrics: true\nperf_metrics_max_requests: 8\notlp_config: { otlp_traces_endpoint: 'http://c:4318' }";
     const { config, warnings } = loadConfig({ ...WORKERS, configFile: "d.yaml", workerMsgpack: true }, deps({ "d.yaml": yaml }));
-    expect(config).toMatchObject({ workerMsgpack: true, returnPerfMetrics: true, perfMetricsMaxRequests: 8, perfMetricsOutputDir: undefined, otlpTracesEndpoint: "http://c:4318" });
+    expect(config).toMatchObject({
+      workerMsgpack: true,
+      returnPerfMetrics: true,
+      perfMetricsMaxRequests: 8,
+      perfMetricsOutputDir: undefined,
+      otlpTracesEndpoint: "http://c:4318",
+    });
     expect(warnings).toEqual([]);
     expect(loadConfig(WORKERS, deps()).config.workerMsgpack).toBe(false);
   });

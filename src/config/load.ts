@@ -70,14 +70,21 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     processId: envInteger(deps.env, "TRTLLM_DISAGG_WORKER_PROCESS_ID", 0, 63) ?? 0,
     routerOptions: withEnvBlockSize(flags, file, deps),
     discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
-    claimNodeId: flags.nodeId === undefined && file?.settings.nodeId === undefined && file?.settings.discovery?.kind === "cluster" && file.settings.discovery.storage === "etcd",
+    claimNodeId:
+      flags.nodeId === undefined &&
+      file?.settings.nodeId === undefined &&
+      file?.settings.discovery?.kind === "cluster" &&
+      file.settings.discovery.storage === "etcd",
     internalAuthKey: internalAuthKey(flags.internalAuthKeyFile, file?.settings.internalAuthKey, deps),
     reportAddrFile: flags.reportAddrFile,
     takeOver: flags.takeOver ?? false,
     runtimeDir: flags.runtimeDir,
     clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map(allowedNetwork),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
-    modelAliases: mergedAliases((flags.modelAlias ?? []).map((text) => modelAliasOf(text)), file?.settings.modelAliases ?? []),
+    modelAliases: mergedAliases(
+      (flags.modelAlias ?? []).map((text) => modelAliasOf(text)),
+      file?.settings.modelAliases ?? [],
+    ),
   };
   if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
     throw new ConfigError("Invalid config: --tls-cert and --tls-key go together");
@@ -111,7 +118,8 @@ function envInteger(env: LoadDeps["env"], name: string, min: number, max: number
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`Invalid config: ${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new ConfigError(`Invalid config: ${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -163,7 +171,9 @@ function checkConditionalDisagg(config: ProxyConfig): void {
 /** "auto" or a release number as tensorrt_llm/version.py spells it (the table in workers/protocol.ts reads it). */
 function checkWorkerProtocol(config: ProxyConfig): void {
   if (config.workerProtocol === "auto" || /^v?\d+\.\d+(\.\d+)?((\.)?rc\d+)?(\.post\d+)?$/.test(config.workerProtocol)) return;
-  throw new ConfigError(`Invalid config: --worker-protocol must be auto or a TensorRT-LLM version such as 1.3.0rc18, not ${JSON.stringify(config.workerProtocol)}`);
+  throw new ConfigError(
+    `Invalid config: --worker-protocol must be auto or a TensorRT-LLM version such as 1.3.0rc18, not ${JSON.stringify(config.workerProtocol)}`,
+  );
 }
 
 function requireWorkers(config: ProxyConfig, file: TrtllmYaml | undefined): void {
@@ -175,7 +185,9 @@ function requireWorkers(config: ProxyConfig, file: TrtllmYaml | undefined): void
   }
   if (config.generationServers.length === 0) {
     const hint = missingUrlsHint("generation_servers", file?.instances.generation, "--generation URL");
-    throw new ConfigError(`Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)${hint}`);
+    throw new ConfigError(
+      `Invalid config: at least one generation server is required (--generation URL or generation_servers.urls)${hint}`,
+    );
   }
 }
 
@@ -199,7 +211,9 @@ function missingUrlsHint(section: string, instances: number | undefined, flag: s
  */
 function oneLoopReason(config: ProxyConfig): string | undefined {
   if (config.numWorkers <= 1) return undefined;
-  const stateful = (["contextRouter", "generationRouter"] as const).map((key) => config[key]).find((router) => router === "conversation" || router === "kv_cache_aware");
+  const stateful = (["contextRouter", "generationRouter"] as const)
+    .map((key) => config[key])
+    .find((router) => router === "conversation" || router === "kv_cache_aware");
   if (stateful !== undefined) return `the ${stateful} router (its index lives in one event loop)`;
   if (config.discovery !== undefined) return "discovered workers (they register with one event loop)";
   return undefined;
@@ -235,13 +249,19 @@ function clusterPortMismatch(config: ProxyConfig): string | undefined {
 
 function notesOf(file: TrtllmYaml | undefined): StartupNote[] {
   if (file === undefined || file.workerKeys.length === 0) return [];
-  return [{ level: "debug", text: `Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): ${file.workerKeys.join(", ")}` }];
+  return [
+    {
+      level: "debug",
+      text: `Worker settings in the config file, for the workers and not the proxy (as trtllm-serve's proxy ignores them): ${file.workerKeys.join(", ")}`,
+    },
+  ];
 }
 
 /** A --cluster-allow-from / cluster_allow_from entry; one that is no network stops start-up naming it. */
 function allowedNetwork(text: string): string {
   const parsed = parseNetwork(text);
-  if (parsed === undefined) throw new ConfigError(`Invalid config: cluster allow-from ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
+  if (parsed === undefined)
+    throw new ConfigError(`Invalid config: cluster allow-from ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
   return parsed.text;
 }
 

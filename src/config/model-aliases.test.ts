@@ -14,7 +14,8 @@ const WORKERS = { contextServers: ["http://c:1"], generationServers: ["http://g:
 
 describe("model aliases", () => {
   test("--model-alias and the YAML's model_aliases combine, the flags' first (so theirs win)", () => {
-    const yaml = "context_servers:\n  urls: [c:1]\ngeneration_servers:\n  urls: [g:1]\nmodel_aliases:\n  gpt-4o: llama-70b\n  'claude-*': qwen-32b\n";
+    const yaml =
+      "context_servers:\n  urls: [c:1]\ngeneration_servers:\n  urls: [g:1]\nmodel_aliases:\n  gpt-4o: llama-70b\n  'claude-*': qwen-32b\n";
     const { config } = loadConfig({ configFile: "x.yaml", modelAlias: ["gpt-4o=qwen-32b", " o3 = llama-70b "] }, deps(yaml));
     expect(config.modelAliases).toEqual([
       { from: "gpt-4o", to: "qwen-32b" },

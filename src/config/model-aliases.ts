@@ -42,7 +42,8 @@ export function mergedAliases(fromFlags: readonly ModelAlias[], fromYaml: readon
 
 function checkedAlias(from: string, to: string, where: string): ModelAlias {
   if (from === "" || from === "*") throw invalidConfig(where, "a non-empty client model name or prefix* pattern");
-  if (from.indexOf("*") !== -1 && from.indexOf("*") !== from.length - 1) throw invalidConfig(where, "a name with `*` only at its end (a prefix pattern)");
+  if (from.indexOf("*") !== -1 && from.indexOf("*") !== from.length - 1)
+    throw invalidConfig(where, "a name with `*` only at its end (a prefix pattern)");
   if (to === "" || to.includes("*")) throw invalidConfig(where, "mapped to a served model id (no `*`)");
   return { from, to };
 }

@@ -17,7 +17,9 @@ export interface NamedHost {
 }
 
 export function namedHosts(config: Pick<ProxyConfig, "host" | "bindHost" | "discovery">): NamedHost[] {
-  const hosts: NamedHost[] = [{ host: config.bindHost ?? config.host, namedBy: config.bindHost === undefined ? "hostname (--host)" : "bind_host (--bind-host)" }];
+  const hosts: NamedHost[] = [
+    { host: config.bindHost ?? config.host, namedBy: config.bindHost === undefined ? "hostname (--host)" : "bind_host (--bind-host)" },
+  ];
   const discovery = config.discovery;
   if (discovery !== undefined && (discovery.kind === "metadata" || discovery.storage === "etcd")) {
     const namedBy = discovery.kind === "metadata" ? "the metadata server (-m)" : "disagg_cluster.cluster_uri";
@@ -30,7 +32,11 @@ export function namedHosts(config: Pick<ProxyConfig, "host" | "bindHost" | "disc
 export type Lookup = (host: string) => Promise<unknown>;
 
 /** The first named host that does not resolve, as the one line start-up stops with; undefined when all do. */
-export async function unresolvedName(config: Pick<ProxyConfig, "host" | "bindHost" | "discovery">, lookup: Lookup, timeoutMs: number): Promise<string | undefined> {
+export async function unresolvedName(
+  config: Pick<ProxyConfig, "host" | "bindHost" | "discovery">,
+  lookup: Lookup,
+  timeoutMs: number,
+): Promise<string | undefined> {
   for (const { host, namedBy } of namedHosts(config)) {
     const reason = await resolves(host, lookup, timeoutMs);
     if (reason !== undefined) return `cannot resolve ${host} (named by ${namedBy}): ${reason}`;
@@ -39,7 +45,10 @@ export async function unresolvedName(config: Pick<ProxyConfig, "host" | "bindHos
 }
 
 async function resolves(host: string, lookup: Lookup, timeoutMs: number): Promise<string | undefined> {
-  const reason = await withDeadline(lookup(host).then(() => undefined, reasonOf), timeoutMs);
+  const reason = await withDeadline(
+    lookup(host).then(() => undefined, reasonOf),
+    timeoutMs,
+  );
   return reason === "late" ? `no answer within ${timeoutMs / 1000} s` : reason;
 }
 

@@ -1,6 +1,5 @@
 /** What one row of the option table (cli-options.ts) says of a flag. */
 
-
 export type Section = "serve" | "worker" | "demo" | "global";
 
 /** How a flag's text becomes a value: `seconds` takes seconds (floats ok) and yields ms. */

@@ -3,7 +3,6 @@ import { README_EXAMPLE } from "./readme-example-fixture.ts";
 import { ConfigError } from "./errors.ts";
 import { parseTrtllmYaml } from "./trtllm-yaml.ts";
 
-
 function errorOf(yaml: string): string {
   try {
     parseTrtllmYaml(yaml, "disagg_config.yaml");
@@ -74,12 +73,19 @@ schedule_styel: generation_first
       "context_servers.kv_cache_config",
       "generation_servers.cache_transceiver_config",
     ]);
-    expect(parsed.unknown).toEqual(["schedule_styel (did you mean schedule_style?)", "context_servers.rooter (did you mean router?)", "generation_servers.frobnicate"]);
+    expect(parsed.unknown).toEqual([
+      "schedule_styel (did you mean schedule_style?)",
+      "context_servers.rooter (did you mean router?)",
+      "generation_servers.frobnicate",
+    ]);
     expect(parsed.settings.routerOptions?.context).toEqual({ useTokens: true });
   });
 
   test("worker keys newer than the LLM arguments read are worker keys too: iter_perf_stats_interval (#19717)", () => {
-    const parsed = parseTrtllmYaml("context_servers: { urls: ['c:1'], iter_perf_stats_interval: 10 }\ngeneration_servers: { urls: ['g:1'] }", "f");
+    const parsed = parseTrtllmYaml(
+      "context_servers: { urls: ['c:1'], iter_perf_stats_interval: 10 }\ngeneration_servers: { urls: ['g:1'] }",
+      "f",
+    );
     expect(parsed.workerKeys).toEqual(["context_servers.iter_perf_stats_interval"]);
     expect(parsed.unknown).toEqual([]);
   });
@@ -128,7 +134,11 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
 `;
     const { settings, unknown } = parseTrtllmYaml(yaml, "f");
     expect(settings.routerOptions).toBeUndefined();
-    expect(unknown).toEqual(["context_servers.router.match_threshold", "generation_servers.router.use_token_ids", "generation_servers.router.model_path"]);
+    expect(unknown).toEqual([
+      "context_servers.router.match_threshold",
+      "generation_servers.router.use_token_ids",
+      "generation_servers.router.model_path",
+    ]);
   });
 
   test("duplicate URLs of one role are dropped; num_instances counts what the file lists", () => {
@@ -137,11 +147,18 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
   });
 
   test("an empty file is an empty config", () => {
-    expect(parseTrtllmYaml("", "f")).toEqual({ settings: {}, unknown: [], workerKeys: [], warnings: [], instances: { context: undefined, generation: undefined } });
+    expect(parseTrtllmYaml("", "f")).toEqual({
+      settings: {},
+      unknown: [],
+      workerKeys: [],
+      warnings: [],
+      instances: { context: undefined, generation: undefined },
+    });
   });
 
   test("a worker key at the top level is handed down to both sections, and a section setting it otherwise is refused with upstream's message", () => {
-    const same = "max_batch_size: 8\ncontext_servers: { max_batch_size: 8, router: { type: kv_cache_aware } }\ngeneration_servers: { router: { type: kv_cache_aware } }";
+    const same =
+      "max_batch_size: 8\ncontext_servers: { max_batch_size: 8, router: { type: kv_cache_aware } }\ngeneration_servers: { router: { type: kv_cache_aware } }";
     expect(parseTrtllmYaml(same, "f").settings.routerOptions).toEqual({ context: { maxBatchSize: 8 }, generation: { maxBatchSize: 8 } });
     expect(errorOf("kv_cache_config: { tokens_per_block: 32 }\ngeneration_servers: { kv_cache_config: { tokens_per_block: 64 } }")).toBe(
       "Invalid config: Parameter kv_cache_config is specified both in the top-level and in the generation_servers section, but with different values",
@@ -149,7 +166,8 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
   });
 
   test("YAML 1.1 words PyYAML reads as booleans are booleans here too", () => {
-    const yaml = "allow_request_chat_template: yes\ngen_strip_message_history: Off\ncontext_servers: { router: { type: load_balancing, use_tokens: ON } }";
+    const yaml =
+      "allow_request_chat_template: yes\ngen_strip_message_history: Off\ncontext_servers: { router: { type: load_balancing, use_tokens: ON } }";
     const { settings } = parseTrtllmYaml(yaml, "f");
     expect(settings).toMatchObject({ allowRequestChatTemplate: true, genStripMessageHistory: false });
     expect(settings.routerOptions?.context).toEqual({ useTokens: true });
@@ -165,16 +183,40 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
     ["context_servers: [a]", "Invalid config: context_servers must be a mapping (num_instances, urls, router)"],
     ["context_servers: { urls: localhost:8001 }", 'Invalid config: context_servers.urls must be a list of "host:port" strings'],
     ["generation_servers: { urls: [8001] }", 'Invalid config: generation_servers.urls must be a list of "host:port" strings'],
-    ["context_servers: { urls: [localhost] }", 'Invalid config: context_servers.urls[0] must be "host:port" or "http(s)://host:port", not "localhost"'],
-    ["context_servers: { num_instances: 2, urls: [a:1] }", "Invalid config: context_servers.num_instances must be the number of context_servers.urls (1), not 2"],
+    [
+      "context_servers: { urls: [localhost] }",
+      'Invalid config: context_servers.urls[0] must be "host:port" or "http(s)://host:port", not "localhost"',
+    ],
+    [
+      "context_servers: { num_instances: 2, urls: [a:1] }",
+      "Invalid config: context_servers.num_instances must be the number of context_servers.urls (1), not 2",
+    ],
     ["context_servers: { num_instances: two }", 'Invalid config: context_servers.num_instances must be an integer >= 0, not "two"'],
     ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],
-    ["generation_servers: { router: { type: random } }", 'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, not "random"'],
-    ["context_servers: { router: { type: conversation, match_threshold: 1.5 } }", "Invalid config: context_servers.router.match_threshold must be a number from 0 to 1, not 1.5"],
-    ["context_servers: { router: { type: conversation, use_token_ids: maybe } }", 'Invalid config: context_servers.router.use_token_ids must be true or false, not "maybe"'],
-    ["context_servers: { router: { type: conversation, max_sessions: 0 } }", "Invalid config: context_servers.router.max_sessions must be an integer >= 1, not 0"],
-    ["generation_servers: { router: { type: kv_cache_aware, tokens_per_block: 0 } }", "Invalid config: generation_servers.router.tokens_per_block must be an integer >= 1, not 0"],
-    ["generation_servers: { max_batch_size: big, router: { type: kv_cache_aware } }", 'Invalid config: generation_servers.max_batch_size must be an integer >= 1, not "big"'],
+    [
+      "generation_servers: { router: { type: random } }",
+      'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, not "random"',
+    ],
+    [
+      "context_servers: { router: { type: conversation, match_threshold: 1.5 } }",
+      "Invalid config: context_servers.router.match_threshold must be a number from 0 to 1, not 1.5",
+    ],
+    [
+      "context_servers: { router: { type: conversation, use_token_ids: maybe } }",
+      'Invalid config: context_servers.router.use_token_ids must be true or false, not "maybe"',
+    ],
+    [
+      "context_servers: { router: { type: conversation, max_sessions: 0 } }",
+      "Invalid config: context_servers.router.max_sessions must be an integer >= 1, not 0",
+    ],
+    [
+      "generation_servers: { router: { type: kv_cache_aware, tokens_per_block: 0 } }",
+      "Invalid config: generation_servers.router.tokens_per_block must be an integer >= 1, not 0",
+    ],
+    [
+      "generation_servers: { max_batch_size: big, router: { type: kv_cache_aware } }",
+      'Invalid config: generation_servers.max_batch_size must be an integer >= 1, not "big"',
+    ],
     ["- a\n- b", "Invalid config: disagg_config.yaml must hold a YAML mapping of settings"],
   ])("%p is refused with a message naming the key", (yaml, message) => {
     expect(errorOf(yaml)).toBe(message);

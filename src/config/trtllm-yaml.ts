@@ -140,11 +140,14 @@ function inheritTopLevel(doc: Mapping): Record<(typeof SECTIONS)[number], Mappin
   const inherited = Object.entries(doc).filter(([key]) => !UPSTREAM_NAMED.has(key));
   const merged = (name: (typeof SECTIONS)[number]): Mapping | undefined => {
     const section = doc[name];
-    if (section !== undefined && section !== null && !isMapping(section)) throw invalidConfig(name, "a mapping (num_instances, urls, router)");
+    if (section !== undefined && section !== null && !isMapping(section))
+      throw invalidConfig(name, "a mapping (num_instances, urls, router)");
     const own: Mapping = section ?? {};
     for (const [key, value] of inherited) {
       if (key in own && !sameValue(own[key], value)) {
-        throw new ConfigError(`Invalid config: Parameter ${key} is specified both in the top-level and in the ${name} section, but with different values`);
+        throw new ConfigError(
+          `Invalid config: Parameter ${key} is specified both in the top-level and in the ${name} section, but with different values`,
+        );
       }
     }
     return section === undefined || section === null ? undefined : { ...Object.fromEntries(inherited), ...own };
@@ -211,7 +214,8 @@ function readUrls(section: Mapping, key: string): string[] | undefined {
   return urls.map((item: unknown, index) => {
     if (typeof item !== "string") throw invalidConfig(`${key}.urls`, expectation);
     const origin = normaliseUrl(item);
-    if (origin === undefined) throw invalidConfig(`${key}.urls[${index}]`, `"host:port" or "http(s)://host:port", not ${JSON.stringify(item)}`);
+    if (origin === undefined)
+      throw invalidConfig(`${key}.urls[${index}]`, `"host:port" or "http(s)://host:port", not ${JSON.stringify(item)}`);
     return origin;
   });
 }
@@ -241,10 +245,13 @@ function readRouterOptions(router: RouterBlock, section: Mapping, key: string, f
   const given = (name: string): Mapping => (reads(name) ? router.block : {});
   const path = (name: string): string => `${key}.router.${name}`;
   const cache = isMapping(section["kv_cache_config"]) ? section["kv_cache_config"] : {};
-  const sectionBlockSize = args.includes("tokens_per_block") ? optInt(cache, "tokens_per_block", `${key}.kv_cache_config.tokens_per_block`, 1) : undefined;
+  const sectionBlockSize = args.includes("tokens_per_block")
+    ? optInt(cache, "tokens_per_block", `${key}.kv_cache_config.tokens_per_block`, 1)
+    : undefined;
   const sectionBatch = args.includes("max_batch_size") ? optInt(section, "max_batch_size", `${key}.max_batch_size`, 1) : undefined;
   for (const name of Object.keys(router.block)) {
-    if (name !== "type" && !reads(name) && !(args.includes(name) && router.block[name] === "auto")) found.unknown.push(unknownKey(path(name), name, args));
+    if (name !== "type" && !reads(name) && !(args.includes(name) && router.block[name] === "auto"))
+      found.unknown.push(unknownKey(path(name), name, args));
   }
   const options: RouterOptions = {
     matchThreshold: optFraction(given("match_threshold"), "match_threshold", path("match_threshold")),

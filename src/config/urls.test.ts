@@ -57,7 +57,17 @@ describe("etcd addresses", () => {
   });
 
   test("a discovered worker's origin is spelled as a static worker's; a URL without a scheme is none", () => {
-    for (const url of ["http://GPU1:8001", "http://gpu1:8001/", "https://g", "http://[::1]:9", "http://h:80", "http://h/path", "ftp://h:1", "http://u:p@h:1", "http://h:0"]) {
+    for (const url of [
+      "http://GPU1:8001",
+      "http://gpu1:8001/",
+      "https://g",
+      "http://[::1]:9",
+      "http://h:80",
+      "http://h/path",
+      "ftp://h:1",
+      "http://u:p@h:1",
+      "http://h:0",
+    ]) {
       expect(discoveredOrigin(url)).toBe(normaliseUrl(url));
     }
     expect(discoveredOrigin("h:1")).toBeUndefined();

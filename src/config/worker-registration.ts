@@ -36,7 +36,10 @@ const REGISTER_FLAG_NAMES: Readonly<Record<(typeof REGISTER_KEYS)[number], strin
 };
 
 /** Undefined without --register; its settings without it are a usage error. */
-export function workerRegistration(flags: WorkerFlags, readFile: (path: string) => string = (path) => readFileSync(path, "utf8")): WorkerRegistrationSettings | undefined {
+export function workerRegistration(
+  flags: WorkerFlags,
+  readFile: (path: string) => string = (path) => readFileSync(path, "utf8"),
+): WorkerRegistrationSettings | undefined {
   const uri = flags.register;
   if (uri === undefined) {
     const stray = REGISTER_KEYS.find((key) => flags[key] !== undefined);
@@ -56,7 +59,8 @@ export function workerRegistration(flags: WorkerFlags, readFile: (path: string) 
   if (flags.clusterKeyFile !== undefined) throw new UsageError("--cluster-key-file needs --register http(s)://…");
   const isEtcd = uri.split(",").every((item) => /^etcd:\/\//i.test(item.trim()) || item.trim() === "");
   const endpoint = isEtcd ? etcdEndpoint(uri) : undefined;
-  if (endpoint === undefined) throw new UsageError(`Invalid value for --register: "${uri}" (expected etcd://host:port or http://host:port)`);
+  if (endpoint === undefined)
+    throw new UsageError(`Invalid value for --register: "${uri}" (expected etcd://host:port or http://host:port)`);
   return {
     storage: "etcd",
     key: undefined,

@@ -22,17 +22,24 @@ describe("upstream keys beyond the worker lists", () => {
   });
 
   test("the sub-agent affinity keys are read: the header name trimmed, the scope context or both", () => {
-    const yaml = "conversation_affinity_header_for_subagents: ' X-Dynamo-Parent-Session-ID '\nsubagent_affinity_scope: both\ninternal_request_auth_key: k";
+    const yaml =
+      "conversation_affinity_header_for_subagents: ' X-Dynamo-Parent-Session-ID '\nsubagent_affinity_scope: both\ninternal_request_auth_key: k";
     const parsed = parseTrtllmYaml(yaml, "f");
     expect(parsed.settings).toMatchObject({ subagentAffinityHeader: "X-Dynamo-Parent-Session-ID", subagentAffinityScope: "both" });
     expect(parsed.unknown).toEqual([]);
-    expect(() => parseTrtllmYaml("subagent_affinity_scope: generation", "f")).toThrow("subagent_affinity_scope must be one of context, both");
+    expect(() => parseTrtllmYaml("subagent_affinity_scope: generation", "f")).toThrow(
+      "subagent_affinity_scope must be one of context, both",
+    );
   });
 
   // upstream: test_server_keep_alive_timeout_is_passed_to_uvicorn (default 10, 3600 accepted), read_file id 70156702744.
   test("server_keep_alive_timeout takes any positive number, 3600 and fractions too; nothing else", () => {
-    for (const value of [3600, 0.5, 10, 255.5]) expect(parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f").settings.serverKeepAliveTimeoutS).toBe(value);
-    for (const value of ["0", "-1", '"10"', "true", ".inf"]) expect(() => parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f")).toThrow("server_keep_alive_timeout must be a number above 0");
+    for (const value of [3600, 0.5, 10, 255.5])
+      expect(parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f").settings.serverKeepAliveTimeoutS).toBe(value);
+    for (const value of ["0", "-1", '"10"', "true", ".inf"])
+      expect(() => parseTrtllmYaml(`server_keep_alive_timeout: ${value}`, "f")).toThrow(
+        "server_keep_alive_timeout must be a number above 0",
+      );
   });
 
   test("bind_host is read beside hostname, and is no unknown key", () => {
@@ -61,7 +68,12 @@ describe("upstream keys beyond the worker lists", () => {
       "otlp_config: { otlp_traces_endpoint: 'http://collector:4318/v1/traces' }",
     ].join("\n");
     const { settings, unknown } = parseTrtllmYaml(yaml, "f");
-    expect(settings).toMatchObject({ returnPerfMetrics: true, perfMetricsOutputDir: "/var/lib/perf", perfMetricsMaxRequests: 500, otlpTracesEndpoint: "http://collector:4318/v1/traces" });
+    expect(settings).toMatchObject({
+      returnPerfMetrics: true,
+      perfMetricsOutputDir: "/var/lib/perf",
+      perfMetricsMaxRequests: 500,
+      otlpTracesEndpoint: "http://collector:4318/v1/traces",
+    });
     expect(unknown).toEqual([]);
   });
 
@@ -69,6 +81,8 @@ describe("upstream keys beyond the worker lists", () => {
     expect(() => parseTrtllmYaml("return_perf_metrics: yes please", "f")).toThrow("return_perf_metrics");
     expect(() => parseTrtllmYaml("perf_metrics_max_requests: -1", "f")).toThrow("perf_metrics_max_requests");
     expect(() => parseTrtllmYaml("otlp_config: http://c:4318", "f")).toThrow("otlp_config");
-    expect(() => parseTrtllmYaml("otlp_config: { otlp_traces_endpoint: 'collector:4317' }", "f")).toThrow("otlp_config.otlp_traces_endpoint");
+    expect(() => parseTrtllmYaml("otlp_config: { otlp_traces_endpoint: 'collector:4317' }", "f")).toThrow(
+      "otlp_config.otlp_traces_endpoint",
+    );
   });
 });

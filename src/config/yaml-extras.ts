@@ -82,7 +82,11 @@ export function readExtras(doc: Mapping): ExtraSettings {
     otlpTracesEndpoint: otlpEndpoint(doc["otlp_config"]),
     clusterAllowFrom: networkList(doc["cluster_allow_from"]),
     modelAliases: modelAliasesOf(doc["model_aliases"]),
-    subagentAffinityHeader: optString(doc, "conversation_affinity_header_for_subagents", "conversation_affinity_header_for_subagents")?.trim(),
+    subagentAffinityHeader: optString(
+      doc,
+      "conversation_affinity_header_for_subagents",
+      "conversation_affinity_header_for_subagents",
+    )?.trim(),
     subagentAffinityScope: optChoice(doc, "subagent_affinity_scope", "subagent_affinity_scope", ["context", "both"] as const),
     workerLoadIntervalMs: optInt(doc, "worker_load_interval_ms", "worker_load_interval_ms", 0),
     maxWorkerQueue: optInt(doc, "max_worker_queue", "max_worker_queue", 0),
@@ -90,7 +94,8 @@ export function readExtras(doc: Mapping): ExtraSettings {
   refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
   if (drain !== undefined) settings["drainTimeoutMs"] = drain * 1000;
-  if (doc["disagg_cluster"] !== undefined && doc["disagg_cluster"] !== null) settings["discovery"] = clusterDiscovery(doc["disagg_cluster"]);
+  if (doc["disagg_cluster"] !== undefined && doc["disagg_cluster"] !== null)
+    settings["discovery"] = clusterDiscovery(doc["disagg_cluster"]);
   const conditional = doc["conditional_disagg_config"];
   if (conditional !== undefined && conditional !== null) {
     if (!isMapping(conditional)) throw invalidConfig("conditional_disagg_config", "a mapping (max_local_prefill_length)");
@@ -104,8 +109,12 @@ export function readExtras(doc: Mapping): ExtraSettings {
 function networkList(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   const items = Array.isArray(value) ? value : [value];
-  if (!items.every((item): item is string => typeof item === "string")) throw invalidConfig("cluster_allow_from", "a CIDR string or a list of them");
-  return items.flatMap((item) => item.split(",")).map((item) => item.trim()).filter((item) => item !== "");
+  if (!items.every((item): item is string => typeof item === "string"))
+    throw invalidConfig("cluster_allow_from", "a CIDR string or a list of them");
+  return items
+    .flatMap((item) => item.split(","))
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
 }
 
 /** otlp_config: { otlp_traces_endpoint: URL } (other keys of the block configure nothing here). */
@@ -127,6 +136,8 @@ function otlpEndpoint(block: unknown): string | undefined {
 function refuseFleetKeys(doc: Mapping): void {
   const coordinator = doc["disagg_coordinator_url"];
   if (coordinator !== undefined && coordinator !== null) {
-    throw new ConfigError("Invalid config: disagg_coordinator_url (fleet mode) is not supported; run replicas with distinct node ids instead");
+    throw new ConfigError(
+      "Invalid config: disagg_coordinator_url (fleet mode) is not supported; run replicas with distinct node ids instead",
+    );
   }
 }

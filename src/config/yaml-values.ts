@@ -7,7 +7,8 @@ export type Mapping = Record<string, unknown>;
 export function optFraction(map: Mapping, key: string, path: string): number | undefined {
   const value = map[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "number" || !(value >= 0 && value <= 1)) throw invalidConfig(path, `a number from 0 to 1, not ${JSON.stringify(value)}`);
+  if (typeof value !== "number" || !(value >= 0 && value <= 1))
+    throw invalidConfig(path, `a number from 0 to 1, not ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -41,7 +42,8 @@ export function optInt(map: Mapping, key: string, path: string, min: number, max
 export function optPositive(map: Mapping, key: string, path: string): number | undefined {
   const value = map[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw invalidConfig(path, `a number above 0, not ${JSON.stringify(value)}`);
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
+    throw invalidConfig(path, `a number above 0, not ${JSON.stringify(value)}`);
   return value;
 }
 

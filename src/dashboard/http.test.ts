@@ -71,7 +71,9 @@ describe("dashboard HTTP answers", () => {
     recorder.tick();
     now = 2000;
     recorder.tick();
-    const body = (await dashboardHttp(recorder).data(new Request("http://proxy/dashboard/data?after=1000")).json()) as { series: { at: number[] } };
+    const body = (await dashboardHttp(recorder).data(new Request("http://proxy/dashboard/data?after=1000")).json()) as {
+      series: { at: number[] };
+    };
     expect(body.series.at).toEqual([2000]);
   });
 

@@ -42,49 +42,55 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
     },
     events(request, keepOpen, stillAllowed = () => true) {
       if (streams >= MAX_EVENT_STREAMS) {
-        return new Response(`At most ${MAX_EVENT_STREAMS} dashboards may watch at once\n`, { status: 429, headers: { ...NO_STORE, "retry-after": "5" } });
+        return new Response(`At most ${MAX_EVENT_STREAMS} dashboards may watch at once\n`, {
+          status: 429,
+          headers: { ...NO_STORE, "retry-after": "5" },
+        });
       }
       streams++;
       keepOpen();
       const encoder = new TextEncoder();
       let lastAt: number | undefined;
       let close: (() => void) | undefined;
-      const body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          const send = (): void => {
-            if (!stillAllowed()) {
-              onAbort();
-              return;
-            }
-            // A browser that stopped reading is skipped; it gets the points it missed next time.
-            if ((controller.desiredSize ?? 0) <= 0) return;
-            const snapshot = recorder.snapshot(lastAt);
-            lastAt = snapshot.series.at.at(-1) ?? lastAt;
-            controller.enqueue(encoder.encode(`event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n`));
-          };
-          const off = recorder.onTick(send);
-          close = () => {
-            off();
-            request.signal.removeEventListener("abort", onAbort);
-            streams--;
-            close = undefined;
-          };
-          const onAbort = (): void => {
+      const body = new ReadableStream<Uint8Array>(
+        {
+          start(controller) {
+            const send = (): void => {
+              if (!stillAllowed()) {
+                onAbort();
+                return;
+              }
+              // A browser that stopped reading is skipped; it gets the points it missed next time.
+              if ((controller.desiredSize ?? 0) <= 0) return;
+              const snapshot = recorder.snapshot(lastAt);
+              lastAt = snapshot.series.at.at(-1) ?? lastAt;
+              controller.enqueue(encoder.encode(`event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n`));
+            };
+            const off = recorder.onTick(send);
+            close = () => {
+              off();
+              request.signal.removeEventListener("abort", onAbort);
+              streams--;
+              close = undefined;
+            };
+            const onAbort = (): void => {
+              close?.();
+              try {
+                controller.close();
+              } catch {
+                // Already closed by the client going away.
+              }
+            };
+            request.signal.addEventListener("abort", onAbort, { once: true });
+            controller.enqueue(encoder.encode("retry: 2000\n\n"));
+            send();
+          },
+          cancel() {
             close?.();
-            try {
-              controller.close();
-            } catch {
-              // Already closed by the client going away.
-            }
-          };
-          request.signal.addEventListener("abort", onAbort, { once: true });
-          controller.enqueue(encoder.encode("retry: 2000\n\n"));
-          send();
+          },
         },
-        cancel() {
-          close?.();
-        },
-      }, { highWaterMark: 4 });
+        { highWaterMark: 4 },
+      );
       return new Response(body, { headers: { ...NO_STORE, "content-type": "text/event-stream", "x-accel-buffering": "no" } });
     },
   };

@@ -3,7 +3,9 @@ import type { EndedRequest } from "../observability/traffic-observer.ts";
 import { DashboardRecorder, FAILURES_KEPT, SERIES_POINTS, type DashboardSource } from "./recorder.ts";
 import type { WorkerView } from "./snapshot.ts";
 
-function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: undefined, ready: true, inFlight: 0, version: undefined }]) {
+function setup(
+  workers: WorkerView[] = [{ role: "context", url: "http://c", id: undefined, ready: true, inFlight: 0, version: undefined }],
+) {
   const clock = { now: 1_000_000 };
   const listed = { workers, protectedByKeys: false };
   const source: DashboardSource = {
@@ -20,7 +22,18 @@ function setup(workers: WorkerView[] = [{ role: "context", url: "http://c", id: 
 }
 
 function ended(outcome: EndedRequest["outcome"], overrides: Partial<EndedRequest> = {}): EndedRequest {
-  return { route: "/v1/chat/completions", outcome, status: outcome === "ok" ? 200 : 502, disaggRequestId: 7n, worker: "http://c", message: outcome === "ok" ? undefined : "boom", code: outcome === "ok" ? undefined : "WORKER_HTTP_ERROR", ttftMs: 20, durationMs: 50, ...overrides };
+  return {
+    route: "/v1/chat/completions",
+    outcome,
+    status: outcome === "ok" ? 200 : 502,
+    disaggRequestId: 7n,
+    worker: "http://c",
+    message: outcome === "ok" ? undefined : "boom",
+    code: outcome === "ok" ? undefined : "WORKER_HTTP_ERROR",
+    ttftMs: 20,
+    durationMs: 50,
+    ...overrides,
+  };
 }
 
 describe("DashboardRecorder", () => {
@@ -96,18 +109,29 @@ describe("DashboardRecorder", () => {
     for (let i = 0; i < 120; i++) recorder.requestEnded(ended("worker_error", { disaggRequestId: BigInt(i) }));
     const failures = recorder.snapshot().failures;
     expect(failures.length).toBe(FAILURES_KEPT);
-    expect(failures[0]).toMatchObject({ disaggRequestId: "119", worker: "http://c", outcome: "worker_error", status: 502, message: "WORKER_HTTP_ERROR: the worker answered with an error" });
+    expect(failures[0]).toMatchObject({
+      disaggRequestId: "119",
+      worker: "http://c",
+      outcome: "worker_error",
+      status: 502,
+      message: "WORKER_HTTP_ERROR: the worker answered with an error",
+    });
     expect(failures.at(-1)!.disaggRequestId).toBe("70");
   });
 
   test("what a client was told (its body's values, a worker's text) is shown only while the page is behind client keys", () => {
     const { listed, recorder } = setup();
-    recorder.requestEnded(ended("rejected", { status: 400, code: "BAD_REQUEST", message: "temperature: 'secret-value-from-body' is not a number" }));
+    recorder.requestEnded(
+      ended("rejected", { status: 400, code: "BAD_REQUEST", message: "temperature: 'secret-value-from-body' is not a number" }),
+    );
     recorder.requestEnded(ended("worker_error", { message: `worker says: ${"w".repeat(400)}` }));
     const open = JSON.stringify(recorder.snapshot());
     expect(open).not.toContain("secret-value-from-body");
     expect(open).not.toContain("worker says");
-    expect(recorder.snapshot().failures.map((row) => row.message)).toEqual(["WORKER_HTTP_ERROR: the worker answered with an error", "BAD_REQUEST: the request was refused as invalid"]);
+    expect(recorder.snapshot().failures.map((row) => row.message)).toEqual([
+      "WORKER_HTTP_ERROR: the worker answered with an error",
+      "BAD_REQUEST: the request was refused as invalid",
+    ]);
     listed.protectedByKeys = true;
     const [worker, body] = recorder.snapshot().failures;
     expect(body!.message).toContain("secret-value-from-body");

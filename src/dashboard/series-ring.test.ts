@@ -3,7 +3,13 @@ import { SeriesRing, type SeriesPoint } from "./series-ring.ts";
 import { perOutcome } from "./snapshot.ts";
 
 function point(at: number, ok: number): SeriesPoint {
-  return { at, outcomes: perOutcome((outcome) => (outcome === "ok" ? ok : 0)), inFlight: ok, ttftP50Ms: ok === 0 ? undefined : ok, ttftP99Ms: undefined };
+  return {
+    at,
+    outcomes: perOutcome((outcome) => (outcome === "ok" ? ok : 0)),
+    inFlight: ok,
+    ttftP50Ms: ok === 0 ? undefined : ok,
+    ttftP99Ms: undefined,
+  };
 }
 
 describe("SeriesRing", () => {

@@ -24,7 +24,11 @@ export class SlotCounts {
     const end = Math.floor(endMs / this.#slotMs);
     const length = this.#counts.length;
     let total = 0;
-    for (let slot = Math.max(end - Math.min(slots, length) + 1, this.#newest - length + 1, 0); slot <= Math.min(end, this.#newest); slot++) {
+    for (
+      let slot = Math.max(end - Math.min(slots, length) + 1, this.#newest - length + 1, 0);
+      slot <= Math.min(end, this.#newest);
+      slot++
+    ) {
       total += this.#counts[slot % length]!;
     }
     return total;

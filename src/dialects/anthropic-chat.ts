@@ -83,10 +83,7 @@ const STOP_REASONS: Readonly<Record<string, StopReason>> = {
 };
 
 /** A string stop_reason on a `stop` finish names the stop sequence that matched. */
-export function mapStop(
-  finishReason: string | null | undefined,
-  stopReason: string | number | null | undefined,
-): StopResult {
+export function mapStop(finishReason: string | null | undefined, stopReason: string | number | null | undefined): StopResult {
   if (finishReason === "stop" && typeof stopReason === "string") {
     return { stopReason: "stop_sequence", stopSequence: stopReason };
   }

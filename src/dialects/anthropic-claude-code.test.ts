@@ -69,11 +69,7 @@ describe("a Claude Code 2.1 request", () => {
   });
 
   test("keeps the turn structure: reasoning, tool calls and tool results in order", () => {
-    const roles = objects(toChatRequest(body())["messages"]).map((m) => [
-      m["role"],
-      "reasoning" in m,
-      "tool_calls" in m,
-    ]);
+    const roles = objects(toChatRequest(body())["messages"]).map((m) => [m["role"], "reasoning" in m, "tool_calls" in m]);
     expect(roles).toEqual([
       ["system", false, false],
       ["user", false, false],

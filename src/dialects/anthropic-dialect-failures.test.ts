@@ -3,14 +3,7 @@ import { ProxyError } from "../errors.ts";
 import { concatBytes } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { anthropicStream } from "./anthropic-dialect.ts";
-import {
-  chatSse,
-  checkGrammar,
-  counterIds,
-  fixtureBytes,
-  readEvents,
-  type SeenEvent,
-} from "./anthropic-test-events.ts";
+import { chatSse, checkGrammar, counterIds, fixtureBytes, readEvents, type SeenEvent } from "./anthropic-test-events.ts";
 
 const EMPTY = new Uint8Array(0);
 const encoder = new TextEncoder();
@@ -26,10 +19,7 @@ function collect(...parts: (Uint8Array | ProxyError | undefined)[]): SeenEvent[]
   return events;
 }
 
-const textChunks = chatSse(
-  [{ choices: [{ delta: { content: "Hel" } }] }, { choices: [{ delta: { content: "lo" } }] }],
-  false,
-);
+const textChunks = chatSse([{ choices: [{ delta: { content: "Hel" } }] }, { choices: [{ delta: { content: "lo" } }] }], false);
 const errorEvent = (type: string, message: string) => ({
   event: "error",
   data: { type: "error", error: { type, message } },
@@ -57,9 +47,7 @@ describe("late failure", () => {
   });
 
   test("a 4xx failure is an invalid_request_error carrying the worker's own message", () => {
-    const body = encoder.encode(
-      '{"object":"error","message":"This model\'s maximum context length is 8192 tokens","code":400}',
-    );
+    const body = encoder.encode('{"object":"error","message":"This model\'s maximum context length is 8192 tokens","code":400}');
     const error = new ProxyError("WORKER_HTTP_ERROR", 400, "Context worker answered 400", {
       workerAnswer: { status: 400, contentType: "application/json", body },
     });
@@ -74,10 +62,7 @@ describe("late failure", () => {
   test("a failure before any block opened sends the error alone", () => {
     const stream = start();
     const first = stream.push(chatSse([{ choices: [] }], false));
-    const events = collect(
-      first,
-      stream.fail(new ProxyError("WORKER_UNREACHABLE", 502, "Cannot reach http://10.0.0.9:8001")),
-    );
+    const events = collect(first, stream.fail(new ProxyError("WORKER_UNREACHABLE", 502, "Cannot reach http://10.0.0.9:8001")));
     expect(events.map((e) => e.event)).toEqual(["message_start", "error"]);
     expect(events[1]).toEqual(errorEvent("api_error", "Cannot reach <url>"));
   });
@@ -114,12 +99,7 @@ describe("a worker's in-band error", () => {
       "api_error",
       "CUDA out of memory on <url>",
     ],
-    [
-      "a 4xx error object",
-      '{"error":{"message":"bad sampling params","code":400}}',
-      "invalid_request_error",
-      "bad sampling params",
-    ],
+    ["a 4xx error object", '{"error":{"message":"bad sampling params","code":400}}', "invalid_request_error", "bad sampling params"],
     [
       "an OpenAI error envelope",
       '{"object":"error","message":"engine died","type":"InternalServerError","code":500}',

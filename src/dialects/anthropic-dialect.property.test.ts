@@ -24,7 +24,11 @@ type Step =
 const anyText = fc.string({ unit: "grapheme", maxLength: 12 });
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("text" as const), text: anyText }),
-  fc.record({ kind: fc.constant("reasoning" as const), text: anyText, field: fc.constantFrom("reasoning_content" as const, "reasoning" as const) }),
+  fc.record({
+    kind: fc.constant("reasoning" as const),
+    text: anyText,
+    field: fc.constantFrom("reasoning_content" as const, "reasoning" as const),
+  }),
   fc.record({
     kind: fc.constant("tools" as const),
     calls: fc.array(fc.record({ index: fc.nat({ max: 3 }), fragment: anyText }), { minLength: 1, maxLength: 3 }),
@@ -119,45 +123,61 @@ function sent(steps: readonly Step[]): { text: string; thinking: string; tools: 
 }
 
 describe("Anthropic dialect properties", () => {
-  test("any chunking of a valid chat stream, with pings anywhere, yields a schema-valid Anthropic event sequence", () => {
-    fc.assert(
-      fc.property(chatStream, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (chat, fractions, pings) => {
-        checkGrammar(readEvents(relay(chunked(encode(chat), fractions), pings)));
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "any chunking of a valid chat stream, with pings anywhere, yields a schema-valid Anthropic event sequence",
+    () => {
+      fc.assert(
+        fc.property(chatStream, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (chat, fractions, pings) => {
+          checkGrammar(readEvents(relay(chunked(encode(chat), fractions), pings)));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("any chunking gives the same client bytes as one chunk", () => {
-    fc.assert(
-      fc.property(chatStream, cuts, (chat, fractions) => {
-        const bytes = encode(chat);
-        expect(Buffer.from(relay(chunked(bytes, fractions))).equals(relay([bytes]))).toBe(true);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "any chunking gives the same client bytes as one chunk",
+    () => {
+      fc.assert(
+        fc.property(chatStream, cuts, (chat, fractions) => {
+          const bytes = encode(chat);
+          expect(Buffer.from(relay(chunked(bytes, fractions))).equals(relay([bytes]))).toBe(true);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("every text, reasoning and tool-argument fragment reaches its block intact and in order", () => {
-    fc.assert(
-      fc.property(chatStream, cuts, (chat, fractions) => {
-        const events = readEvents(relay(chunked(encode(chat), fractions)));
-        expect(received(events)).toEqual(sent(chat.steps));
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "every text, reasoning and tool-argument fragment reaches its block intact and in order",
+    () => {
+      fc.assert(
+        fc.property(chatStream, cuts, (chat, fractions) => {
+          const events = readEvents(relay(chunked(encode(chat), fractions)));
+          expect(received(events)).toEqual(sent(chat.steps));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("the stop reason is max_tokens on length, else tool_use on tool_calls or once a tool block was sent, else end_turn", () => {
-    fc.assert(
-      fc.property(chatStream, (chat) => {
-        const events = readEvents(relay([encode(chat)]));
-        const delta = events.find((e) => e.event === "message_delta")?.data["delta"];
-        const tools = chat.finish === "tool_calls" || chat.steps.some((s) => s.kind === "tools");
-        const expected = chat.finish === "length" ? "max_tokens" : tools ? "tool_use" : "end_turn";
-        expect(isJsonObject(delta) ? delta["stop_reason"] : undefined).toBe(expected);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "the stop reason is max_tokens on length, else tool_use on tool_calls or once a tool block was sent, else end_turn",
+    () => {
+      fc.assert(
+        fc.property(chatStream, (chat) => {
+          const events = readEvents(relay([encode(chat)]));
+          const delta = events.find((e) => e.event === "message_delta")?.data["delta"];
+          const tools = chat.finish === "tool_calls" || chat.steps.some((s) => s.kind === "tools");
+          const expected = chat.finish === "length" ? "max_tokens" : tools ? "tool_use" : "end_turn";
+          expect(isJsonObject(delta) ? delta["stop_reason"] : undefined).toBe(expected);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 });

@@ -3,15 +3,7 @@ import type { JsonObject } from "../json/json.ts";
 import { concatBytes } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { anthropicStream } from "./anthropic-dialect.ts";
-import {
-  chatSse,
-  checkGrammar,
-  counterIds,
-  fixtureBytes,
-  pieces,
-  readEvents,
-  type SeenEvent,
-} from "./anthropic-test-events.ts";
+import { chatSse, checkGrammar, counterIds, fixtureBytes, pieces, readEvents, type SeenEvent } from "./anthropic-test-events.ts";
 
 function start(): DialectStream {
   return anthropicStream(counterIds());

@@ -86,11 +86,7 @@ class AnthropicStream implements DialectStream {
   end(): Uint8Array | ProxyError | undefined {
     if (this.#state !== "streaming") return undefined;
     // Closing with message_stop would hand the client a truncated answer as a finished one.
-    return new ProxyError(
-      "WORKER_STREAM_BROKEN",
-      502,
-      "Upstream stream ended before [DONE]; the response is incomplete",
-    );
+    return new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete");
   }
 
   fail(error: ProxyError): Uint8Array {

@@ -172,7 +172,5 @@ export function convertMessages(request: MessagesRequest, newToolUseId: () => st
 
 function leadingSystemText(message: AnthropicMessage): string[] {
   if (typeof message.content === "string") return message.content === "" ? [] : [message.content];
-  return message.content.flatMap((raw) =>
-    raw.type === "text" && typeof raw["text"] === "string" ? [raw["text"]] : [],
-  );
+  return message.content.flatMap((raw) => (raw.type === "text" && typeof raw["text"] === "string" ? [raw["text"]] : []));
 }

@@ -9,15 +9,7 @@
  * partial_json concatenates to exactly what upstream sent for it.
  */
 import type { JsonObject } from "../json/json.ts";
-import {
-  type ChatChunk,
-  convertUsage,
-  mapStop,
-  type StopResult,
-  stopFieldsOf,
-  type ToolCallDelta,
-  withToolUse,
-} from "./anthropic-chat.ts";
+import { type ChatChunk, convertUsage, mapStop, type StopResult, stopFieldsOf, type ToolCallDelta, withToolUse } from "./anthropic-chat.ts";
 import type { AnthropicIds } from "./anthropic-ids.ts";
 import { anthropicErrorBody } from "./anthropic-response.ts";
 

@@ -4,8 +4,7 @@ import { toChatRequest, toCountTokensRequest } from "./anthropic-request.ts";
 
 const base = { model: "m", max_tokens: 100 };
 const user = <T>(content: T) => ({ role: "user", content });
-const convert = (extra: object): JsonObject =>
-  toChatRequest({ ...base, messages: [user("hi")], ...extra }, () => "toolu_fixed");
+const convert = (extra: object): JsonObject => toChatRequest({ ...base, messages: [user("hi")], ...extra }, () => "toolu_fixed");
 const weatherTool = { name: "weather", description: "Weather now", input_schema: { type: "object" } };
 
 describe("tools and tool_choice", () => {

@@ -44,14 +44,7 @@ const ToolResultBlock = v.looseObject({
 const ThinkingBlock = v.looseObject({ type: v.literal("thinking"), thinking: v.string() });
 const RedactedThinkingBlock = v.looseObject({ type: v.literal("redacted_thinking") });
 
-export const KnownBlock = v.variant("type", [
-  TextBlock,
-  ImageBlock,
-  ToolUseBlock,
-  ToolResultBlock,
-  ThinkingBlock,
-  RedactedThinkingBlock,
-]);
+export const KnownBlock = v.variant("type", [TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock, RedactedThinkingBlock]);
 export type KnownBlock = v.InferOutput<typeof KnownBlock>;
 export type ImageBlock = v.InferOutput<typeof ImageBlock>;
 export const KNOWN_BLOCK_TYPES: ReadonlySet<string> = new Set(KnownBlock.options.map((o) => o.entries.type.literal));

@@ -5,8 +5,7 @@ import { toChatRequest } from "./anthropic-request.ts";
 const base = { model: "m", max_tokens: 100 };
 const user = <T>(content: T) => ({ role: "user", content });
 const assistant = <T>(content: T) => ({ role: "assistant", content });
-const convert = (extra: object): JsonObject =>
-  toChatRequest({ ...base, messages: [user("hi")], ...extra }, () => "toolu_fixed");
+const convert = (extra: object): JsonObject => toChatRequest({ ...base, messages: [user("hi")], ...extra }, () => "toolu_fixed");
 const messagesOf = (...messages: unknown[]) => convert({ messages })["messages"];
 
 describe("request fields", () => {
@@ -43,11 +42,7 @@ describe("system prompt", () => {
         { type: "text", text: "A", cache_control: { type: "ephemeral" } },
         { type: "text", text: "B" },
       ],
-      messages: [
-        { role: "system", content: "C" },
-        { role: "system", content: [{ type: "text", text: "D" }] },
-        user("hi"),
-      ],
+      messages: [{ role: "system", content: "C" }, { role: "system", content: [{ type: "text", text: "D" }] }, user("hi")],
     });
     expect(chat["messages"]).toEqual([
       { role: "system", content: "A\n\nB\n\nC\n\nD" },

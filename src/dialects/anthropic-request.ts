@@ -6,23 +6,10 @@ import { badRequest } from "../errors.ts";
 import { isJsonObject, type JsonObject } from "../json/json.ts";
 import { randomAnthropicIds } from "./anthropic-ids.ts";
 import { convertMessages } from "./anthropic-messages.ts";
-import {
-  type AnthropicTool,
-  type AnthropicToolChoice,
-  CountTokensRequest,
-  MessagesRequest,
-  validate,
-} from "./anthropic-request-schema.ts";
+import { type AnthropicTool, type AnthropicToolChoice, CountTokensRequest, MessagesRequest, validate } from "./anthropic-request-schema.ts";
 
 // Tools Anthropic runs on its side: nothing here can execute them.
-const SERVER_TOOL_PREFIXES = [
-  "web_search",
-  "web_fetch",
-  "code_execution",
-  "tool_search_tool_",
-  "advisor_",
-  "mcp_toolset",
-];
+const SERVER_TOOL_PREFIXES = ["web_search", "web_fetch", "code_execution", "tool_search_tool_", "advisor_", "mcp_toolset"];
 // Anthropic-defined tools the client runs, whose schema is built into Anthropic's API.
 const SCHEMA_CLIENT_TOOL_PREFIXES = ["bash_", "text_editor_", "computer_", "memory_"];
 
@@ -66,10 +53,7 @@ function convertTools(request: MessagesRequest): JsonObject[] | undefined {
   return tools.length > 0 ? tools : undefined;
 }
 
-function convertToolChoice(
-  choice: AnthropicToolChoice | null | undefined,
-  tools: JsonObject[] | undefined,
-): string | undefined {
+function convertToolChoice(choice: AnthropicToolChoice | null | undefined, tools: JsonObject[] | undefined): string | undefined {
   if (choice === null || choice === undefined) return tools === undefined ? undefined : "auto";
   if (choice.disable_parallel_tool_use === true && choice.type !== "none") {
     throw badRequest("tool_choice.disable_parallel_tool_use=true is not supported");
@@ -83,9 +67,7 @@ function convertToolChoice(
   if (choice.type === "auto") return "auto";
   // The chat pipeline cannot force a call: it would emit one without parsed arguments.
   if (choice.type === "any") {
-    throw badRequest(
-      "Anthropic tool_choice type 'any' is not supported because the chat pipeline cannot require an arbitrary tool call",
-    );
+    throw badRequest("Anthropic tool_choice type 'any' is not supported because the chat pipeline cannot require an arbitrary tool call");
   }
   if (!choice.name) throw badRequest("tool_choice type 'tool' requires a 'name'");
   if (!tools.some((tool) => isJsonObject(tool["function"]) && tool["function"]["name"] === choice.name)) {
@@ -101,8 +83,7 @@ function applyThinking(request: MessagesRequest, chat: JsonObject, kwargs: JsonO
   if (thinking === null || thinking === undefined) return;
   kwargs["enable_thinking"] = thinking.type !== "disabled";
   if (thinking.type !== "enabled") return;
-  if (thinking.budget_tokens >= request.max_tokens)
-    throw badRequest("thinking budget_tokens must be less than max_tokens");
+  if (thinking.budget_tokens >= request.max_tokens) throw badRequest("thinking budget_tokens must be less than max_tokens");
   chat["thinking_token_budget"] = thinking.budget_tokens;
 }
 
@@ -180,10 +161,7 @@ export function toChatRequest(body: unknown, newToolUseId: () => string = random
  * converter so the count matches the prompt the real request builds; max_tokens only has to
  * clear the thinking budget so that a request the Messages route accepts is countable.
  */
-export function toCountTokensRequest(
-  body: unknown,
-  newToolUseId: () => string = randomAnthropicIds.newToolUseId,
-): JsonObject {
+export function toCountTokensRequest(body: unknown, newToolUseId: () => string = randomAnthropicIds.newToolUseId): JsonObject {
   const request = validate(CountTokensRequest, body);
   const thinking = request.thinking;
   const maxTokens = thinking?.type === "enabled" ? thinking.budget_tokens + 1 : 1;

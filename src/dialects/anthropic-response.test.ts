@@ -35,10 +35,7 @@ const call = (id: string | null, name: string, args: string) => ({
 
 describe("toAnthropicMessage", () => {
   test("a text answer becomes a message with end_turn and usage, null fields absent", () => {
-    const message = toAnthropicMessage(
-      chat({ role: "assistant", content: "Hi!", reasoning_content: null, tool_calls: [] }),
-      ids,
-    );
+    const message = toAnthropicMessage(chat({ role: "assistant", content: "Hi!", reasoning_content: null, tool_calls: [] }), ids);
     expect(message).toEqual({
       id: "msg_1",
       type: "message",
@@ -131,19 +128,23 @@ describe("toAnthropicMessage", () => {
   });
 
   test("large integers in tool arguments survive exactly", () => {
-    const message = toAnthropicMessage(
-      chat({ content: null, tool_calls: [call("c", "x", '{"id": 12345678901234567890}')] }),
-      ids,
-    );
+    const message = toAnthropicMessage(chat({ content: null, tool_calls: [call("c", "x", '{"id": 12345678901234567890}')] }), ids);
     expect(JSON.stringify(message["content"])).toContain('"input":{"id":12345678901234567890}');
   });
 });
 
 describe("Anthropic errors", () => {
   test("a context overflow is Anthropic's 'prompt is too long', its counts when the worker gave them, its text when not", () => {
-    const counted = new ProxyError("CONTEXT_OVERFLOW", 400, "This model's maximum context length is 8 tokens.", { overflow: { promptTokens: 9, maxTokens: 8 } });
-    expect(anthropicErrorFor(counted)).toEqual({ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9 tokens > 8 maximum" } } });
-    const uncounted = new ProxyError("CONTEXT_OVERFLOW", 400, "too long for http://10.0.0.7:8001", { overflow: { promptTokens: undefined, maxTokens: 8 } });
+    const counted = new ProxyError("CONTEXT_OVERFLOW", 400, "This model's maximum context length is 8 tokens.", {
+      overflow: { promptTokens: 9, maxTokens: 8 },
+    });
+    expect(anthropicErrorFor(counted)).toEqual({
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 9 tokens > 8 maximum" } },
+    });
+    const uncounted = new ProxyError("CONTEXT_OVERFLOW", 400, "too long for http://10.0.0.7:8001", {
+      overflow: { promptTokens: undefined, maxTokens: 8 },
+    });
     expect(anthropicErrorMessage(uncounted)).toBe("prompt is too long: too long for <url>");
   });
 
@@ -172,17 +173,13 @@ describe("Anthropic errors", () => {
       "maximum context length is 8192 tokens",
     );
     expect(workerErrorMessage('{"detail":"Internal server error boom"}')).toBe("Internal server error boom");
-    expect(workerErrorMessage('{"detail":[{"loc":["body","x"],"msg":"field required"},{"msg":"bad"}]}')).toBe(
-      "field required; bad",
-    );
+    expect(workerErrorMessage('{"detail":[{"loc":["body","x"],"msg":"field required"},{"msg":"bad"}]}')).toBe("field required; bad");
     expect(workerErrorMessage('{"error":"plain"}')).toBe("plain");
     expect(workerErrorMessage(new TextEncoder().encode('Server said: {"message":"nope"}'))).toBe("nope");
   });
 
   test("a worker error body never leaks an address and raw text is never used", () => {
-    const message = workerErrorMessage(
-      '{"detail":"Cannot connect to http://10.0.0.5:8001/v1/chat (10.0.0.5:8001) or [::1]:9000"}',
-    );
+    const message = workerErrorMessage('{"detail":"Cannot connect to http://10.0.0.5:8001/v1/chat (10.0.0.5:8001) or [::1]:9000"}');
     expect(message).toBe("Cannot connect to <url> (<address>) or <address>");
     expect(workerErrorMessage("<html>502 Bad Gateway at 10.1.1.1</html>")).toBeUndefined();
     expect(workerErrorMessage('{"other":1}')).toBeUndefined();
@@ -199,8 +196,6 @@ describe("Anthropic errors", () => {
       status: 529,
       body: { type: "error", error: { type: "overloaded_error", message: "No generation worker is available" } },
     });
-    expect(anthropicErrorMessage(new ProxyError("WORKER_UNREACHABLE", 502, "Cannot reach http://h:1/x"))).toBe(
-      "Cannot reach <url>",
-    );
+    expect(anthropicErrorMessage(new ProxyError("WORKER_UNREACHABLE", 502, "Cannot reach http://h:1/x"))).toBe("Cannot reach <url>");
   });
 });

@@ -113,11 +113,7 @@ function parseErrorBody(text: string): JsonValue | undefined {
  */
 export function workerErrorMessage(body: Uint8Array | string | JsonValue): string | undefined {
   const value =
-    body instanceof Uint8Array
-      ? parseErrorBody(new TextDecoder().decode(body))
-      : typeof body === "string"
-        ? parseErrorBody(body)
-        : body;
+    body instanceof Uint8Array ? parseErrorBody(new TextDecoder().decode(body)) : typeof body === "string" ? parseErrorBody(body) : body;
   if (!isJsonObject(value)) return undefined;
   const message = messageOf(value["error"]) ?? messageOf(value["message"]) ?? messageOf(value["detail"]);
   return message === undefined ? undefined : scrubAddresses(message);

@@ -14,23 +14,13 @@ const check = (text: string) => checkGrammar(readEvents(encoder.encode(text)));
 
 describe("the Anthropic event checker", () => {
   test("accepts a complete message, pings anywhere, and an error that ends the stream", () => {
-    check(
-      event("ping") +
-        start +
-        textBlock +
-        event("ping") +
-        textDelta(0) +
-        event("content_block_stop", { index: 0 }) +
-        ending,
-    );
+    check(event("ping") + start + textBlock + event("ping") + textDelta(0) + event("content_block_stop", { index: 0 }) + ending);
     check(event("ping") + event("error", { error: { type: "api_error", message: "x" } }));
   });
 
   test("refuses events out of order", () => {
     expect(() => check(start + textDelta(0) + ending)).toThrow();
-    expect(() =>
-      check(start + event("content_block_start", { index: 1, content_block: { type: "text", text: "" } })),
-    ).toThrow();
+    expect(() => check(start + event("content_block_start", { index: 1, content_block: { type: "text", text: "" } }))).toThrow();
     expect(() => check(start + textBlock + event("message_stop"))).toThrow();
     expect(() => check(start + textBlock + ending)).toThrow();
     expect(() => check(start)).toThrow();

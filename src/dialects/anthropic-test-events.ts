@@ -61,7 +61,19 @@ const EVENT_SCHEMAS = {
   message_stop: v.strictObject({ type: v.literal("message_stop") }),
   error: v.strictObject({
     type: v.literal("error"),
-    error: v.strictObject({ type: v.picklist(["invalid_request_error", "api_error", "overloaded_error", "rate_limit_error", "request_too_large", "authentication_error", "permission_error", "not_found_error"]), message: v.string() }),
+    error: v.strictObject({
+      type: v.picklist([
+        "invalid_request_error",
+        "api_error",
+        "overloaded_error",
+        "rate_limit_error",
+        "request_too_large",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+      ]),
+      message: v.string(),
+    }),
   }),
 };
 
@@ -122,10 +134,8 @@ export function checkGrammar(events: readonly SeenEvent[]): void {
       expect({ open: open !== undefined, index: data["index"] }).toEqual({ open: true, index: next - 1 });
       open = undefined;
     }
-    if (event === "message_delta")
-      expect({ open, next: rest[position + 1]?.event }).toEqual({ open: undefined, next: "message_stop" });
-    if (event === "message_stop")
-      expect({ last, previous: rest[position - 1]?.event }).toEqual({ last: true, previous: "message_delta" });
+    if (event === "message_delta") expect({ open, next: rest[position + 1]?.event }).toEqual({ open: undefined, next: "message_stop" });
+    if (event === "message_stop") expect({ last, previous: rest[position - 1]?.event }).toEqual({ last: true, previous: "message_delta" });
   }
   expect(rest.at(-1)?.event).toBe("message_stop");
 }

@@ -45,7 +45,9 @@ describe("Responses dialect, answered within the start wait", () => {
 
   test("a keepalive repeats the worker's response object with the next number, and later events follow it", () => {
     const stream = passThrough();
-    const opening = workerEvent("response.created", 0, { response: WORKER_RESPONSE }) + workerEvent("response.in_progress", 1, { response: WORKER_RESPONSE });
+    const opening =
+      workerEvent("response.created", 0, { response: WORKER_RESPONSE }) +
+      workerEvent("response.in_progress", 1, { response: WORKER_RESPONSE });
     const first = stream.push(encoder.encode(opening));
     const keepalive = stream.keepalive();
     const next = stream.push(encoder.encode(workerEvent("response.output_text.delta", 2, { delta: "a" })));
@@ -68,7 +70,8 @@ describe("Responses dialect, answered within the start wait", () => {
 
   test("a stream cut inside an event is terminated, then error and response.failed continue the worker's sequence", () => {
     const stream = passThrough();
-    const worker = workerEvent("response.created", 0, { response: WORKER_RESPONSE }) + workerEvent("response.output_text.delta", 1, { delta: "a" });
+    const worker =
+      workerEvent("response.created", 0, { response: WORKER_RESPONSE }) + workerEvent("response.output_text.delta", 1, { delta: "a" });
     const cut = 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","del';
     const relayed = stream.push(encoder.encode(worker + cut));
     const ended = stream.end();

@@ -107,64 +107,87 @@ function clientEvents(bytes: Uint8Array): ClientEvent[] {
 function expectOneSequenceAndOneId(events: readonly ClientEvent[]): void {
   expect(events.map((e) => e.payload["sequence_number"])).toEqual(events.map((_, i) => i));
   for (const { event, payload } of events) if (event !== undefined) expect(payload["type"]).toBe(event);
-  const ids = new Set(events.map((e) => e.payload["response"]).filter(isJsonObject).map((r) => r["id"]));
+  const ids = new Set(
+    events
+      .map((e) => e.payload["response"])
+      .filter(isJsonObject)
+      .map((r) => r["id"]),
+  );
   expect([...ids]).toEqual([REQUEST["request_id"]]);
 }
 
 describe("Responses dialect properties", () => {
-  test("answered in time, any chunking is relayed byte for byte", () => {
-    fc.assert(
-      fc.property(workerFrames, cuts, (frames, fractions) => {
-        const worker = encode(frames);
-        const stream = responsesStream({ opening: OPENING });
-        expect(Buffer.from(relay(stream, chunked(worker, fractions))).equals(worker)).toBe(true);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "answered in time, any chunking is relayed byte for byte",
+    () => {
+      fc.assert(
+        fc.property(workerFrames, cuts, (frames, fractions) => {
+          const worker = encode(frames);
+          const stream = responsesStream({ opening: OPENING });
+          expect(Buffer.from(relay(stream, chunked(worker, fractions))).equals(worker)).toBe(true);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("opened early, any chunking of a worker stream gives the same client bytes", () => {
-    fc.assert(
-      fc.property(workerFrames, cuts, (frames, fractions) => {
-        const worker = encode(frames);
-        const whole = opened();
-        const split = opened();
-        const expected = concatBytes([whole.opening, relay(whole.stream, [worker])]);
-        const actual = concatBytes([split.opening, relay(split.stream, chunked(worker, fractions))]);
-        expect(Buffer.from(actual ?? []).equals(expected ?? new Uint8Array(0))).toBe(true);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "opened early, any chunking of a worker stream gives the same client bytes",
+    () => {
+      fc.assert(
+        fc.property(workerFrames, cuts, (frames, fractions) => {
+          const worker = encode(frames);
+          const whole = opened();
+          const split = opened();
+          const expected = concatBytes([whole.opening, relay(whole.stream, [worker])]);
+          const actual = concatBytes([split.opening, relay(split.stream, chunked(worker, fractions))]);
+          expect(Buffer.from(actual ?? []).equals(expected ?? new Uint8Array(0))).toBe(true);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("after an opening, with keepalives anywhere, client numbers run 0..n gap-free under one response id and only our opening and keepalives show", () => {
-    fc.assert(
-      fc.property(workerFrames, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (frames, fractions, keepalives) => {
-        const { stream, opening } = opened();
-        const chunks = chunked(encode(frames), fractions);
-        const events = clientEvents(concatBytes([opening, relay(stream, chunks, keepalives)]) ?? new Uint8Array(0));
-        expectOneSequenceAndOneId(events);
-        // Every worker event but its opening and its keepalives reaches the client, in order.
-        const relayed = frames.flatMap((f) => (f.body === "comment" || /created|in_progress/.test(f.body.type) ? [] : [JSON.stringify(f.body.type)]));
-        const seen = events.map((e) => JSON.stringify(e.payload["type"])).filter((t) => !/created|in_progress/.test(t));
-        expect(seen).toEqual(relayed);
-        // The client's opening and keepalives are ours: one response.created, no worker copy of either.
-        const ours = events.filter((e) => /created|in_progress/.test(JSON.stringify(e.payload["type"])));
-        expect(ours.filter((e) => e.payload["type"] === "response.created")).toHaveLength(1);
-        for (const e of ours) expect(e.payload["response"]).toEqual(OPENING ?? {});
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "after an opening, with keepalives anywhere, client numbers run 0..n gap-free under one response id and only our opening and keepalives show",
+    () => {
+      fc.assert(
+        fc.property(workerFrames, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (frames, fractions, keepalives) => {
+          const { stream, opening } = opened();
+          const chunks = chunked(encode(frames), fractions);
+          const events = clientEvents(concatBytes([opening, relay(stream, chunks, keepalives)]) ?? new Uint8Array(0));
+          expectOneSequenceAndOneId(events);
+          // Every worker event but its opening and its keepalives reaches the client, in order.
+          const relayed = frames.flatMap((f) =>
+            f.body === "comment" || /created|in_progress/.test(f.body.type) ? [] : [JSON.stringify(f.body.type)],
+          );
+          const seen = events.map((e) => JSON.stringify(e.payload["type"])).filter((t) => !/created|in_progress/.test(t));
+          expect(seen).toEqual(relayed);
+          // The client's opening and keepalives are ours: one response.created, no worker copy of either.
+          const ours = events.filter((e) => /created|in_progress/.test(JSON.stringify(e.payload["type"])));
+          expect(ours.filter((e) => e.payload["type"] === "response.created")).toHaveLength(1);
+          for (const e of ours) expect(e.payload["response"]).toEqual(OPENING ?? {});
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("answered in time, keepalives anywhere keep the worker's numbers gap-free under one response id", () => {
-    fc.assert(
-      fc.property(workerFrames, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (frames, fractions, keepalives) => {
-        const stream = responsesStream({ opening: OPENING });
-        const events = clientEvents(relay(stream, chunked(encode(frames), fractions), keepalives));
-        expectOneSequenceAndOneId(events);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "answered in time, keepalives anywhere keep the worker's numbers gap-free under one response id",
+    () => {
+      fc.assert(
+        fc.property(workerFrames, cuts, fc.array(fc.boolean(), { maxLength: 21 }), (frames, fractions, keepalives) => {
+          const stream = responsesStream({ opening: OPENING });
+          const events = clientEvents(relay(stream, chunked(encode(frames), fractions), keepalives));
+          expectOneSequenceAndOneId(events);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 });

@@ -85,10 +85,7 @@ class ResponsesStream implements DialectStream {
     this.#response = this.#opening;
     this.#sentAnything = true;
     this.#nextSequence = 2;
-    return concatBytes([
-      responseEvent("response.created", this.#opening, 0),
-      responseEvent("response.in_progress", this.#opening, 1),
-    ]);
+    return concatBytes([responseEvent("response.created", this.#opening, 0), responseEvent("response.in_progress", this.#opening, 1)]);
   }
 
   push(chunk: Uint8Array): Uint8Array | undefined {
@@ -126,9 +123,10 @@ class ResponsesStream implements DialectStream {
     // A stream that already ended its response gets nothing after its terminal event.
     if (this.#terminal) return lead ?? EMPTY;
     const sequence = this.#renumbering ? this.#nextSequence : this.#passThroughNext();
-    const parts = this.#response !== undefined && error.code === "CONTEXT_OVERFLOW"
-      ? [overflowEvent(this.#response, error, sequence)]
-      : this.#failureEvents(error, sequence);
+    const parts =
+      this.#response !== undefined && error.code === "CONTEXT_OVERFLOW"
+        ? [overflowEvent(this.#response, error, sequence)]
+        : this.#failureEvents(error, sequence);
     return concatBytes(lead === undefined ? parts : [lead, ...parts]) ?? EMPTY;
   }
 

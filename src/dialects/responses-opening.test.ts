@@ -79,7 +79,11 @@ describe("buildResponsesOpening", () => {
   });
 
   test("treats explicit nulls as unset, as a worker does", () => {
-    expect(build({ temperature: null, top_p: null, max_output_tokens: null })).toMatchObject({ temperature: 1, top_p: 1, max_output_tokens: null });
+    expect(build({ temperature: null, top_p: null, max_output_tokens: null })).toMatchObject({
+      temperature: 1,
+      top_p: 1,
+      max_output_tokens: null,
+    });
   });
 
   test("accepts the edges of each range and a large max_output_tokens", () => {

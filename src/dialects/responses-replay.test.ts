@@ -10,7 +10,15 @@ function finished(status: "completed" | "incomplete"): JsonObject {
     object: "response",
     status,
     incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
-    output: [{ id: "msg_1", type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Hi", annotations: [] }] }],
+    output: [
+      {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "Hi", annotations: [] }],
+      },
+    ],
     usage: { input_tokens: 3, output_tokens: 1, total_tokens: 4 },
   };
 }

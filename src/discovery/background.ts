@@ -48,7 +48,10 @@ export class Background {
       try {
         onEvent(event);
       } catch (error) {
-        this.#logger.error("A discovery event handler threw", { event: `${event.kind} ${event.role} ${event.origin}`, error: messageOf(error) });
+        this.#logger.error("A discovery event handler threw", {
+          event: `${event.kind} ${event.role} ${event.origin}`,
+          error: messageOf(error),
+        });
       }
     };
   }

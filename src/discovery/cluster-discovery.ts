@@ -97,13 +97,21 @@ export function parseWorker(key: string, value: string, logger: Logger, from?: s
     return undefined;
   }
   const reachable = typeof host === "string" && WILDCARD_HOSTS.has(host) && from !== undefined ? unmapped(from) : host;
-  const origin = typeof reachable === "string" && typeof port === "number" ? discoveredOrigin(`http://${bracketed(reachable)}:${port}`) : undefined;
+  const origin =
+    typeof reachable === "string" && typeof port === "number" ? discoveredOrigin(`http://${bracketed(reachable)}:${port}`) : undefined;
   if (origin === undefined || typeof host !== "string" || typeof port !== "number") {
-    logger.warn("Ignoring a worker key without a usable host and port", { key: key.slice(0, 256), host: typeof host === "string" ? host.slice(0, 256) : host, port });
+    logger.warn("Ignoring a worker key without a usable host and port", {
+      key: key.slice(0, 256),
+      host: typeof host === "string" ? host.slice(0, 256) : host,
+      port,
+    });
     return undefined;
   }
   // Shown by /cluster_info and the dashboard to every viewer: a registrant's text, so kept short.
-  const workerId = (typeof info["worker_id"] === "string" ? info["worker_id"] : key.slice(key.lastIndexOf("/") + 1)).slice(0, MAX_WORKER_ID_CHARS);
+  const workerId = (typeof info["worker_id"] === "string" ? info["worker_id"] : key.slice(key.lastIndexOf("/") + 1)).slice(
+    0,
+    MAX_WORKER_ID_CHARS,
+  );
   // A registration may announce the worker's release; GET /version, read when it joins, wins.
   const version = typeof info["version"] === "string" ? info["version"] : undefined;
   return { role: roleName, origin, version, registered: { worker_id: workerId, host, port, role: ROLE_NUMBERS[roleName] } };

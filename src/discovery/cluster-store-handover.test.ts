@@ -6,7 +6,8 @@ function clock(start: number): { now: () => number; advance(ms: number): void } 
   return { now: () => now, advance: (ms) => void (now += ms) };
 }
 
-const set = (store: ClusterStore, key: string, ttl: number) => store.set({ key, value: `v:${key}`, ttl, expireTime: -1, overwriteIfExists: true, from: "10.0.0.7" });
+const set = (store: ClusterStore, key: string, ttl: number) =>
+  store.set({ key, value: `v:${key}`, ttl, expireTime: -1, overwriteIfExists: true, from: "10.0.0.7" });
 
 describe("ClusterStore hand-over between two processes", () => {
   test("items keep their time left across processes whose clocks differ, and the new store's watchers see them as sets", () => {
@@ -59,7 +60,12 @@ describe("ClusterStore hand-over between two processes", () => {
   });
   test("at the release, an item handed over earlier that the old store no longer holds goes with a delete event, unless set or refreshed here since", () => {
     const next = new ClusterStore();
-    const handed = ["/w/gone", "/w/kept", "/w/reset", "/w/refreshed"].map((key) => ({ key, value: `v:${key}`, ttlMs: 60_000, from: undefined }));
+    const handed = ["/w/gone", "/w/kept", "/w/reset", "/w/refreshed"].map((key) => ({
+      key,
+      value: `v:${key}`,
+      ttlMs: 60_000,
+      from: undefined,
+    }));
     expect(next.adopt(handed)).toBe(4);
     set(next, "/w/reset", 30);
     expect(next.expire("/w/refreshed", 30)).toBe(true);

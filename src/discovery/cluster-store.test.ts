@@ -6,7 +6,13 @@ function clock(): { now: () => number; advance(ms: number): void } {
   return { now: () => now, advance: (ms) => void (now += ms) };
 }
 
-const item = (key: string, extra: { ttl?: number; overwriteIfExists?: boolean } = {}) => ({ key, value: `v:${key}`, ttl: extra.ttl ?? -1, expireTime: -1, overwriteIfExists: extra.overwriteIfExists ?? false });
+const item = (key: string, extra: { ttl?: number; overwriteIfExists?: boolean } = {}) => ({
+  key,
+  value: `v:${key}`,
+  ttl: extra.ttl ?? -1,
+  expireTime: -1,
+  overwriteIfExists: extra.overwriteIfExists ?? false,
+});
 
 describe("ClusterStore", () => {
   test("an item with a ttl expires: gone from get, and the sweep reports its deletion once", () => {
@@ -79,7 +85,9 @@ describe("ClusterStore bounds", () => {
     time.advance(2000);
     // /a expired: its bytes go to /d.
     expect(store.set(big("/d"))).toBe(true);
-    expect(() => store.set(big("/e"))).toThrow("the cluster storage is full after dropping its expired keys: 3 keys, 2724 bytes (at most 10000 keys, 3000 bytes)");
+    expect(() => store.set(big("/e"))).toThrow(
+      "the cluster storage is full after dropping its expired keys: 3 keys, 2724 bytes (at most 10000 keys, 3000 bytes)",
+    );
     // Overwriting a key costs only the difference; deleting frees its bytes.
     expect(store.set(big("/d"))).toBe(true);
     store.delete("/b");

@@ -49,7 +49,13 @@ export interface ClusterStoreOptions {
  * default 10 s) between heartbeats: 10,000 keys and 8 MiB hold far more workers than a
  * cluster has, and a full store then holds 8 MiB, not the 655 MB keys × values allowed.
  */
-export const STORE_LIMITS = { maxKeyBytes: 1024, maxValueBytes: 64 * 1024, maxKeys: 10_000, maxBytes: 8 * 1024 * 1024, maxTtlSeconds: 3600 } as const;
+export const STORE_LIMITS = {
+  maxKeyBytes: 1024,
+  maxValueBytes: 64 * 1024,
+  maxKeys: 10_000,
+  maxBytes: 8 * 1024 * 1024,
+  maxTtlSeconds: 3600,
+} as const;
 
 /** What an item costs in a get_prefix answer: its key and value as JSON strings. */
 function itemBytes(key: string, value: string): number {
@@ -111,17 +117,26 @@ export class ClusterStore {
     const existing = this.#live(request.key);
     if (existing !== undefined && !request.overwriteIfExists) return false;
     const bytes = itemBytes(request.key, request.value);
-    const fits = (): boolean => (existing !== undefined || this.#items.size < this.#maxKeys) && this.#bytes - (existing === undefined ? 0 : itemBytes(existing.key, existing.value)) + bytes <= this.#maxBytes;
+    const fits = (): boolean =>
+      (existing !== undefined || this.#items.size < this.#maxKeys) &&
+      this.#bytes - (existing === undefined ? 0 : itemBytes(existing.key, existing.value)) + bytes <= this.#maxBytes;
     if (!fits()) {
       // Expired keys go first; only a store full of live keys refuses.
       this.sweep();
       if (!fits()) {
-        throw new StoreFullError(`the cluster storage is full after dropping its expired keys: ${this.#items.size} keys, ${this.#bytes} bytes (at most ${this.#maxKeys} keys, ${this.#maxBytes} bytes)`);
+        throw new StoreFullError(
+          `the cluster storage is full after dropping its expired keys: ${this.#items.size} keys, ${this.#bytes} bytes (at most ${this.#maxKeys} keys, ${this.#maxBytes} bytes)`,
+        );
       }
     }
     const now = this.#now();
     // expire_time is in the store's own clock (upstream's key_time); either way at most maxTtlSeconds away.
-    const expiresAt = request.expireTime >= 0 ? Math.min(request.expireTime * 1000, now + STORE_LIMITS.maxTtlSeconds * 1000) : request.ttl > 0 ? now + cappedMs(request.ttl) : undefined;
+    const expiresAt =
+      request.expireTime >= 0
+        ? Math.min(request.expireTime * 1000, now + STORE_LIMITS.maxTtlSeconds * 1000)
+        : request.ttl > 0
+          ? now + cappedMs(request.ttl)
+          : undefined;
     const item: StorageItem = { key: request.key, value: request.value, expiresAt, from: request.from };
     if (existing !== undefined) this.#bytes -= itemBytes(existing.key, existing.value);
     this.#bytes += bytes;
@@ -178,7 +193,12 @@ export class ClusterStore {
   /** Every live item, for the process taking over from this one. */
   handOver(): HandedItem[] {
     const now = this.#now();
-    return this.items("").map((item) => ({ key: item.key, value: item.value, ttlMs: item.expiresAt === undefined ? undefined : Math.max(0, item.expiresAt - now), from: item.from }));
+    return this.items("").map((item) => ({
+      key: item.key,
+      value: item.value,
+      ttlMs: item.expiresAt === undefined ? undefined : Math.max(0, item.expiresAt - now),
+      from: item.from,
+    }));
   }
 
   /**

@@ -4,7 +4,19 @@
  */
 
 import { parseJsonBounded, readJsonBounded, readPrefix } from "../json/bounded-read.ts";
-import { decode, encode, errorOf, int64At, isObject, linesOf, listAt, objectAt, prefixRangeEnd, stringAt, type JsonObject } from "./etcd-wire.ts";
+import {
+  decode,
+  encode,
+  errorOf,
+  int64At,
+  isObject,
+  linesOf,
+  listAt,
+  objectAt,
+  prefixRangeEnd,
+  stringAt,
+  type JsonObject,
+} from "./etcd-wire.ts";
 
 export class EtcdError extends Error {
   /** The gRPC status code etcd answered (5 = not found), when it answered one. */
@@ -55,14 +67,22 @@ export class EtcdClient {
   #current = 0;
 
   constructor(endpoint: string, timeoutMs = DEFAULT_TIMEOUT_MS) {
-    this.#endpoints = endpoint.split(",").map((item) => item.trim().replace(/\/+$/, "")).filter((item) => item !== "");
+    this.#endpoints = endpoint
+      .split(",")
+      .map((item) => item.trim().replace(/\/+$/, ""))
+      .filter((item) => item !== "");
     if (this.#endpoints.length === 0) throw new TypeError(`No etcd endpoint in "${endpoint}"`);
     this.#timeoutMs = timeoutMs;
   }
 
   /** Every key starting with `prefix`, and the revision of that view. */
   async range(prefix: string): Promise<{ revision: bigint; kvs: KeyValue[] }> {
-    const body = await this.#call("/v3/kv/range", { key: encode(prefix), range_end: prefixRangeEnd(prefix) }, undefined, RANGE_ANSWER_BYTES);
+    const body = await this.#call(
+      "/v3/kv/range",
+      { key: encode(prefix), range_end: prefixRangeEnd(prefix) },
+      undefined,
+      RANGE_ANSWER_BYTES,
+    );
     return { revision: int64At(objectAt(body, "header"), "revision"), kvs: listAt(body, "kvs").map(keyValueOf) };
   }
 
@@ -119,7 +139,12 @@ export class EtcdClient {
    */
   async *watch(prefix: string, startRevision: bigint, signal: AbortSignal): AsyncGenerator<WatchMessage> {
     const request = {
-      create_request: { key: encode(prefix), range_end: prefixRangeEnd(prefix), start_revision: String(startRevision), progress_notify: true },
+      create_request: {
+        key: encode(prefix),
+        range_end: prefixRangeEnd(prefix),
+        start_revision: String(startRevision),
+        progress_notify: true,
+      },
     };
     const response = await this.#fetch("/v3/watch", request, signal, false);
     if (!response.ok || response.body === null) throw await failureOf(response);
@@ -130,7 +155,11 @@ export class EtcdClient {
   async #call(path: string, request: JsonObject, timeoutMs = this.#timeoutMs, maxBytes = CALL_ANSWER_BYTES): Promise<JsonObject> {
     const response = await this.#fetch(path, request, AbortSignal.timeout(timeoutMs), undefined);
     if (!response.ok) throw await failureOf(response);
-    const body: unknown = await readJsonBounded(response, maxBytes, (what, cause) => new EtcdError(`etcd's answer to ${path} ${what}`, undefined, { cause }));
+    const body: unknown = await readJsonBounded(
+      response,
+      maxBytes,
+      (what, cause) => new EtcdError(`etcd's answer to ${path} ${what}`, undefined, { cause }),
+    );
     const error = errorOf(body);
     if (error !== undefined) throw new EtcdError(error.message, error.code);
     if (!isObject(body)) throw new EtcdError(`etcd answered ${path} with something that is not a JSON object`);
@@ -163,7 +192,10 @@ const encoder = new TextEncoder();
 
 /** A watch line, bounded in size by linesOf, and here in shape as every other etcd answer. */
 async function parseLine(line: string): Promise<JsonObject> {
-  const value: unknown = await parseJsonBounded(encoder.encode(line), (what, cause) => new EtcdError(`etcd's watch message ${what}`, undefined, { cause }));
+  const value: unknown = await parseJsonBounded(
+    encoder.encode(line),
+    (what, cause) => new EtcdError(`etcd's watch message ${what}`, undefined, { cause }),
+  );
   const error = errorOf(value);
   if (error !== undefined) throw new EtcdError(`etcd watch failed: ${error.message}`, error.code);
   if (!isObject(value)) throw new EtcdError("etcd sent a watch message that is not a JSON object");

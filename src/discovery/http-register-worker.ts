@@ -35,7 +35,9 @@ const CALL_TIMEOUT_MS = 5000;
 const RETRY_MS = 5000;
 
 /** Registers each worker (and role) it is handed: what main.ts injects into the emulated worker. */
-export function httpRegistrar(settings: HttpRegistration): (worker: { readonly role: Role; readonly host: string; readonly port: number }) => WorkerRegistration {
+export function httpRegistrar(
+  settings: HttpRegistration,
+): (worker: { readonly role: Role; readonly host: string; readonly port: number }) => WorkerRegistration {
   return (worker) => registerOverHttp(settings, worker.role, worker.host, worker.port);
 }
 
@@ -44,7 +46,13 @@ export function registerOverHttp(settings: HttpRegistration, role: Role, host: s
   const workerId = workerIdOf(role, host, port);
   const key = `${workersPrefix(settings.clusterName)}${workerId}`;
   const ttl = Math.max(1, Math.round(settings.ttlMs / 1000));
-  const item = { key, value: JSON.stringify({ worker_id: workerId, host, port, role: ROLE_NUMBERS[role] }), ttl, expire_time: -1, overwrite_if_exists: false };
+  const item = {
+    key,
+    value: JSON.stringify({ worker_id: workerId, host, port, role: ROLE_NUMBERS[role] }),
+    ttl,
+    expire_time: -1,
+    overwrite_if_exists: false,
+  };
   const stopping = new AbortController();
   const base = settings.uri.replace(/\/+$/, "");
   const headers: Record<string, string> = settings.key === undefined ? {} : { authorization: `Bearer ${settings.key}` };
@@ -103,7 +111,11 @@ export function registerOverHttp(settings: HttpRegistration, role: Role, host: s
       await running;
       // The deregistration gets its own bound: the worker is leaving either way.
       try {
-        const response = await fetch(`${base}/delete?${new URLSearchParams({ key }).toString()}`, { method: "DELETE", headers, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+        const response = await fetch(`${base}/delete?${new URLSearchParams({ key }).toString()}`, {
+          method: "DELETE",
+          headers,
+          signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+        });
         await response.arrayBuffer();
         if (response.status !== 200) logger.warn("worker deregistration failed", { worker_id: workerId, status: response.status });
       } catch (error) {

@@ -66,7 +66,10 @@ export class LeaseKeeper {
     try {
       await this.#options.client.revoke(lease, REVOKE_TIMEOUT_MS);
     } catch (error) {
-      this.#options.logger.warn("Could not revoke the etcd lease; its keys expire with its TTL", { ...this.#options.fields, error: messageOf(error) });
+      this.#options.logger.warn("Could not revoke the etcd lease; its keys expire with its TTL", {
+        ...this.#options.fields,
+        error: messageOf(error),
+      });
     }
   }
 

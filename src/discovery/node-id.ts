@@ -61,7 +61,9 @@ export async function claimNodeId(options: ClaimNodeIdOptions): Promise<NodeIdCl
     // After a lost lease the same id is claimed again; if another replica took it meanwhile, ids may collide.
     attach: async (next) => {
       if (await client.putIfAbsent(key, owner, next)) return;
-      logger.error("Node id was claimed by another proxy while this one was cut off from etcd; disagg_request_ids may collide", { node_id: claimed });
+      logger.error("Node id was claimed by another proxy while this one was cut off from etcd; disagg_request_ids may collide", {
+        node_id: claimed,
+      });
     },
     ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
   });

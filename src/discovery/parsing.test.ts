@@ -22,7 +22,9 @@ describe("disagg_cluster worker values", () => {
     const logger = memoryLogger();
     const value = JSON.stringify({ worker_id: "w", host: "0.0.0.0", port: 8001, role: 1 });
     expect(parseWorker("k", value, logger, "::ffff:10.1.2.3")?.origin).toBe("http://10.1.2.3:8001");
-    expect(parseWorker("k", JSON.stringify({ worker_id: "w", host: "::", port: 8001, role: 1 }), logger, "fd00::7")?.origin).toBe("http://[fd00::7]:8001");
+    expect(parseWorker("k", JSON.stringify({ worker_id: "w", host: "::", port: 8001, role: 1 }), logger, "fd00::7")?.origin).toBe(
+      "http://[fd00::7]:8001",
+    );
     expect(parseWorker("k", value, logger)?.origin).toBe("http://0.0.0.0:8001");
   });
 

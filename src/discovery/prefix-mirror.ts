@@ -108,7 +108,10 @@ export class PrefixMirror {
         }
         return true;
       case "compacted":
-        logger.info("etcd compacted the watched revisions; reading the prefix again", { prefix, compact_revision: message.compactRevision });
+        logger.info("etcd compacted the watched revisions; reading the prefix again", {
+          prefix,
+          compact_revision: message.compactRevision,
+        });
         this.#mustRead = true;
         return false;
       case "progress":

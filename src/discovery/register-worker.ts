@@ -60,6 +60,8 @@ export function registerWorker(options: RegisterWorkerOptions): WorkerRegistrati
 export type EtcdRegistration = Omit<RegisterWorkerOptions, "role" | "host" | "port">;
 
 /** Registers each worker (and role) it is handed: what main.ts injects into the emulated worker. */
-export function etcdRegistrar(settings: EtcdRegistration): (worker: { readonly role: Role; readonly host: string; readonly port: number }) => WorkerRegistration {
+export function etcdRegistrar(
+  settings: EtcdRegistration,
+): (worker: { readonly role: Role; readonly host: string; readonly port: number }) => WorkerRegistration {
   return (worker) => registerWorker({ ...settings, role: worker.role, host: worker.host, port: worker.port });
 }

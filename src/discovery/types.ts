@@ -16,8 +16,7 @@ export interface RegisteredWorker {
 /** `origin` is canonical (`http://host:port`, as src/config/urls.ts spells it), so it compares equal to a static list's entry. */
 export type DiscoveryEvent =
   /** `version`: the TensorRT-LLM release its registration announced, when it names one. */
-  | { kind: "add"; role: Role; origin: string; version?: string | undefined }
-  | { kind: "remove"; role: Role; origin: string };
+  { kind: "add"; role: Role; origin: string; version?: string | undefined } | { kind: "remove"; role: Role; origin: string };
 
 export interface DiscoveryStatus {
   /** Whether the last call to etcd (read, watch or poll) succeeded. */

@@ -60,7 +60,12 @@ describe("WorkerSet", () => {
     set.set("k2", B);
     events.length = 0;
     const C = { role: "context", origin: "http://c:3" } as const;
-    set.replaceAll(new Map<string, WorkerEntry>([["k2", B], ["k3", C]]));
+    set.replaceAll(
+      new Map<string, WorkerEntry>([
+        ["k2", B],
+        ["k3", C],
+      ]),
+    );
     expect(events).toEqual([
       { kind: "remove", ...A },
       { kind: "add", ...C },

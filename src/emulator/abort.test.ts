@@ -26,7 +26,12 @@ describe("abort detection", () => {
     const pending = post(worker.url, "/v1/completions", { prompt: "x", disaggregated_params: params }, { signal: controller.signal });
     await worker.waitFor((r) => r.phase === "context");
     controller.abort();
-    expect(await pending.then(() => "answered", () => "aborted")).toBe("aborted");
+    expect(
+      await pending.then(
+        () => "answered",
+        () => "aborted",
+      ),
+    ).toBe("aborted");
     await worker.waitFor((r) => r.phase === "context" && r.status === "aborted");
     expect(worker.running()).toBe(0);
   });
@@ -58,7 +63,12 @@ describe("abort detection", () => {
     await worker.stop();
     expect(worker.requests[0]?.status).toBe("aborted");
     expect(worker.running()).toBe(0);
-    expect(await reader?.read().then(() => "more", () => "closed")).toBe("closed");
+    expect(
+      await reader?.read().then(
+        () => "more",
+        () => "closed",
+      ),
+    ).toBe("closed");
   });
 });
 
@@ -71,10 +81,12 @@ describe("waitFor", () => {
 
   test("rejects when nothing matches within the timeout", async () => {
     await using worker = startEmulatedWorker({ role: "mixed" });
-    const outcome = await worker.waitFor((r) => r.path === "/never", 20).then(
-      () => "matched",
-      (error: unknown) => String(error),
-    );
+    const outcome = await worker
+      .waitFor((r) => r.path === "/never", 20)
+      .then(
+        () => "matched",
+        (error: unknown) => String(error),
+      );
     expect(outcome).toContain("within 20 ms");
   });
 });

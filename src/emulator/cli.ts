@@ -34,7 +34,20 @@ export interface EmulatorFlags {
   readonly resetKeptAlive?: boolean | undefined;
 }
 
-const NUMBER_KEYS = ["port", "prefillMs", "prefillMsPerToken", "tokenMs", "outputTokens", "maxSeqLen", "tokensPerBlock", "kvCacheBlocks", "maxRecords", "reportedWaiting", "startingMs", "kvTransferTimeoutMs"] as const;
+const NUMBER_KEYS = [
+  "port",
+  "prefillMs",
+  "prefillMsPerToken",
+  "tokenMs",
+  "outputTokens",
+  "maxSeqLen",
+  "tokensPerBlock",
+  "kvCacheBlocks",
+  "maxRecords",
+  "reportedWaiting",
+  "startingMs",
+  "kvTransferTimeoutMs",
+] as const;
 const TEXT_KEYS = ["host", "model", "protocolVersion"] as const;
 const FAULT_KEYS = [
   "rejectStatus",

@@ -27,7 +27,11 @@ describe("aggregated chat", () => {
   test("puts usage on every chunk with continuous_usage_stats, and in a final chunk with include_usage", async () => {
     await using worker = startEmulatedWorker({ role: "mixed" });
     const options = { include_usage: true, continuous_usage_stats: true };
-    const response = await post(worker.url, "/v1/chat/completions", { ...user("a b [[emu tokens=2]]"), stream: true, stream_options: options });
+    const response = await post(worker.url, "/v1/chat/completions", {
+      ...user("a b [[emu tokens=2]]"),
+      stream: true,
+      stream_options: options,
+    });
     const chunks = ssePayloads(await response.text());
     expect(chunks.map((c) => at(c, "usage", "completion_tokens"))).toEqual([0, 1, 2, 2]);
     expect(at(chunks.at(-1), "choices")).toEqual([]);
@@ -71,7 +75,9 @@ describe("aggregated chat", () => {
   test("streams reasoning as delta.reasoning_content before the content", async () => {
     await using worker = startEmulatedWorker({ role: "mixed" });
     const response = await post(worker.url, "/v1/chat/completions", { ...user("x [[emu reasoning=2 tokens=1]]"), stream: true });
-    const deltas = ssePayloads(await response.text()).slice(1).map((c) => at(c, "choices", 0, "delta"));
+    const deltas = ssePayloads(await response.text())
+      .slice(1)
+      .map((c) => at(c, "choices", 0, "delta"));
     expect(deltas).toEqual([{ reasoning_content: " think1" }, { reasoning_content: " think2" }, { content: " tok1" }]);
   });
 });
@@ -124,7 +130,14 @@ describe("aggregated Responses", () => {
       expect(at(payload, "type")).toBe(events[i]?.event ?? "");
     });
     const created = at(payloads[0], "response");
-    expect(created).toMatchObject({ status: "in_progress", output: [], instructions: "be brief", max_output_tokens: 3, temperature: 0.5, metadata: { k: "v" } });
+    expect(created).toMatchObject({
+      status: "in_progress",
+      output: [],
+      instructions: "be brief",
+      max_output_tokens: 3,
+      temperature: 0.5,
+      metadata: { k: "v" },
+    });
     expect(at(created, "id")).toMatch(/^resp_[0-9a-f]{32}$/);
     const completed = at(payloads.at(-1), "response");
     expect(completed).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });

@@ -30,7 +30,17 @@ const MODEL_ROUTES: Readonly<Record<string, ApiKind>> = {
 
 /** Model requests running now, for soaks checking that nothing outlives its client. */
 const RUNNING_PATH = "/emulator/running";
-const GET_ROUTES = new Set(["/health", "/server_info", "/v1/models", "/version", "/perf_metrics", "/metrics", PREFILL_TALLY_PATH, RUNNING_PATH, PROMETHEUS_PATH]);
+const GET_ROUTES = new Set([
+  "/health",
+  "/server_info",
+  "/v1/models",
+  "/version",
+  "/perf_metrics",
+  "/metrics",
+  PREFILL_TALLY_PATH,
+  RUNNING_PATH,
+  PROMETHEUS_PATH,
+]);
 const CLOCK_PATH = "/steady_clock_offset";
 const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const KV_EVENTS_PATH = "/kv_cache_events";
@@ -188,12 +198,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     }
   }
 
-  #answerOther(
-    req: Request,
-    path: string,
-    body: JsonValue | undefined,
-    server: Server<undefined>,
-  ): Response | Promise<Response> {
+  #answerOther(req: Request, path: string, body: JsonValue | undefined, server: Server<undefined>): Response | Promise<Response> {
     if (path.startsWith(KV_HANDOFF_PATH)) {
       // The long poll lasts as long as the context phase it waits for.
       server.timeout(req, 0);

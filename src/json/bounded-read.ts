@@ -13,7 +13,11 @@ import { concatBytes } from "../bytes.ts";
 export type Refuse = (what: string, cause?: unknown) => Error;
 
 /** Reads a body up to `limit` bytes; the rest is cancelled, as it is when `onPiece` throws (which the read then throws). */
-export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
+export async function readPrefix(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  onPiece?: (piece: Uint8Array) => void,
+): Promise<Uint8Array> {
   if (!body) return new Uint8Array();
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
@@ -39,7 +43,12 @@ export async function readPrefix(body: ReadableStream<Uint8Array> | null, limit:
  * read natively in one go: the HTTP framing already stops it there, and a JS read loop costs
  * ~12 µs more per call.
  */
-export async function readBounded(response: Response, limit: number, refuse: Refuse, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
+export async function readBounded(
+  response: Response,
+  limit: number,
+  refuse: Refuse,
+  onPiece?: (piece: Uint8Array) => void,
+): Promise<Uint8Array> {
   const declared = declaredLength(response.headers);
   if (declared !== undefined) {
     if (declared > limit) {
@@ -67,11 +76,17 @@ function declaredLength(headers: Headers): number | undefined {
  * An answer read by `read`, its shape checked against ANSWER_SHAPE_LIMITS as its bytes arrive
  * and before anything parses them: refused, or returned with its layout.
  */
-export async function readShaped(limit: number, refuse: Refuse, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
+export async function readShaped(
+  limit: number,
+  refuse: Refuse,
+  read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>,
+): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
   const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, limit);
   const check = (problem: JsonShapeProblem | undefined): void => {
     if (problem === undefined) return;
-    throw refuse(problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`);
+    throw refuse(
+      problem.bound === "depth" ? `nests deeper than ${problem.limit} levels` : `holds more than ${problem.limit} JSON values for its size`,
+    );
   };
   const bytes = await read((piece) => check(guard.feed(piece)));
   check(guard.finish(bytes.length));

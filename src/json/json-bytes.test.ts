@@ -62,7 +62,9 @@ describe("integer lists read from bytes", () => {
   test("answers as long as upstream legitimately sends are within the answer shape bounds; bombs of nesting or empty values are not", () => {
     // A 128k-token prompt's ids at their shortest (one digit each), in a context answer.
     const ids = Array.from({ length: 131_072 }, (_, i) => i % 10);
-    expect(within(JSON.stringify({ id: "x", choices: [{ index: 0, disaggregated_params: { first_gen_tokens: [1] } }], prompt_token_ids: ids }))).toBe(true);
+    expect(
+      within(JSON.stringify({ id: "x", choices: [{ index: 0, disaggregated_params: { first_gen_tokens: [1] } }], prompt_token_ids: ids })),
+    ).toBe(true);
     // Chat logprobs at their tersest (openai_protocol.py ChatCompletionLogProb: token, logprob, bytes), top_logprobs=20, 8k tokens.
     const entry = { token: "a", logprob: 0, bytes: [97] };
     const content = Array.from({ length: 8192 }, () => ({ ...entry, top_logprobs: Array.from({ length: 20 }, () => entry) }));
@@ -70,7 +72,13 @@ describe("integer lists read from bytes", () => {
     // Completions logprobs (CompletionLogProbs: tokens, token_logprobs, top_logprobs dicts, text_offset).
     const tokens = Array.from({ length: 8192 }, (_, i) => String.fromCharCode(97 + (i % 26)));
     const top = tokens.map(() => Object.fromEntries(tokens.slice(0, 20).map((t) => [t, 0])));
-    expect(within(JSON.stringify({ choices: [{ logprobs: { tokens, token_logprobs: tokens.map(() => 0), top_logprobs: top, text_offset: tokens.map((_, i) => i) } }] }))).toBe(true);
+    expect(
+      within(
+        JSON.stringify({
+          choices: [{ logprobs: { tokens, token_logprobs: tokens.map(() => 0), top_logprobs: top, text_offset: tokens.map((_, i) => i) } }],
+        }),
+      ),
+    ).toBe(true);
     expect(within(`{"x":${"[".repeat(257)}${"]".repeat(257)}}`)).toBe(false);
     expect(within(`{"x":${"[".repeat(255)}${"]".repeat(255)}}`)).toBe(true);
     expect(within(`[${"[],".repeat(100_000)}[]]`)).toBe(false);
@@ -80,6 +88,7 @@ describe("integer lists read from bytes", () => {
   test("integerListLength counts a JSON list of integers and refuses anything else", () => {
     expect(count("[]")).toBe(0);
     expect(count("[ 0 , -12,3\n]")).toBe(3);
-    for (const bad of ["[1,]", "[,1]", "[1.0]", "[1e3]", "[--1]", "[1-]", "[00]", "[-01]", "1", "[1", "[true]"]) expect(count(bad)).toBe(-1);
+    for (const bad of ["[1,]", "[,1]", "[1.0]", "[1e3]", "[--1]", "[1-]", "[00]", "[-01]", "1", "[1", "[true]"])
+      expect(count(bad)).toBe(-1);
   });
 });

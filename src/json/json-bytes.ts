@@ -35,7 +35,7 @@ export function keyAt(bytes: Uint8Array, start: number, end: number): string {
 export function integersOf(bytes: Uint8Array, start: number, end: number, count: number): number[] | undefined {
   const values: number[] = Array.from({ length: count }, () => 0);
   let n = 0;
-  for (let i = start + 1; i < end; ) {
+  for (let i = start + 1; i < end;) {
     let c = bytes[i]!;
     if (c !== 0x2d && (c < 0x30 || c > 0x39)) {
       i++;
@@ -93,7 +93,12 @@ export const ANSWER_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 2 * JSON_SHAPE_L
  * before) spliced one list into the generation body while the proxy verified and routed by
  * another. Refusing duplicates instead would 502 answers every upstream reader accepts.
  */
-export function parseKeepingList(bytes: Uint8Array, layout: JsonLayout, key: string, keepBytes: number): { body: JsonValue; kept: KeptList | undefined } {
+export function parseKeepingList(
+  bytes: Uint8Array,
+  layout: JsonLayout,
+  key: string,
+  keepBytes: number,
+): { body: JsonValue; kept: KeptList | undefined } {
   if (bytes.length >= keepBytes) {
     const members = layout.members;
     for (let i = members.length - 3; i >= 0; i -= 3) {
@@ -111,7 +116,12 @@ export function parseKeepingList(bytes: Uint8Array, layout: JsonLayout, key: str
  * The value of the top-level member at `members[i]` (a JsonLayout's triples) when it is a list
  * of integers at least `minBytes` long: where it lies and how many it holds.
  */
-export function memberIntegerList(bytes: Uint8Array, members: readonly number[], i: number, minBytes: number): { start: number; end: number; count: number } | undefined {
+export function memberIntegerList(
+  bytes: Uint8Array,
+  members: readonly number[],
+  i: number,
+  minBytes: number,
+): { start: number; end: number; count: number } | undefined {
   if (members[i + 2]! - members[i + 1]! < minBytes) return undefined;
   const start = valueStart(bytes, members[i + 1]!);
   const end = trimmedEnd(bytes, start, members[i + 2]!);
@@ -179,4 +189,3 @@ export function keptListValues(kept: KeptList): JsonValue[] {
   const values = parseJson(decoder.decode(kept.bytes));
   return Array.isArray(values) ? values : [];
 }
-

@@ -33,7 +33,10 @@ describe("JsonShapeGuard", () => {
     expect(check(`[${Array.from({ length: 9 }, () => '"s"').join(",")}]`)).toBeUndefined();
     expect(check(`[${Array.from({ length: 10 }, () => '"s"').join(",")}]`)).toEqual({ bound: "values", limit: 10 });
     expect(check(`[${Array.from({ length: 35 }, (_, i) => (i % 2 ? "true" : "-12.5e3")).join(",")}]`)).toBeUndefined();
-    expect(check(`[${Array.from({ length: 37 }, (_, i) => (i % 2 ? "true" : "-12.5e3")).join(",")}]`)).toEqual({ bound: "values", limit: 10 });
+    expect(check(`[${Array.from({ length: 37 }, (_, i) => (i % 2 ? "true" : "-12.5e3")).join(",")}]`)).toEqual({
+      bound: "values",
+      limit: 10,
+    });
     expect(check(`{${Array.from({ length: 10 }, (_, i) => `"k${i}":null`).join(",")}}`)).toEqual({ bound: "values", limit: 10 });
   });
 
@@ -69,4 +72,3 @@ describe("JsonShapeGuard", () => {
     );
   });
 });
-

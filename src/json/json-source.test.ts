@@ -41,10 +41,15 @@ function decodeBackslashesMs(kib: number): number {
 describe("parseJsonSource", () => {
   test("any JSON object, split anywhere, with any string counted long, parses as JSON.parse does", () => {
     assert(
-      property(dictionary(string({ unit: "binary" }), jsonValue({ maxDepth: 4, stringUnit: "binary" })), nat(12), array(nat(2000), { maxLength: 5 }), (object, longBytes, cuts) => {
-        const text = JSON.stringify(object, null, longBytes % 3);
-        expect(parse(text, longBytes, cuts).body).toEqual(parseJson(text) as JsonObject);
-      }),
+      property(
+        dictionary(string({ unit: "binary" }), jsonValue({ maxDepth: 4, stringUnit: "binary" })),
+        nat(12),
+        array(nat(2000), { maxLength: 5 }),
+        (object, longBytes, cuts) => {
+          const text = JSON.stringify(object, null, longBytes % 3);
+          expect(parse(text, longBytes, cuts).body).toEqual(parseJson(text) as JsonObject);
+        },
+      ),
     );
   });
 
@@ -58,7 +63,7 @@ describe("parseJsonSource", () => {
   });
 
   test("long strings are decoded from the bytes: escapes, surrogate pairs and UTF-8 across piece boundaries", () => {
-    const content = JSON.stringify("é世\n\\\"\ud83d\ude00x").slice(1, -1).repeat(150_000);
+    const content = JSON.stringify('é世\n\\"\ud83d\ude00x').slice(1, -1).repeat(150_000);
     const text = `{"messages":[{"role":"user","content":"${content}"}],"k":"${"y".repeat(70_000)}"}`;
     expect(parse(text, 65_536).body).toEqual(JSON.parse(text));
   });
@@ -92,7 +97,10 @@ describe("parseJsonSource", () => {
   test("a U+FEFF is the client's character wherever a string holds it; before the body it is passed over; between tokens it is refused", () => {
     const bom = "\ufeff";
     for (const longBytes of [10, 1000]) {
-      expect(parse(`{"a":"${bom}${"x".repeat(20)}","b":"${bom}\\n${"y".repeat(20)}"}`, longBytes).body).toEqual({ a: `${bom}${"x".repeat(20)}`, b: `${bom}\n${"y".repeat(20)}` });
+      expect(parse(`{"a":"${bom}${"x".repeat(20)}","b":"${bom}\\n${"y".repeat(20)}"}`, longBytes).body).toEqual({
+        a: `${bom}${"x".repeat(20)}`,
+        b: `${bom}\n${"y".repeat(20)}`,
+      });
       expect(parse(`${bom}{"a":"${"x".repeat(20)}"}`, longBytes).body).toEqual({ a: "x".repeat(20) });
       // After a long string's closing quote: a worker's JSON reader refuses it, and so does the proxy.
       expect(() => parse(`{"a":"${"x".repeat(20)}"${bom}}`, longBytes)).toThrow("not valid JSON");
@@ -137,5 +145,4 @@ describe("parseJsonSource", () => {
     }
     expect(() => parse(`{"prompt":[${ids.join(",")},]}`, 8192)).toThrow("not valid JSON");
   });
-
 });

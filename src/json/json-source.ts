@@ -67,7 +67,9 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
   try {
     const lists = longIntegerLists(bytes, layout.members);
     const whole = layout.longStrings.length === 0 && lists.length === 0;
-    body = whole ? parseClientJson(decoder.decode(bytes.subarray(from))) : parseAroundCuts(bytes, from, layout.longStrings, lists, longStrings);
+    body = whole
+      ? parseClientJson(decoder.decode(bytes.subarray(from)))
+      : parseAroundCuts(bytes, from, layout.longStrings, lists, longStrings);
   } catch (error) {
     if (error instanceof TypeError) throw badRequest("Request body is not valid UTF-8");
     throw badRequest("Request body is not valid JSON");
@@ -136,7 +138,13 @@ function longIntegerLists(bytes: Uint8Array, members: readonly number[]): Intege
  * replaced by a placeholder no client can write (it holds a random nonce), then the
  * placeholders swapped for the strings decoded on their own and the lists read from the bytes.
  */
-function parseAroundCuts(bytes: Uint8Array, from: number, longStrings: readonly number[], lists: readonly IntegerList[], decoded: LongString[]): JsonValue {
+function parseAroundCuts(
+  bytes: Uint8Array,
+  from: number,
+  longStrings: readonly number[],
+  lists: readonly IntegerList[],
+  decoded: LongString[],
+): JsonValue {
   const cuts: { start: number; end: number; value: () => JsonValue; check: () => void }[] = [];
   for (let i = 0; i + 2 < longStrings.length; i += 3) {
     const start = longStrings[i]!;
@@ -214,7 +222,8 @@ function safeCut(bytes: Uint8Array, floor: number, at: number, end: number): num
 function insideEscape(bytes: Uint8Array, floor: number, p: number): boolean {
   if (backslashesBefore(bytes, floor, p) % 2 === 1) return true;
   // Within the four hex digits of \uXXXX.
-  for (let j = 1; j <= 4 && p - j >= floor; j++) if (bytes[p - j] === LETTER_U && backslashesBefore(bytes, floor, p - j) % 2 === 1) return true;
+  for (let j = 1; j <= 4 && p - j >= floor; j++)
+    if (bytes[p - j] === LETTER_U && backslashesBefore(bytes, floor, p - j) % 2 === 1) return true;
   return false;
 }
 

@@ -119,7 +119,11 @@ function withExactIntegers(parsed: JsonValue, text: string, from: number): JsonV
  */
 function digitRunsByValue(text: string, from: number): Map<number, string> | undefined {
   const sources = new Map<number, string>();
-  for (let offset = from, match = LONG_DIGIT_RUN.exec(text.slice(offset)); match !== null; match = LONG_DIGIT_RUN.exec(text.slice(offset))) {
+  for (
+    let offset = from, match = LONG_DIGIT_RUN.exec(text.slice(offset));
+    match !== null;
+    match = LONG_DIGIT_RUN.exec(text.slice(offset))
+  ) {
     const start = offset + match.index;
     const end = start + match[0].length;
     offset = end;

@@ -100,7 +100,9 @@ export class EventLoops {
   async start(entry: string, config: ProxyConfig, count: number): Promise<void> {
     const own = this.#dashboard;
     const dashboard = own === undefined ? undefined : { url: own.server.url.origin, token: own.token };
-    const started = Array.from({ length: count }, (_, i) => this.#startOne(entry, { kind: "disagg-proxy-event-loop", index: i + 1, config, buffer: this.#shared.buffer, dashboard }));
+    const started = Array.from({ length: count }, (_, i) =>
+      this.#startOne(entry, { kind: "disagg-proxy-event-loop", index: i + 1, config, buffer: this.#shared.buffer, dashboard }),
+    );
     await Promise.all(started);
   }
 

@@ -95,7 +95,12 @@ export function privateDashboard(http: DashboardHttp, token: string, stillAllowe
       const path = new URL(request.url).pathname;
       if (path === "/dashboard") return http.page();
       if (path === "/dashboard/data") return http.data(request);
-      if (path === "/dashboard/events") return http.events(request, () => server.timeout(request, 0), () => stillAllowed(request));
+      if (path === "/dashboard/events")
+        return http.events(
+          request,
+          () => server.timeout(request, 0),
+          () => stillAllowed(request),
+        );
       return new Response("Not found\n", { status: 404 });
     },
   });

@@ -98,10 +98,11 @@ export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Log
     if (RANK[lvl] < threshold) return;
     const record: Record<string, unknown> = { ts: now(), level: lvl, msg };
     // Only ids and errors need describing; a request line's other fields go as they are.
-    if (fields) for (const key of Object.keys(fields)) {
-      const value = fields[key];
-      record[key] = typeof value === "bigint" || (typeof value === "object" && value !== null) ? describe(value) : value;
-    }
+    if (fields)
+      for (const key of Object.keys(fields)) {
+        const value = fields[key];
+        record[key] = typeof value === "bigint" || (typeof value === "object" && value !== null) ? describe(value) : value;
+      }
     sink(`${JSON.stringify(record)}\n`);
   };
   return {

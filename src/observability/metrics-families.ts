@@ -72,7 +72,13 @@ function counter<L extends string = string>(registry: Registry, name: string, he
  * prom-client's AggregatorRegistry): counts of the loops' own requests are summed; a gauge
  * every loop reads from the shared load, or judges alike, is taken once.
  */
-function gauge<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = [], aggregator: "sum" | "max" | "min" = "sum"): Gauge<L> {
+function gauge<L extends string = string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[] = [],
+  aggregator: "sum" | "max" | "min" = "sum",
+): Gauge<L> {
   return new Gauge<L>({ name, help, labelNames, registers: [registry], aggregator });
 }
 
@@ -124,18 +130,59 @@ export function ownFamilies(registry: Registry): OwnFamilies {
   const worker = ["role", "url"] as const;
   return {
     requests: counter(registry, "disagg_proxy_requests_total", "Client requests that ended, by route and outcome", ["route", "outcome"]),
-    validationFailures: counter(registry, "disagg_proxy_validation_failures_total", "Client requests refused before any worker saw them", ["route"]),
+    validationFailures: counter(registry, "disagg_proxy_validation_failures_total", "Client requests refused before any worker saw them", [
+      "route",
+    ]),
     clientDisconnects: counter(registry, "disagg_proxy_client_disconnects_total", "Clients that left before their answer ended", ["route"]),
     keepalivesSent: counter(registry, "disagg_proxy_keepalives_sent_total", "Keepalives sent to silent client streams", ["route"]),
     streamsOpen: gauge(registry, "disagg_proxy_streams_open", "Client streams open now"),
     workerInFlight: gauge(registry, "disagg_proxy_worker_in_flight", "Requests in flight at each worker", worker, "max"),
     workerHealthy: gauge(registry, "disagg_proxy_worker_healthy", "1 if the worker passes its health check, else 0", worker, "min"),
-    workerEjected: gauge(registry, "disagg_proxy_worker_ejected", "1 while the worker is ejected because its requests kept failing (its health checks may pass), else 0", worker, "max"),
-    workerInfo: gauge(registry, "disagg_proxy_worker_info", "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)", [...worker, "version"], "max"),
-    modelWorkersReady: gauge(registry, "disagg_proxy_model_workers_ready", "Ready workers serving each model (from their GET /v1/models), by role", ["model", "role"], "min"),
-    modelInFlight: gauge(registry, "disagg_proxy_model_in_flight", "Requests in flight at the workers serving each model, by role", ["model", "role"], "max"),
-    handoffsSettled: counter(registry, "disagg_proxy_handoffs_settled_total", "Context-first hand-offs the proxy claimed itself (one-token generation request) after their request ended before its generation leg did, by reason", ["reason"]),
-    requestTraceLines: gauge(registry, "disagg_proxy_request_trace_lines", "TRTLLM_REQUEST_TRACE_DIR lines since start, by what became of them: persisted, pending, or dropped (queue_full, write_error, shutdown)", ["result"]),
-    handoffsUnsettled: counter(registry, "disagg_proxy_handoffs_unsettled_total", "Hand-offs the proxy tried to settle and could not (left to the context worker's kv_transfer_timeout_ms), by reason", ["reason"]),
+    workerEjected: gauge(
+      registry,
+      "disagg_proxy_worker_ejected",
+      "1 while the worker is ejected because its requests kept failing (its health checks may pass), else 0",
+      worker,
+      "max",
+    ),
+    workerInfo: gauge(
+      registry,
+      "disagg_proxy_worker_info",
+      "1 per worker, labelled with the TensorRT-LLM version it reported (unknown: none)",
+      [...worker, "version"],
+      "max",
+    ),
+    modelWorkersReady: gauge(
+      registry,
+      "disagg_proxy_model_workers_ready",
+      "Ready workers serving each model (from their GET /v1/models), by role",
+      ["model", "role"],
+      "min",
+    ),
+    modelInFlight: gauge(
+      registry,
+      "disagg_proxy_model_in_flight",
+      "Requests in flight at the workers serving each model, by role",
+      ["model", "role"],
+      "max",
+    ),
+    handoffsSettled: counter(
+      registry,
+      "disagg_proxy_handoffs_settled_total",
+      "Context-first hand-offs the proxy claimed itself (one-token generation request) after their request ended before its generation leg did, by reason",
+      ["reason"],
+    ),
+    requestTraceLines: gauge(
+      registry,
+      "disagg_proxy_request_trace_lines",
+      "TRTLLM_REQUEST_TRACE_DIR lines since start, by what became of them: persisted, pending, or dropped (queue_full, write_error, shutdown)",
+      ["result"],
+    ),
+    handoffsUnsettled: counter(
+      registry,
+      "disagg_proxy_handoffs_unsettled_total",
+      "Hand-offs the proxy tried to settle and could not (left to the context worker's kv_transfer_timeout_ms), by reason",
+      ["reason"],
+    ),
   };
 }

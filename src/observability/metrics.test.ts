@@ -38,7 +38,8 @@ describe("names and types", () => {
     for (const name of ["requests_total", "validation_failures_total", "client_disconnects_total", "keepalives_sent_total"]) {
       expect(text).toContain(`# TYPE disagg_proxy_${name} counter\n`);
     }
-    for (const name of ["streams_open", "worker_in_flight", "worker_healthy"]) expect(text).toContain(`# TYPE disagg_proxy_${name} gauge\n`);
+    for (const name of ["streams_open", "worker_in_flight", "worker_healthy"])
+      expect(text).toContain(`# TYPE disagg_proxy_${name} gauge\n`);
   });
 
   test("the content type is Prometheus text exposition 0.0.4", () => {
@@ -60,11 +61,13 @@ describe("buckets", () => {
         expect(bounds.slice(0, -1).map(Number)).toEqual([...buckets]);
       }
     }
-    expect(SHORT_TIME_BUCKETS).toEqual([0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560]);
+    expect(SHORT_TIME_BUCKETS).toEqual([
+      0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560,
+    ]);
     expect(LONG_TIME_BUCKETS).toEqual([0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920]);
   });
 
-  test("integral bucket bounds are written as Python's client writes them (le=\"1.0\")", async () => {
+  test('integral bucket bounds are written as Python\'s client writes them (le="1.0")', async () => {
     const bounds = bucketBounds(await createMetrics(noWorkers).render(), "gen_complete_latency_seconds");
     expect(bounds.slice(0, 6)).toEqual(["0.1", "0.3", "0.5", "0.8", "1.0", "1.5"]);
     expect(bounds).toContain("1920.0");
@@ -78,7 +81,11 @@ describe("values move per call", () => {
     metrics.requestAccepted(CHAT, true);
     metrics.requestAccepted("/v1/completions", false);
     const text = await metrics.render();
-    expect([valueOf(text, "total_requests_total"), valueOf(text, "stream_requests_total"), valueOf(text, "nonstream_requests_total")]).toEqual([3, 2, 1]);
+    expect([
+      valueOf(text, "total_requests_total"),
+      valueOf(text, "stream_requests_total"),
+      valueOf(text, "nonstream_requests_total"),
+    ]).toEqual([3, 2, 1]);
   });
 
   test("a refused request counts as a validation exception and under its route", async () => {

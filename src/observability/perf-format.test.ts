@@ -1,19 +1,46 @@
 import { describe, expect, test } from "bun:test";
 import fixture from "../../test/fixtures/perf-metrics/server-phase.json" with { type: "json" };
-import { CTX_CHUNK_METRICS, limitMetricsHeaders, MetricsHeaderBuilder, metricsEvent, SERVER_TIMING, START_END_TIME, STEP_METRICS } from "./perf-format.ts";
+import {
+  CTX_CHUNK_METRICS,
+  limitMetricsHeaders,
+  MetricsHeaderBuilder,
+  metricsEvent,
+  SERVER_TIMING,
+  START_END_TIME,
+  STEP_METRICS,
+} from "./perf-format.ts";
 import { workerMetricsFromEvent, workerMetricsFromHeaders } from "./perf-worker-metrics.ts";
 
 /** The record of TensorRT-LLM's own perf_metrics tests: durations 10/20/50 ms, one step, one chunk. */
 const TIMING = { arrival_time: 1.0, first_scheduled_time: 1.01, first_token_time: 1.02, last_token_time: 1.05 };
-const STEP = { iter: 3, forward_start_time: 2.0, forward_end_time: 2.002, sample_start_time: 2.002, sample_end_time: 2.003, gpu_forward_time: 1.5, gpu_sample_time: 0.5 };
-const CHUNK = { forward_start_time: 1.0, forward_end_time: 1.004, sample_start_time: 1.004, sample_end_time: 1.005, gpu_forward_time: 3.0, gpu_sample_time: 0.25 };
+const STEP = {
+  iter: 3,
+  forward_start_time: 2.0,
+  forward_end_time: 2.002,
+  sample_start_time: 2.002,
+  sample_end_time: 2.003,
+  gpu_forward_time: 1.5,
+  gpu_sample_time: 0.5,
+};
+const CHUNK = {
+  forward_start_time: 1.0,
+  forward_end_time: 1.004,
+  sample_start_time: 1.004,
+  sample_end_time: 1.005,
+  gpu_forward_time: 3.0,
+  gpu_sample_time: 0.25,
+};
 
 describe("metrics headers", () => {
   test("a worker phase is written as the fixture says, and read back from it", () => {
     const { step_metrics, ctx_chunk_metrics } = fixture;
-    expect(new MetricsHeaderBuilder().addPhase("server", fixture.timing, { step_metrics, ctx_chunk_metrics }).headers()).toEqual(fixture.headers);
+    expect(new MetricsHeaderBuilder().addPhase("server", fixture.timing, { step_metrics, ctx_chunk_metrics }).headers()).toEqual(
+      fixture.headers,
+    );
     const read = workerMetricsFromHeaders(new Headers(fixture.headers), "ctx");
-    expect(read?.headers[SERVER_TIMING]).toBe("ctx_queue;dur=10.000000, ctx_ttft;dur=20.000000, ctx_e2e;dur=50.000000, ctx_kv_transfer;dur=3.000000");
+    expect(read?.headers[SERVER_TIMING]).toBe(
+      "ctx_queue;dur=10.000000, ctx_ttft;dur=20.000000, ctx_e2e;dur=50.000000, ctx_kv_transfer;dur=3.000000",
+    );
     expect(read?.timing).toMatchObject({ arrival_time: 1, last_token_time: 1.05 });
     const event = fixture.event.slice(fixture.event.indexOf("data: ") + 6).trim();
     expect(workerMetricsFromEvent(event, "gen")?.headers[START_END_TIME]).toBe("gen-start;ts=1.000000000, gen-end;ts=1.050000000");
@@ -30,7 +57,13 @@ describe("metrics headers", () => {
 
   test("the disagg phase reports queue (to the context dispatch) and ttft; missing or negative spans are left out", () => {
     const headers = new MetricsHeaderBuilder()
-      .addPhase("disagg", { arrival_time: 5, last_token_time: 6, server_arrival_time: 5, ctx_dispatch_time: 5.001, server_first_token_time: undefined })
+      .addPhase("disagg", {
+        arrival_time: 5,
+        last_token_time: 6,
+        server_arrival_time: 5,
+        ctx_dispatch_time: 5.001,
+        server_first_token_time: undefined,
+      })
       .addPhase("x", { arrival_time: 2, first_token_time: 1 })
       .headers();
     expect(headers[SERVER_TIMING]).toBe("disagg_queue;dur=1.000000");
@@ -64,7 +97,9 @@ describe("what a worker reported", () => {
   });
 
   test("the trailing event's data reads the same as headers; anything else reads as nothing", () => {
-    expect(workerMetricsFromEvent(JSON.stringify(worker), "gen")?.headers[START_END_TIME]).toBe("gen-start;ts=1.000000000, gen-end;ts=1.050000000");
+    expect(workerMetricsFromEvent(JSON.stringify(worker), "gen")?.headers[START_END_TIME]).toBe(
+      "gen-start;ts=1.000000000, gen-end;ts=1.050000000",
+    );
     expect(workerMetricsFromEvent("not json", "gen")).toBeUndefined();
     expect(workerMetricsFromHeaders(new Headers(), "gen")).toBeUndefined();
   });

@@ -56,7 +56,10 @@ export class MetricsHeaderBuilder {
 
   /** A phase measured here: its start/end, its durations, its steps and chunks. */
   addPhase(phase: string, timing: PhaseTiming, breakdown?: TimeBreakdown): this {
-    for (const [name, value] of [["start", timing.arrival_time], ["end", timing.last_token_time]] as const) {
+    for (const [name, value] of [
+      ["start", timing.arrival_time],
+      ["end", timing.last_token_time],
+    ] as const) {
       if (typeof value === "number") this.#lists[START_END_TIME].push(`${phase}-${name};ts=${value.toFixed(9)}`);
     }
     for (const [name, start, end] of phase === "disagg" ? DISAGG_RANGES : WORKER_RANGES) {
@@ -92,7 +95,8 @@ export class MetricsHeaderBuilder {
         ["gpu-forward", validMs(step.gpu_forward_time)],
         ["gpu-sample", validMs(step.gpu_sample_time)],
       ];
-      for (const [name, ms] of durations) if (ms !== undefined) this.#lists[header].push(`${phase}-${label}-${item}-${name};dur=${ms.toFixed(6)}`);
+      for (const [name, ms] of durations)
+        if (ms !== undefined) this.#lists[header].push(`${phase}-${label}-${item}-${name};dur=${ms.toFixed(6)}`);
     });
   }
 }

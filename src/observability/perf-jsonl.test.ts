@@ -54,7 +54,11 @@ describe("perf metrics JSONL", () => {
     const logger = memoryLogger();
     let fail = true;
     const writer = new PerfJsonlWriter({
-      dir: tmpdir(), hostname: "h", pid: 1, startedAt: STARTED, logger,
+      dir: tmpdir(),
+      hostname: "h",
+      pid: 1,
+      startedAt: STARTED,
+      logger,
       append: () => (fail ? Promise.reject(new Error("disk full")) : Promise.resolve()),
     });
     writer.submit({ x: 1 });

@@ -46,7 +46,8 @@ export class PerfJsonlWriter {
       batchSize: BATCH_SIZE,
       lines: (batch) => this.#lines(batch),
       append: options.append ?? ((path, data) => appendFile(path, data, "utf8")),
-      lost: (reason, count, error) => this.#drop(count, reason === "queue_full" ? "perf metrics queue full" : "perf metrics write failed", error),
+      lost: (reason, count, error) =>
+        this.#drop(count, reason === "queue_full" ? "perf metrics queue full" : "perf metrics write failed", error),
     });
   }
 
@@ -96,5 +97,8 @@ export class PerfJsonlWriter {
 }
 
 function utcStamp(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  return date
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
 }

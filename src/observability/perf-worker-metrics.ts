@@ -55,7 +55,11 @@ function timingOf(headers: MetricsHeaders, phase: WorkerPhase): Record<string, n
   }
   const arrival = timing["arrival_time"];
   if (arrival !== undefined) {
-    for (const [name, field] of [["queue", "first_scheduled_time"], ["ttft", "first_token_time"], ["e2e", "last_token_time"]] as const) {
+    for (const [name, field] of [
+      ["queue", "first_scheduled_time"],
+      ["ttft", "first_token_time"],
+      ["e2e", "last_token_time"],
+    ] as const) {
       const duration = durations[name];
       if (duration !== undefined) timing[field] ??= arrival + duration;
     }

@@ -56,7 +56,12 @@ export function idOnlySpans(randomHex: RandomHex = randomHexBytes): RequestSpans
 }
 
 /** Spans of a request; without a sink, or for an unsampled trace, legs only get their span ids. */
-export function requestSpans(trace: TraceContext, route: string, sink: SpanSink | undefined, randomHex: RandomHex = randomHexBytes): RequestSpans {
+export function requestSpans(
+  trace: TraceContext,
+  route: string,
+  sink: SpanSink | undefined,
+  randomHex: RandomHex = randomHexBytes,
+): RequestSpans {
   if (sink === undefined || !sampled(trace)) return idOnlySpans(randomHex);
   const startMs = epochMs();
   return {

@@ -27,11 +27,22 @@ function handClock(iso: string): TraceClock & { set(iso: string): void } {
 const encoder = new TextEncoder();
 
 function input(body = '{"model":"m","messages":[{"role":"user","content":"hi"}]}') {
-  return { route: "/v1/chat/completions", headers: new Headers({ "content-type": "application/json" }), body: encoder.encode(body), conversationId: undefined };
+  return {
+    route: "/v1/chat/completions",
+    headers: new Headers({ "content-type": "application/json" }),
+    body: encoder.encode(body),
+    conversationId: undefined,
+  };
 }
 
 function end(httpStatus: number, errorCode?: ErrorCode): TraceEnd {
-  return { httpStatus, errorCode, outcome: errorCode === undefined ? "ok" : "worker_error", message: errorCode, disaggRequestId: 9_007_199_254_740_993n };
+  return {
+    httpStatus,
+    errorCode,
+    outcome: errorCode === undefined ? "ok" : "worker_error",
+    message: errorCode,
+    disaggRequestId: 9_007_199_254_740_993n,
+  };
 }
 
 function lines(path: string): Record<string, unknown>[] {
@@ -54,9 +65,20 @@ describe("RequestTraceWriter", () => {
     expect(readdirSync(join(dir, "2026-09-03T14"))).toEqual(["requests-4242.jsonl"]);
     expect(readdirSync(join(dir, "2026-09-03T15"))).toEqual(["responses-4242.jsonl"]);
     const [request] = lines(join(dir, "2026-09-03T14", "requests-4242.jsonl"));
-    expect(request).toMatchObject({ event: "request", recorded_at: "2026-09-03T14:59:59.900000+00:00", server_arrival_time: 12.5, status: "accepted", session: "_no_session" });
+    expect(request).toMatchObject({
+      event: "request",
+      recorded_at: "2026-09-03T14:59:59.900000+00:00",
+      server_arrival_time: 12.5,
+      status: "accepted",
+      session: "_no_session",
+    });
     const [response] = lines(join(dir, "2026-09-03T15", "responses-4242.jsonl"));
-    expect(response).toMatchObject({ event: "response", trace_id: request!["trace_id"], finished_at: "2026-09-03T15:00:00.100000+00:00", status: "completed" });
+    expect(response).toMatchObject({
+      event: "response",
+      trace_id: request!["trace_id"],
+      finished_at: "2026-09-03T15:00:00.100000+00:00",
+      status: "completed",
+    });
     // 2^53 + 1: written as the integer it is, not rounded through a double.
     expect(readFileSync(join(dir, "2026-09-03T15", "responses-4242.jsonl"), "utf8")).toContain('"disagg_request_id":9007199254740993,');
   });
@@ -154,7 +176,9 @@ describe("openRequestTrace", () => {
     writeFileSync(blocker, "not a directory");
     const logger = memoryLogger();
     expect(openRequestTrace(blocker, logger)).toBeUndefined();
-    expect(logger.records).toEqual([expect.objectContaining({ level: "error", msg: expect.stringContaining("Disabling request trace output") })]);
+    expect(logger.records).toEqual([
+      expect.objectContaining({ level: "error", msg: expect.stringContaining("Disabling request trace output") }),
+    ]);
     expect(openRequestTrace(join(dir, "made", "here"), logger)).toBeInstanceOf(RequestTraceWriter);
     expect(readdirSync(join(dir, "made"))).toEqual(["here"]);
   });
@@ -162,7 +186,17 @@ describe("openRequestTrace", () => {
 
 describe("trace lines", () => {
   test("credential headers keep their names and lose their values", () => {
-    for (const name of ["Authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-auth-token", "x-amz-security-token", "x-client-secret", "x-password"]) {
+    for (const name of [
+      "Authorization",
+      "proxy-authorization",
+      "cookie",
+      "x-api-key",
+      "api-key",
+      "x-auth-token",
+      "x-amz-security-token",
+      "x-client-secret",
+      "x-password",
+    ]) {
       expect(isCredentialHeader(name)).toBe(true);
     }
     for (const name of ["content-type", "x-session-id", "user-agent", "traceparent"]) expect(isCredentialHeader(name)).toBe(false);

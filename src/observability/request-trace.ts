@@ -94,7 +94,14 @@ export interface TraceRefusal {
 }
 
 type Queued = (
-  | { readonly kind: "requests"; readonly at: number; readonly handle: TraceHandle; readonly input: TracedRequestInput; readonly arrival: number; readonly refusal?: TraceRefusal }
+  | {
+      readonly kind: "requests";
+      readonly at: number;
+      readonly handle: TraceHandle;
+      readonly input: TracedRequestInput;
+      readonly arrival: number;
+      readonly refusal?: TraceRefusal;
+    }
   | { readonly kind: "responses"; readonly at: number; readonly handle: TraceHandle; readonly end: TraceEnd }
 ) & { readonly bytes: number };
 
@@ -212,7 +219,15 @@ export class RequestTraceWriter {
 
   #requestLine(item: Extract<Queued, { kind: "requests" }>, at: string): string {
     const { handle, input, refusal } = item;
-    const line = { traceId: handle.traceId, session: sessionKey(handle.session), recordedAt: at, arrivalSeconds: item.arrival, route: input.route, headers: input.headers, body: input.body };
+    const line = {
+      traceId: handle.traceId,
+      session: sessionKey(handle.session),
+      recordedAt: at,
+      arrivalSeconds: item.arrival,
+      route: input.route,
+      headers: input.headers,
+      body: input.body,
+    };
     if (refusal === undefined) return requestLine({ ...line, status: "accepted" });
     const validationErrors = [{ loc: ["body"], type: refusal.code.toLowerCase(), msg: refusal.message }];
     const parseError = input.unparsed === true ? refusal.message : undefined;

@@ -54,15 +54,28 @@ export class Telemetry {
     this.#config = config;
     this.#clock = deps.clock ?? steadySeconds;
     const dir = config.perfMetricsOutputDir;
-    this.jsonl = dir === undefined ? undefined : new PerfJsonlWriter({ dir, hostname: hostname(), pid: process.pid, startedAt: new Date(), logger: deps.logger });
-    this.#join = config.perfMetricsMaxRequests > 0 ? new PerfMetricsJoin(config.perfMetricsMaxRequests, { origins: deps.workerOrigins, fetchRecords: deps.fetchWorkerPerfMetrics }) : undefined;
+    this.jsonl =
+      dir === undefined
+        ? undefined
+        : new PerfJsonlWriter({ dir, hostname: hostname(), pid: process.pid, startedAt: new Date(), logger: deps.logger });
+    this.#join =
+      config.perfMetricsMaxRequests > 0
+        ? new PerfMetricsJoin(config.perfMetricsMaxRequests, { origins: deps.workerOrigins, fetchRecords: deps.fetchWorkerPerfMetrics })
+        : undefined;
     const endpoint = config.otlpTracesEndpoint;
-    this.exporter = endpoint === undefined ? undefined : new OtlpExporter({ endpoint, serviceName: "disagg-proxy", serviceVersion: deps.version, logger: deps.logger });
+    this.exporter =
+      endpoint === undefined
+        ? undefined
+        : new OtlpExporter({ endpoint, serviceName: "disagg-proxy", serviceVersion: deps.version, logger: deps.logger });
   }
 
   /** A request's perf state: undefined unless the client may have its metrics or they are written to files. */
   perfFor(client: Headers): RequestPerf | undefined {
-    return requestPerf({ expose: this.#config.returnPerfMetrics, collectAlways: this.#config.perfMetricsOutputDir !== undefined }, client, this.#clock);
+    return requestPerf(
+      { expose: this.#config.returnPerfMetrics, collectAlways: this.#config.perfMetricsOutputDir !== undefined },
+      client,
+      this.#clock,
+    );
   }
 
   /** The client's trace (or a new one), with the proxy's own span id. */

@@ -21,7 +21,8 @@ describe("TraceCapture", () => {
 
   test("a long stream keeps its start and its last 64 KiB, and counts what it left out", () => {
     const capture = new TraceCapture(128 * 1024);
-    const frame = (i: number): Uint8Array => encoder.encode(`event: response.output_text.delta\ndata: {"n":${String(i).padStart(6, "0")},"pad":"${"x".repeat(960)}"}\n\n`);
+    const frame = (i: number): Uint8Array =>
+      encoder.encode(`event: response.output_text.delta\ndata: {"n":${String(i).padStart(6, "0")},"pad":"${"x".repeat(960)}"}\n\n`);
     const total = 2000;
     let sent = 0;
     for (let i = 0; i < total; i++) {
@@ -38,7 +39,20 @@ describe("TraceCapture", () => {
     expect(capture.heldBytes).toBeLessThanOrEqual(128 * 1024 + 2048);
     expect(capture.omittedBytes).toBe(sent - kept.length);
     const line = JSON.parse(
-      responseLine({ traceId: "tr_1", session: "_no_session", finishedAt: "t", status: "completed", disaggRequestId: 1n, httpStatus: undefined, termination: undefined, kind: "sse_text", text: kept, omittedBytes: capture.omittedBytes, upstream: undefined, responses: true }),
+      responseLine({
+        traceId: "tr_1",
+        session: "_no_session",
+        finishedAt: "t",
+        status: "completed",
+        disaggRequestId: 1n,
+        httpStatus: undefined,
+        termination: undefined,
+        kind: "sse_text",
+        text: kept,
+        omittedBytes: capture.omittedBytes,
+        upstream: undefined,
+        responses: true,
+      }),
     ) as Record<string, unknown>;
     expect(line["response"]).toMatchObject({ kind: "sse_text", truncated: true, omitted_bytes: capture.omittedBytes });
     // How the reply ended is still read from its kept end.

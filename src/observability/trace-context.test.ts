@@ -6,7 +6,12 @@ const CLIENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 describe("trace context", () => {
   test("a client's traceparent keeps its trace id and flags; its tracestate is carried; the proxy's span is new", () => {
     const trace = traceFrom(new Headers({ traceparent: CLIENT, tracestate: "vendor=x" }));
-    expect(trace).toMatchObject({ traceId: "0af7651916cd43dd8448eb211c80319c", clientSpanId: "b7ad6b7169203331", flags: "01", tracestate: "vendor=x" });
+    expect(trace).toMatchObject({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      clientSpanId: "b7ad6b7169203331",
+      flags: "01",
+      tracestate: "vendor=x",
+    });
     expect(trace.serverSpanId).toMatch(/^[0-9a-f]{16}$/);
     expect(trace.serverSpanId).not.toBe("b7ad6b7169203331");
   });
@@ -20,17 +25,18 @@ describe("trace context", () => {
     expect(a).not.toBe(b);
   });
 
-  test.each(["garbage", "00-00000000000000000000000000000000-b7ad6b7169203331-01", "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"])(
-    "an invalid traceparent %p starts a new, sampled trace",
-    (value) => {
-      const trace = traceFrom(new Headers({ traceparent: value }));
-      expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
-      expect(trace.traceId).not.toBe("0af7651916cd43dd8448eb211c80319c");
-      expect(trace.clientSpanId).toBeUndefined();
-      expect(trace.tracestate).toBeUndefined();
-      expect(sampled(trace)).toBe(true);
-    },
-  );
+  test.each([
+    "garbage",
+    "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+    "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+  ])("an invalid traceparent %p starts a new, sampled trace", (value) => {
+    const trace = traceFrom(new Headers({ traceparent: value }));
+    expect(trace.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(trace.traceId).not.toBe("0af7651916cd43dd8448eb211c80319c");
+    expect(trace.clientSpanId).toBeUndefined();
+    expect(trace.tracestate).toBeUndefined();
+    expect(sampled(trace)).toBe(true);
+  });
 
   test("a client's unsampled trace stays unsampled", () => {
     expect(sampled(traceFrom(new Headers({ traceparent: CLIENT.replace(/-01$/, "-00") })))).toBe(false);

@@ -32,7 +32,10 @@ export function redactedHeaders(headers: Headers): [string, string][] {
 /** Upstream's `sanitize_session_key`: a client's session id reduced to a stable, bounded key. */
 export function sessionKey(value: string | undefined): string {
   if (!value) return NO_SESSION;
-  const cleaned = value.trim().replace(/[^A-Za-z0-9._-]/g, "_").slice(0, MAX_SESSION_LENGTH);
+  const cleaned = value
+    .trim()
+    .replace(/[^A-Za-z0-9._-]/g, "_")
+    .slice(0, MAX_SESSION_LENGTH);
   return cleaned === "" || cleaned.startsWith(".") ? NO_SESSION : cleaned;
 }
 

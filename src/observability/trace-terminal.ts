@@ -24,7 +24,12 @@ export async function responseLineOf(handle: TraceHandle, end: TraceEnd, at: str
   const { capture } = handle;
   const status = traceStatusOf(end);
   const answer = capture.answer === undefined ? undefined : await capture.answer.catch(() => undefined);
-  const text = capture.kind === "sse_text" ? decoder.decode(concatBytes(capture.pieces) ?? new Uint8Array()) : answer === undefined ? undefined : decoder.decode(answer);
+  const text =
+    capture.kind === "sse_text"
+      ? decoder.decode(concatBytes(capture.pieces) ?? new Uint8Array())
+      : answer === undefined
+        ? undefined
+        : decoder.decode(answer);
   const unconverted = status === "conversion_error" ? capture.upstream : undefined;
   return responseLine({
     traceId: handle.traceId,

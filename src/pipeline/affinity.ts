@@ -41,11 +41,20 @@ export function affinityOf(parent: string, body: JsonObject): Affinity {
   const params = body["conversation_params"];
   const conversation = isJsonObject(params) ? params["conversation_id"] : undefined;
   const model = body["model"];
-  return { id: parent, conversationId: typeof conversation === "string" ? conversation : null, model: typeof model === "string" ? model : "" };
+  return {
+    id: parent,
+    conversationId: typeof conversation === "string" ? conversation : null,
+    model: typeof model === "string" ? model : "",
+  };
 }
 
 /** The headers of one attempt of a leg. */
-export function affinityHeaders(key: string | undefined, affinity: Affinity | undefined, role: Role, disaggRequestId: bigint): Record<string, string> {
+export function affinityHeaders(
+  key: string | undefined,
+  affinity: Affinity | undefined,
+  role: Role,
+  disaggRequestId: bigint,
+): Record<string, string> {
   if (key === undefined || affinity === undefined) return {};
   return subagentAffinityHeaders(key, {
     role: role === "context" ? "CONTEXT" : "GENERATION",

@@ -6,10 +6,26 @@ import { contextBody, generationBody, generationFirstBody, needsGeneration, veri
 import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
 import type { PipelineInput } from "./types.ts";
 
-const chat: PipelineInput = { api: "chat", body: { model: "m", messages: [{ role: "system", content: "s" }, { role: "user", content: "u" }], stream: true }, stream: true, routing: NO_ROUTING };
+const chat: PipelineInput = {
+  api: "chat",
+  body: {
+    model: "m",
+    messages: [
+      { role: "system", content: "s" },
+      { role: "user", content: "u" },
+    ],
+    stream: true,
+  },
+  stream: true,
+  routing: NO_ROUTING,
+};
 
 function contextAnswer(reason: string, params: JsonObject): JsonObject {
-  return { id: "c", choices: [{ index: 0, finish_reason: reason, message: { role: "assistant", content: "x" }, disaggregated_params: params }], prompt_token_ids: [1, 2, 3] };
+  return {
+    id: "c",
+    choices: [{ index: 0, finish_reason: reason, message: { role: "assistant", content: "x" }, disaggregated_params: params }],
+    prompt_token_ids: [1, 2, 3],
+  };
 }
 
 describe("worker bodies", () => {
@@ -23,7 +39,8 @@ describe("worker bodies", () => {
 
   test("gen_tokids_ctxbytes asks only a chat context leg for packed ids: a completions generation request cannot carry them", () => {
     const options = { tokenIdsAsBytes: true, stripMessageHistory: false };
-    const paramsOf = (input: PipelineInput): JsonObject => contextBody(input, 1n, "context_first", options)["disaggregated_params"] as JsonObject;
+    const paramsOf = (input: PipelineInput): JsonObject =>
+      contextBody(input, 1n, "context_first", options)["disaggregated_params"] as JsonObject;
     expect(paramsOf(chat)["return_prompt_token_ids_b64"]).toBe(true);
     expect(paramsOf({ ...chat, api: "completions", body: { model: "m", prompt: "p" } })["return_prompt_token_ids_b64"]).toBeUndefined();
     expect(paramsOf({ ...chat, api: "responses", body: { model: "m", input: "p" } })["return_prompt_token_ids_b64"]).toBeUndefined();
@@ -36,13 +53,21 @@ describe("worker bodies", () => {
     expect(generationBody(completions, answer, 43n, "context_first")["prompt"]).toBe(prompt);
     const other = { ...answer, prompt_token_ids: [1, 2, 4] };
     expect(generationBody(completions, other, 43n, "context_first")["prompt"]).toEqual([1, 2, 4]);
-    expect(generationBody({ ...completions, body: { model: "m", prompt: "text" } }, answer, 43n, "context_first")["prompt"]).toEqual([1, 2, 3]);
+    expect(generationBody({ ...completions, body: { model: "m", prompt: "text" } }, answer, 43n, "context_first")["prompt"]).toEqual([
+      1, 2, 3,
+    ]);
   });
 
   test("the generation body carries the hand-off verbatim, the prompt as token ids, optionally only the last message", () => {
     const answer = contextAnswer("length", { ctx_request_id: 9, opaque_state: "o" });
     const body = generationBody(chat, answer, 43n, "context_first", { tokenIdsAsBytes: false, stripMessageHistory: true });
-    expect(body["disaggregated_params"]).toEqual({ ctx_request_id: 9, opaque_state: "o", request_type: "generation_only", disagg_request_id: jsonInteger(43n), schedule_style: 0 });
+    expect(body["disaggregated_params"]).toEqual({
+      ctx_request_id: 9,
+      opaque_state: "o",
+      request_type: "generation_only",
+      disagg_request_id: jsonInteger(43n),
+      schedule_style: 0,
+    });
     expect(body["prompt_token_ids"]).toEqual([1, 2, 3]);
     expect(body["messages"]).toEqual([{ role: "user", content: "u" }]);
   });
@@ -72,7 +97,12 @@ describe("worker bodies", () => {
 
   test("generation first names the hand-off by id and takes the endpoint from the context worker's /server_info", () => {
     const body = generationFirstBody(chat, 7n, { disaggregated_params: { ctx_info_endpoint: ["tcp://c:1", "tcp://c:2"] } });
-    expect(body["disaggregated_params"]).toMatchObject({ request_type: "generation_only", ctx_request_id: jsonInteger(7n), schedule_style: 1, ctx_info_endpoint: "tcp://c:1" });
+    expect(body["disaggregated_params"]).toMatchObject({
+      request_type: "generation_only",
+      ctx_request_id: jsonInteger(7n),
+      schedule_style: 1,
+      ctx_info_endpoint: "tcp://c:1",
+    });
   });
 
   test("a context answer is checked as trtllm-serve does; a finished one needs no generation and loses its hand-off", () => {
@@ -82,7 +112,10 @@ describe("worker bodies", () => {
     const finished = contextAnswer("stop", {});
     expect(needsGeneration("chat", finished)).toBe(false);
     expect(verifyContextAnswer("chat", finished, 42n)).toBe(42n);
-    expect(withoutHandOff("chat", finished)).toEqual({ id: "c", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "x" } }] });
+    expect(withoutHandOff("chat", finished)).toEqual({
+      id: "c",
+      choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "x" } }],
+    });
   });
 });
 
@@ -92,8 +125,17 @@ function error(code: ProxyError["code"], status: number, neverSent = false): Pro
 
 describe("retry rules", () => {
   test("a context leg is retried on transport failures, timeouts, 408, 429 and 5xx only", () => {
-    expect([error("WORKER_UNREACHABLE", 502), error("WORKER_TIMEOUT", 504), error("WORKER_HTTP_ERROR", 429), error("WORKER_HTTP_ERROR", 503)].every(contextLegRetryable)).toBe(true);
-    expect([error("WORKER_HTTP_ERROR", 400), error("WORKER_BAD_ANSWER", 502), error("CLIENT_GONE", 499)].some(contextLegRetryable)).toBe(false);
+    expect(
+      [
+        error("WORKER_UNREACHABLE", 502),
+        error("WORKER_TIMEOUT", 504),
+        error("WORKER_HTTP_ERROR", 429),
+        error("WORKER_HTTP_ERROR", 503),
+      ].every(contextLegRetryable),
+    ).toBe(true);
+    expect([error("WORKER_HTTP_ERROR", 400), error("WORKER_BAD_ANSWER", 502), error("CLIENT_GONE", 499)].some(contextLegRetryable)).toBe(
+      false,
+    );
   });
 
   test("a generation leg only when the request provably never reached the worker", () => {

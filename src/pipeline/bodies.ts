@@ -74,7 +74,13 @@ export function verifyContextAnswer(api: ApiKind, answer: JsonObject, sentId: bi
 }
 
 /** Context-first generation request: the context's hand-off carried verbatim, prompt as token ids. */
-export function generationBody(input: PipelineInput, answer: JsonObject, id: bigint, schedule: Schedule, options?: BodyOptions): JsonObject {
+export function generationBody(
+  input: PipelineInput,
+  answer: JsonObject,
+  id: bigint,
+  schedule: Schedule,
+  options?: BodyOptions,
+): JsonObject {
   const params = handOffParams(input.api, answer) ?? {};
   const body: JsonObject = {
     ...input.body,

@@ -39,7 +39,13 @@ export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, inpu
 }
 
 /** One run of the context-first pipeline under `id`; `avoid`: a generation worker a first run failed on. */
-async function contextFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, id: bigint, avoid: string | undefined): Promise<PipelineOutcome> {
+async function contextFirstOnce(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+  id: bigint,
+  avoid: string | undefined,
+): Promise<PipelineOutcome> {
   const options = bodyOptions(deps);
   const reserved = reserveGenerationWorker(deps, ctx, input);
   if (reserved !== undefined && !contextNeeded(deps, reserved)) return generationAlone(deps, ctx, input, reserved);
@@ -64,7 +70,15 @@ async function contextFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: 
     const routing = withContextTokens(input.routing, leg.answer, leg.keptTokenIds);
     const handoff: UnclaimedHandoff = { api: input.api, body, source, routing, disaggRequestId: continueId, contextWorker: leg.origin };
     const watch = generationWatch(deps, ctx, handoff);
-    const generation = { exclude: leg.origin, body, routing, source, handoff: watch, avoid: avoid === undefined ? undefined : [avoid], ...(reserved === undefined ? {} : { first: reserved }) };
+    const generation = {
+      exclude: leg.origin,
+      body,
+      routing,
+      source,
+      handoff: watch,
+      avoid: avoid === undefined ? undefined : [avoid],
+      ...(reserved === undefined ? {} : { first: reserved }),
+    };
     const generationStarted = performance.now();
     let result: Awaited<ReturnType<typeof runGenerationLeg>>;
     try {
@@ -105,7 +119,8 @@ function generationBodyOf(
   // The answer reads null where its ids were: the body keeps the client's field until it is set here.
   const body = generationBody(input, leg.answer, continueId, "context_first", options);
   const field = input.api === "completions" ? "prompt" : "prompt_token_ids";
-  if (body["prompt_token_ids_b64"] !== undefined || input.source === undefined || keptListEquals(kept, body[field])) return { body, source: input.source };
+  if (body["prompt_token_ids_b64"] !== undefined || input.source === undefined || keptListEquals(kept, body[field]))
+    return { body, source: input.source };
   const own = withOwnMember(input.source, field, kept.bytes);
   body[field] = own.value;
   return { body, source: own.source };
@@ -131,17 +146,28 @@ function contextWatch(deps: PipelineDeps, ctx: RequestContext, input: PipelineIn
     adopt(pending, abort, attempt) {
       // A phase that has not begun answering within the grace is far from done: abort it then.
       if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
-      settler.adopt(pending, abort, {
-        reason: settleReason(ctx, ctx.signal.reason),
-        follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftByAnswer(deps, input, options, value, attempt) : undefined),
-        onFailure: () => undefined,
-      }, { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId });
+      settler.adopt(
+        pending,
+        abort,
+        {
+          reason: settleReason(ctx, ctx.signal.reason),
+          follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftByAnswer(deps, input, options, value, attempt) : undefined),
+          onFailure: () => undefined,
+        },
+        { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId },
+      );
     },
   };
 }
 
 /** The hand-off a context answer leaves for a generation request, if it leaves one. */
-function leftByAnswer(deps: PipelineDeps, input: PipelineInput, options: BodyOptions, answer: JsonAnswer, attempt: { origin: string; id: bigint }): UnclaimedHandoff | undefined {
+function leftByAnswer(
+  deps: PipelineDeps,
+  input: PipelineInput,
+  options: BodyOptions,
+  answer: JsonAnswer,
+  attempt: { origin: string; id: bigint },
+): UnclaimedHandoff | undefined {
   if (handOffParams(input.api, answer.body) === undefined || !needsGeneration(input.api, answer.body)) return undefined;
   let continueId: bigint;
   try {
@@ -169,7 +195,12 @@ function generationWatch(deps: PipelineDeps, ctx: RequestContext, handoff: Uncla
       else {
         // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
         const outcome = settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason));
-        settler.adopt(pending, abort, outcome, { role: "generation", origin: attempt.origin, requestKey: ctx.disaggRequestId, releaseAdmission: ctx.keepAdmission() });
+        settler.adopt(pending, abort, outcome, {
+          role: "generation",
+          origin: attempt.origin,
+          requestKey: ctx.disaggRequestId,
+          releaseAdmission: ctx.keepAdmission(),
+        });
       }
     },
   };
@@ -208,9 +239,18 @@ function contextNeeded(deps: PipelineDeps, reserved: RoutedPlacement): boolean {
 }
 
 /** The generation worker holds nearly all of the prompt: it serves the request alone, as an ordinary one. */
-async function generationAlone(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, reserved: RoutedPlacement): Promise<PipelineOutcome> {
+async function generationAlone(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+  reserved: RoutedPlacement,
+): Promise<PipelineOutcome> {
   const { disaggregated_params: _clientParams, ...body } = input.body;
-  deps.logger.debug("context phase skipped", { disagg_request_id: ctx.disaggRequestId, matched: reserved.matchedTokens, total: reserved.totalTokens });
+  deps.logger.debug("context phase skipped", {
+    disagg_request_id: ctx.disaggRequestId,
+    matched: reserved.matchedTokens,
+    total: reserved.totalTokens,
+  });
   return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body, first: reserved }), ctx);
 }
 

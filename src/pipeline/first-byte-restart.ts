@@ -88,7 +88,9 @@ export async function withFirstBytes(
         ? new ProxyError("WORKER_TIMEOUT", 504, `The generation worker sent nothing within ${firstTokenMs > 0 ? firstTokenMs : boundMs} ms`)
         : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream ended before its first byte");
   } catch (cause) {
-    failure = ctx.signal.aborted ? asProxyError(ctx.signal.reason) : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke before its first byte", { cause });
+    failure = ctx.signal.aborted
+      ? asProxyError(ctx.signal.reason)
+      : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke before its first byte", { cause });
   }
   void reader.cancel(failure).catch(() => {});
   result.endEarly?.(failure);

@@ -32,7 +32,13 @@ export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, i
 }
 
 /** One run under `id`; `avoid`: a generation worker a first run failed on. */
-async function generationFirstOnce(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, id: bigint, avoid: string | undefined): Promise<PipelineOutcome> {
+async function generationFirstOnce(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+  id: bigint,
+  avoid: string | undefined,
+): Promise<PipelineOutcome> {
   // The generation leg's attempts are sent under the request's engine id.
   ctx.continuesAs(id);
   const contextPlaced = deps.placement.place({
@@ -102,4 +108,3 @@ function verifyOrCancel(
 async function cancelBody(response: Response): Promise<void> {
   await response.body?.cancel().catch(() => {});
 }
-

@@ -80,7 +80,12 @@ export function runStreamLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegP
 }
 
 /** A one-shot call (GET /v1/models, count_tokens): the worker's answer as it came, any status. */
-export function runOneShotLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, method: "GET" | "POST"): Promise<LegResult<RawAnswer>> {
+export function runOneShotLeg(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  plan: LegPlan,
+  method: "GET" | "POST",
+): Promise<LegResult<RawAnswer>> {
   return runAttempts(deps, ctx, plan, (post) => fetchAnswer({ ...post, method }), "answer");
 }
 
@@ -156,7 +161,10 @@ async function runAttempts<T>(
       // pair with that failure): nothing said of this worker.
       // Nor a non-streamed generation cut by the timeout of the whole call (outputLengthTimeout),
       // nor a resend's 5xx on a generation leg (resentAfterPull).
-      const saysNothing = plan.signal.aborted || (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)) || (resend && resentAfterPull(plan.role, error));
+      const saysNothing =
+        plan.signal.aborted ||
+        (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)) ||
+        (resend && resentAfterPull(plan.role, error));
       leg.failed(error, last ? undefined : attempt + 1, saysNothing);
       if (last) throw error;
       failedOn.push(leg.origin);
@@ -216,7 +224,8 @@ class LegAttempt {
       body,
       signal: plan.signal,
       // A streamed generation leg's headers come before its first token: --first-token-timeout-ms bounds them too.
-      timeoutMs: plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.config.requestTimeoutMs,
+      timeoutMs:
+        plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.config.requestTimeoutMs,
       maxAnswerBytes: deps.config.maxAnswerBytes,
       fetch: deps.workerFetch,
       headers,

@@ -25,7 +25,15 @@ export async function runContextLeg(
   deps: PipelineDeps,
   ctx: RequestContext,
   input: PipelineInput,
-  options: { exclude?: string; first?: Placed; pinned?: boolean; signal?: AbortSignal; body: (id: bigint) => JsonObject; handoff?: HandoffWatch | undefined; id?: bigint },
+  options: {
+    exclude?: string;
+    first?: Placed;
+    pinned?: boolean;
+    signal?: AbortSignal;
+    body: (id: bigint) => JsonObject;
+    handoff?: HandoffWatch | undefined;
+    id?: bigint;
+  },
 ): Promise<ContextLegResult> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   ctx.perf?.markContextDispatch();

@@ -3,7 +3,6 @@ import { streamOf } from "../bytes.ts";
 import type { runGenerationLeg } from "./legs.ts";
 import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 
-
 /**
  * The generation leg's answer as the pipeline's outcome. When the generation worker answered
  * alone (no disaggregated id was sent), its own engine request id names the reply.

@@ -18,7 +18,11 @@ export function canDisaggregateResponses(pool: WorkerPool): boolean {
   return capable("context") && capable("generation");
 }
 
-export async function responsesWithoutDisaggregation(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
+export async function responsesWithoutDisaggregation(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+): Promise<PipelineOutcome> {
   if (deps.config.responsesFallback !== "aggregated") throw responsesUnsupported();
   deps.logger.info("Responses request served aggregated by one generation worker: no ready worker pair can disaggregate /v1/responses", {
     disagg_request_id: ctx.disaggRequestId,

@@ -17,7 +17,6 @@ import type { ApiKind } from "./api-kind.ts";
 /** The worker's name for a request it served alone; the proxy's replies carry the id they ran under. */
 export const ENGINE_REQUEST_ID_HEADER = "x-trtllm-engine-request-id";
 
-
 /** A validated client request in the worker's own dialect. */
 export interface PipelineInput {
   readonly api: ApiKind;
@@ -54,7 +53,10 @@ export type PipelineOutcome =
 
 /** A worker stream whose first chunk was read: its reader and that read. */
 export interface PreRead {
-  readonly reader: { read(): Promise<{ done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array }>; cancel(reason?: unknown): Promise<void> };
+  readonly reader: {
+    read(): Promise<{ done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array }>;
+    cancel(reason?: unknown): Promise<void>;
+  };
   readonly read: { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
 }
 

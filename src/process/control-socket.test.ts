@@ -50,15 +50,23 @@ describe("the default runtime directory in /tmp, which other users can make firs
     const uid = process.getuid?.() ?? 0;
     const cases: [string, (path: string) => void, string][] = [
       ["ours", (path) => mkdirSync(path, { mode: 0o700 }), ""],
-      ["foreign", (path) => {
-        mkdirSync(path, { mode: 0o777 });
-        chownSync(path, uid + 1, uid + 1);
-      }, `belongs to uid ${uid + 1}`],
+      [
+        "foreign",
+        (path) => {
+          mkdirSync(path, { mode: 0o777 });
+          chownSync(path, uid + 1, uid + 1);
+        },
+        `belongs to uid ${uid + 1}`,
+      ],
       ["link", (path) => symlinkSync(mkdtempSync(join(dir, "elsewhere-")), path), "is not a directory (a link?)"],
-      ["writable", (path) => {
-        mkdirSync(path);
-        chmodSync(path, 0o777);
-      }, "may be written by other users (mode 777)"],
+      [
+        "writable",
+        (path) => {
+          mkdirSync(path);
+          chmodSync(path, 0o777);
+        },
+        "may be written by other users (mode 777)",
+      ],
     ];
     for (const [name, prepare, why] of cases) {
       const places = { tmp: join(dir, `tmp-${name}`), home: join(dir, `home-${name}`) };
@@ -83,7 +91,9 @@ describe("the default runtime directory in /tmp, which other users can make firs
     const places = { tmp: join(dir, "tmp-unused"), home: join(dir, "home-unused") };
     const configured = join(dir, "configured");
     expect(runtimeDirOf(configured, { XDG_RUNTIME_DIR: join(dir, "xdg") }, places)).toEqual({ dir: configured });
-    expect(runtimeDirOf(undefined, { RUNTIME_DIRECTORY: `${join(dir, "systemd")}:${join(dir, "other")}` }, places)).toEqual({ dir: join(dir, "systemd") });
+    expect(runtimeDirOf(undefined, { RUNTIME_DIRECTORY: `${join(dir, "systemd")}:${join(dir, "other")}` }, places)).toEqual({
+      dir: join(dir, "systemd"),
+    });
     expect(runtimeDirOf(undefined, { XDG_RUNTIME_DIR: join(dir, "xdg") }, places)).toEqual({ dir: join(dir, "xdg", "disagg-proxy") });
   });
 });

@@ -57,9 +57,16 @@ export interface RuntimeDir {
  * `~/.cache/disagg-proxy` instead, which no other user can make. Every copy of the proxy of
  * this user makes the same choice, as it depends on the /tmp name's owner alone.
  */
-export function runtimeDirOf(configured: string | undefined, env: Readonly<Record<string, string | undefined>>, places: RuntimePlaces = { tmp: tmpdir(), home: homedir() }): RuntimeDir {
+export function runtimeDirOf(
+  configured: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  places: RuntimePlaces = { tmp: tmpdir(), home: homedir() },
+): RuntimeDir {
   // systemd gives several directories colon-separated when the unit names several.
-  const chosen = configured ?? (env["RUNTIME_DIRECTORY"]?.split(":")[0] || undefined) ?? (env["XDG_RUNTIME_DIR"] ? join(env["XDG_RUNTIME_DIR"], "disagg-proxy") : undefined);
+  const chosen =
+    configured ??
+    (env["RUNTIME_DIRECTORY"]?.split(":")[0] || undefined) ??
+    (env["XDG_RUNTIME_DIR"] ? join(env["XDG_RUNTIME_DIR"], "disagg-proxy") : undefined);
   if (chosen !== undefined) {
     ensureRuntimeDir(chosen);
     return { dir: chosen };
@@ -100,7 +107,8 @@ export function ensureRuntimeDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const owner = statSync(dir).uid;
   const uid = process.getuid?.();
-  if (uid !== undefined && owner !== uid) throw new Error(`runtime directory ${dir} belongs to uid ${owner}, not to this process (uid ${uid}): give --runtime-dir`);
+  if (uid !== undefined && owner !== uid)
+    throw new Error(`runtime directory ${dir} belongs to uid ${owner}, not to this process (uid ${uid}): give --runtime-dir`);
 }
 
 /** Splits a byte stream into JSON lines, bounded. */
@@ -161,7 +169,11 @@ export function holdControlSocket(path: string, limits: ControlLimits = CONTROL_
       if (answering === 0) socket.destroy();
     });
     lineReader(socket, limits.requestBytes, (message) => {
-      const reply = !isRequest(message) ? Promise.resolve({ error: "unknown request" }) : handler === undefined ? Promise.resolve({ error: "starting" }) : handler(message);
+      const reply = !isRequest(message)
+        ? Promise.resolve({ error: "unknown request" })
+        : handler === undefined
+          ? Promise.resolve({ error: "starting" })
+          : handler(message);
       answering += 1;
       reply
         .then(

@@ -10,7 +10,8 @@ import { networkInterfaces } from "node:os";
 /** Every address a listen host stands for: an IP literal itself, a name what it resolves to. */
 export type ListenAddresses = (host: string) => Promise<readonly string[]>;
 
-export const resolvedAddresses: ListenAddresses = async (host) => (isIP(unbracketed(host)) !== 0 ? [unbracketed(host)] : (await Bun.dns.lookup(host)).map((entry) => entry.address));
+export const resolvedAddresses: ListenAddresses = async (host) =>
+  isIP(unbracketed(host)) !== 0 ? [unbracketed(host)] : (await Bun.dns.lookup(host)).map((entry) => entry.address);
 
 function unbracketed(host: string): string {
   return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
@@ -36,8 +37,14 @@ const PROBE_TIMEOUT_MS = 1_000;
  */
 export async function listenerOn(host: string, port: number): Promise<string | undefined> {
   const bare = unbracketed(host);
-  const probes = bare === "0.0.0.0" ? ["127.0.0.1"] : bare === "::" ? ["::1", "127.0.0.1"] : (await resolvedAddresses(host).catch(() => [])).filter(isOwnAddress);
-  for (const address of probes) if (await accepts(address, port)) return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+  const probes =
+    bare === "0.0.0.0"
+      ? ["127.0.0.1"]
+      : bare === "::"
+        ? ["::1", "127.0.0.1"]
+        : (await resolvedAddresses(host).catch(() => [])).filter(isOwnAddress);
+  for (const address of probes)
+    if (await accepts(address, port)) return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
   return undefined;
 }
 

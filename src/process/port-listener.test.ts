@@ -8,7 +8,12 @@ describe("listensOn: whether a process listens on a port, from /proc", () => {
     const listening = await listensOn(process.pid, port);
     await server.stop(true);
     expect([listening, await listensOn(process.pid, port)]).toEqual([true, false]);
-    expect(await listensOn(2 ** 22 + 1, port).then(() => "told", () => "cannot tell")).toBe("cannot tell");
+    expect(
+      await listensOn(2 ** 22 + 1, port).then(
+        () => "told",
+        () => "cannot tell",
+      ),
+    ).toBe("cannot tell");
   });
 
   test("only sockets in LISTEN state on the port count, IPv4 and IPv6 alike", () => {

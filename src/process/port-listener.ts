@@ -20,7 +20,10 @@ const TCP_LISTEN = "0A";
  * namespace (6.7 MB for 50,000 connections), and the process asking is serving streams.
  */
 export async function listensOn(pid: number, port: number): Promise<boolean> {
-  const [tcp, tcp6] = await Promise.all([readFile(`/proc/${pid}/net/tcp`, "utf8"), readFile(`/proc/${pid}/net/tcp6`, "utf8").catch(() => "")]);
+  const [tcp, tcp6] = await Promise.all([
+    readFile(`/proc/${pid}/net/tcp`, "utf8"),
+    readFile(`/proc/${pid}/net/tcp6`, "utf8").catch(() => ""),
+  ]);
   // A kernel without IPv6 has no tcp6 table.
   const inodes = new Set([...listeningInodes(tcp, port), ...listeningInodes(tcp6, port)]);
   if (inodes.size === 0) return false;
@@ -44,7 +47,10 @@ export function listeningInodes(table: string, port: number): string[] {
     const start = table.lastIndexOf("\n", at) + 1;
     const end = table.indexOf("\n", at);
     // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …
-    const fields = table.slice(start, end < 0 ? undefined : end).trim().split(/\s+/);
+    const fields = table
+      .slice(start, end < 0 ? undefined : end)
+      .trim()
+      .split(/\s+/);
     if (fields[1]?.endsWith(localPort) === true && fields[3] === TCP_LISTEN && fields[9] !== undefined) inodes.push(fields[9]);
   }
   return inodes;

@@ -15,7 +15,14 @@ import type { ProxyConfig } from "../config/types.ts";
 import { isJsonObject } from "../json/json.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import { claimControlSocket, connectControlSocket, controlSocketPath, runtimeDirOf, type ControlHandler, type ControlServer } from "./control-socket.ts";
+import {
+  claimControlSocket,
+  connectControlSocket,
+  controlSocketPath,
+  runtimeDirOf,
+  type ControlHandler,
+  type ControlServer,
+} from "./control-socket.ts";
 import { listenCovers, listenerOn, resolvedAddresses, type ListenAddresses } from "./listen-address.ts";
 import { listensOn } from "./port-listener.ts";
 import { notifyReady } from "./sd-notify.ts";
@@ -72,7 +79,12 @@ async function narrowerListen(config: ProxyConfig, info: ProcessInfo, addressesO
 }
 
 /** Before listening: hold the port's control socket, or find who holds it. */
-export async function claimPort(config: ProxyConfig, env: Readonly<Record<string, string | undefined>>, warn: (text: string) => void, addressesOf: ListenAddresses = resolvedAddresses): Promise<PortClaim> {
+export async function claimPort(
+  config: ProxyConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  warn: (text: string) => void,
+  addressesOf: ListenAddresses = resolvedAddresses,
+): Promise<PortClaim> {
   if (config.port === 0) return { kind: "unguarded" };
   const { dir, note } = runtimeDirOf(config.runtimeDir, env);
   if (note !== undefined) warn(note);
@@ -133,8 +145,12 @@ function predecessorOf(path: string, info: ProcessInfo, registrations: HandedIte
       const holder = await connectControlSocket(path);
       if (holder === undefined) throw new Error(`nobody holds ${path} any more`);
       const reply = await holder.request({ op: "release", pid: process.pid }, CONTROL_TIMEOUT_MS).finally(() => holder.close());
-      if (reply["error"] === ALREADY_RELEASED) throw new ReleasedToAnother(`the old process (pid ${info.pid}) released the port to another process taking it over at the same time`);
-      if (reply["released"] !== true) throw new ReleaseRefused(`the old process (pid ${info.pid}) kept the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
+      if (reply["error"] === ALREADY_RELEASED)
+        throw new ReleasedToAnother(
+          `the old process (pid ${info.pid}) released the port to another process taking it over at the same time`,
+        );
+      if (reply["released"] !== true)
+        throw new ReleaseRefused(`the old process (pid ${info.pid}) kept the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
       return handedItems(reply["registrations"]);
     },
   };
@@ -185,12 +201,17 @@ export interface OldSide {
  * another process, listening on the port now. Anything that can open the control socket can
  * ask; without this a stray `{"op":"release"}` left the port with no process serving it.
  */
-export async function successorRefusal(pid: number | undefined, port: number, listens: (pid: number, port: number) => Promise<boolean> = listensOn): Promise<string | undefined> {
+export async function successorRefusal(
+  pid: number | undefined,
+  port: number,
+  listens: (pid: number, port: number) => Promise<boolean> = listensOn,
+): Promise<string | undefined> {
   if (pid === undefined) return "no successor listening: the release names no process (pid) to serve the port";
   if (pid === process.pid) return `no successor listening: pid ${pid} is this process`;
   return listens(pid, port).then(
     (listening) => (listening ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`),
-    (error: unknown) => `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`,
+    (error: unknown) =>
+      `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`,
   );
 }
 
@@ -222,7 +243,9 @@ export interface TakeOverSteps {
 export async function takeOverOnceReady(steps: TakeOverSteps, workersReady: boolean): Promise<"serving" | "abandoned" | "left"> {
   const { predecessor } = steps.port;
   if (!workersReady) {
-    steps.logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", { old_pid: predecessor.info.pid });
+    steps.logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", {
+      old_pid: predecessor.info.pid,
+    });
     return "abandoned";
   }
   await steps.listen();
@@ -236,7 +259,12 @@ export async function takeOverOnceReady(steps: TakeOverSteps, workersReady: bool
 }
 
 /** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
-async function releaseAndHold({ proxy, port, logger, hold }: TakeOverSteps): Promise<{ readonly what: string; readonly reason: string } | undefined> {
+async function releaseAndHold({
+  proxy,
+  port,
+  logger,
+  hold,
+}: TakeOverSteps): Promise<{ readonly what: string; readonly reason: string } | undefined> {
   const { predecessor } = port;
   const late = await predecessor.release().catch((error: unknown) => {
     if (error instanceof ReleaseRefused) return error;
@@ -250,9 +278,17 @@ async function releaseAndHold({ proxy, port, logger, hold }: TakeOverSteps): Pro
   const after = await holdAfterRelease(port.path, late !== undefined);
   if (after.kind === "lost") return { what: "another process took the port over first", reason: after.reason };
   if (after.kind === "held") hold(after.control);
-  else logger.warn(`serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`);
+  else
+    logger.warn(
+      `serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`,
+    );
   notifyReady(logger);
-  logger.info("took over the port", { from_pid: predecessor.info.pid, from_version: predecessor.info.version, registered_meanwhile: registrations?.added ?? 0, deregistered_meanwhile: registrations?.gone ?? 0 });
+  logger.info("took over the port", {
+    from_pid: predecessor.info.pid,
+    from_version: predecessor.info.version,
+    registered_meanwhile: registrations?.added ?? 0,
+    deregistered_meanwhile: registrations?.gone ?? 0,
+  });
   return undefined;
 }
 
@@ -278,7 +314,10 @@ export function controlHandler(side: OldSide): ControlHandler {
     return listenerClosed.then(() => {
       const registrations = side.proxy.registrations();
       side.control.close();
-      side.logger.info("released the port to a new process; draining", { registrations: registrations.length, drain_timeout_ms: side.drainTimeoutMs });
+      side.logger.info("released the port to a new process; draining", {
+        registrations: registrations.length,
+        drain_timeout_ms: side.drainTimeoutMs,
+      });
       return { released: true, registrations };
     });
   };
@@ -312,8 +351,13 @@ function handedItems(value: unknown): HandedItem[] {
 
 /** Start-up lines after a take-over: what did not come along. */
 export function coldStartNotes(config: ProxyConfig): string[] {
-  const learned = [config.contextRouter, config.generationRouter].filter((router) => router === "conversation" || router === "kv_cache_aware");
+  const learned = [config.contextRouter, config.generationRouter].filter(
+    (router) => router === "conversation" || router === "kv_cache_aware",
+  );
   const notes = ["metrics counters start from zero in this process (Prometheus sees a counter reset)"];
-  if (learned.length > 0) notes.push(`routers start cold: what ${[...new Set(learned)].join(" and ")} learned in the old process (conversations, cached blocks) is not handed over`);
+  if (learned.length > 0)
+    notes.push(
+      `routers start cold: what ${[...new Set(learned)].join(" and ")} learned in the old process (conversations, cached blocks) is not handed over`,
+    );
   return notes;
 }

@@ -47,7 +47,10 @@ describe("Admission", () => {
 /** Two event loops' admissions over one shared memory. */
 function loops(limit: number, waitMs: number): [SharedAdmission, SharedAdmission] {
   const shared = new SharedLoad();
-  return [new SharedAdmission(limit, waitMs, shared.admission()), new SharedAdmission(limit, waitMs, new SharedLoad(shared.buffer).admission())];
+  return [
+    new SharedAdmission(limit, waitMs, shared.admission()),
+    new SharedAdmission(limit, waitMs, new SharedLoad(shared.buffer).admission()),
+  ];
 }
 
 describe("SharedAdmission (num_workers: the event loops' one in-flight count)", () => {
@@ -56,7 +59,12 @@ describe("SharedAdmission (num_workers: the event loops' one in-flight count)", 
     const first = await a.acquire(never);
     await a.acquire(never);
     expect(b.inFlight).toBe(2);
-    expect(await b.acquire(never).then(() => undefined, (error: unknown) => error)).toMatchObject({ code: "OVERLOADED", status: 429 });
+    expect(
+      await b.acquire(never).then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    ).toMatchObject({ code: "OVERLOADED", status: 429 });
     first();
     first();
     expect(b.inFlight).toBe(1);
@@ -82,10 +90,18 @@ describe("SharedAdmission (num_workers: the event loops' one in-flight count)", 
     const [a, b] = loops(1, 60);
     await a.acquire(never);
     const client = new AbortController();
-    const leaving = b.acquire(client.signal).then(() => undefined, (error: unknown) => error);
+    const leaving = b.acquire(client.signal).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     client.abort();
     expect(await leaving).toMatchObject({ code: "CLIENT_GONE", status: 499 });
-    expect(await b.acquire(never).then(() => undefined, (error: unknown) => error)).toMatchObject({ status: 429 });
+    expect(
+      await b.acquire(never).then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    ).toMatchObject({ status: 429 });
     expect(b.waiting).toBe(0);
   });
 });

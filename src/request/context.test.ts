@@ -10,7 +10,12 @@ function manualClock(): { now: () => number; advance: (ms: number) => void } {
   return { now: () => at, advance: (ms) => void (at += ms) };
 }
 
-function started(clock = manualClock()): { ctx: RequestContext; ends: RequestSummary[]; clock: ReturnType<typeof manualClock>; table: ReservationTable } {
+function started(clock = manualClock()): {
+  ctx: RequestContext;
+  ends: RequestSummary[];
+  clock: ReturnType<typeof manualClock>;
+  table: ReservationTable;
+} {
   const ends: RequestSummary[] = [];
   const ctx = new RequestContext({
     disaggRequestId: 42n,

@@ -65,6 +65,11 @@ export function workerGauges(placement: Placement): WorkerGauges[] {
 /** Each served model's ready workers and in-flight requests by role, for the per-model gauges. */
 export function modelGauges(placement: Placement): ModelGauges[] {
   return placement.modelStatus().flatMap((status) =>
-    (["context", "generation"] as const).map((role) => ({ model: status.model, role, ready: status[role].ready, inFlight: status[role].inFlight })),
+    (["context", "generation"] as const).map((role) => ({
+      model: status.model,
+      role,
+      ready: status[role].ready,
+      inFlight: status[role].inFlight,
+    })),
   );
 }

@@ -37,7 +37,17 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
     rejected(label, path, error, thrown) {
       metrics.validationFailed(label);
       metrics.requestEnded(label, error.outcome, error.status);
-      traffic?.requestEnded({ route: label, outcome: error.outcome, status: error.status, disaggRequestId: undefined, worker: undefined, message: error.message, code: error.code, ttftMs: undefined, durationMs: undefined });
+      traffic?.requestEnded({
+        route: label,
+        outcome: error.outcome,
+        status: error.status,
+        disaggRequestId: undefined,
+        worker: undefined,
+        message: error.message,
+        code: error.code,
+        ttftMs: undefined,
+        durationMs: undefined,
+      });
       if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
       else logRejection(logger, path, error);
     },

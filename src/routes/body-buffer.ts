@@ -54,7 +54,7 @@ export class ChunkedBodyBuffer implements BodyBuffer {
   #filled = 0;
 
   append(piece: Uint8Array): boolean {
-    for (let from = 0; from < piece.byteLength; ) {
+    for (let from = 0; from < piece.byteLength;) {
       if (this.#filled === this.#block.length) {
         this.#full.push(this.#block);
         this.#block = new Uint8Array(Math.min(LARGEST_BLOCK_BYTES, this.#block.length * 2));
@@ -86,5 +86,11 @@ export class ChunkedBodyBuffer implements BodyBuffer {
 /** Frees a piece the reader handed over whole (its own buffer) now, not at the next collection. */
 function release(piece: Uint8Array): void {
   const owner = piece.buffer;
-  if (piece.byteLength >= RELEASE_MIN_BYTES && owner instanceof ArrayBuffer && piece.byteOffset === 0 && piece.byteLength === owner.byteLength) owner.transfer(0);
+  if (
+    piece.byteLength >= RELEASE_MIN_BYTES &&
+    owner instanceof ArrayBuffer &&
+    piece.byteOffset === 0 &&
+    piece.byteLength === owner.byteLength
+  )
+    owner.transfer(0);
 }

@@ -31,7 +31,9 @@ describe("readClientJson", () => {
       expect(body).toEqual(JSON.parse(text) as typeof body);
       expect(new TextDecoder().decode(source.bytes)).toBe(text);
       const member = source.members.get("messages");
-      expect(new TextDecoder().decode(source.bytes.subarray(member?.start, member?.end))).toBe(`"messages":${JSON.stringify(body["messages"])}`);
+      expect(new TextDecoder().decode(source.bytes.subarray(member?.start, member?.end))).toBe(
+        `"messages":${JSON.stringify(body["messages"])}`,
+      );
     });
   }
 

@@ -37,14 +37,20 @@ export async function readClientBody(request: Request, limits: BodyLimits): Prom
  * The bytes come back with it, laid out by member, for workers to be sent them again.
  * `unparsed` hears of a body read whole that is not a JSON object, with its bytes.
  */
-export async function readClientJson(request: Request, limits: BodyLimits, unparsed?: (bytes: Uint8Array, error: ProxyError) => void): Promise<ParsedBody> {
+export async function readClientJson(
+  request: Request,
+  limits: BodyLimits,
+  unparsed?: (bytes: Uint8Array, error: ProxyError) => void,
+): Promise<ParsedBody> {
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
   const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
   const bytes = await readBounded(request, limits, declared, guard).catch((thrown: unknown) => {
     // Reading fails only when the client goes away mid-body (the runtime's AbortError): a
     // departure (499), not a failure of the proxy.
-    throw thrown instanceof ProxyError ? thrown : new ProxyError("CLIENT_GONE", 499, "Client disconnected while sending the body", { cause: thrown });
+    throw thrown instanceof ProxyError
+      ? thrown
+      : new ProxyError("CLIENT_GONE", 499, "Client disconnected while sending the body", { cause: thrown });
   });
   const problem = guard.finish(bytes.length);
   if (problem) throw shapeError(problem);
@@ -79,7 +85,11 @@ async function readBounded(request: Request, limits: BodyLimits, declared: numbe
   const reader = request.body.getReader();
   const gathered: BodyBuffer = declared === undefined ? new ChunkedBodyBuffer() : new DeclaredBodyBuffer(declared);
   let pieces = 0;
-  const deadline = new SlowBodyDeadline(limits, () => gathered.size, () => void reader.cancel().catch(() => {}));
+  const deadline = new SlowBodyDeadline(
+    limits,
+    () => gathered.size,
+    () => void reader.cancel().catch(() => {}),
+  );
   try {
     for (;;) {
       deadline.waitStarts();
@@ -185,7 +195,11 @@ function shapeError(problem: JsonShapeProblem): ProxyError {
  * is refused, and the remedy is larger chunks, not less content, which 413 would suggest.
  */
 function tooFragmented(pieces: number): ProxyError {
-  return new ProxyError("BODY_TOO_FRAGMENTED", 400, `Request body arrived in too many small pieces (${pieces}; fewer than one per ${BYTES_PER_PIECE} bytes is expected): send it in larger chunks`);
+  return new ProxyError(
+    "BODY_TOO_FRAGMENTED",
+    400,
+    `Request body arrived in too many small pieces (${pieces}; fewer than one per ${BYTES_PER_PIECE} bytes is expected): send it in larger chunks`,
+  );
 }
 
 function tooSlow(minBytesPerSecond: number): ProxyError {

@@ -61,7 +61,11 @@ function guarded(handler: StorageHandler) {
     const refuse = (reason: string, status: number, detail: string): Response => {
       // At most once a minute per address and kind of refusal: a scanner cannot flood the log, and one kind does not hide another.
       if (storage.access.shouldLogRefusal(`${address ?? "unknown"} ${status}`)) {
-        deps.logger.warn("cluster storage request refused", { path: new URL(request.url, "http://host").pathname, from: address ?? "unknown", reason });
+        deps.logger.warn("cluster storage request refused", {
+          path: new URL(request.url, "http://host").pathname,
+          from: address ?? "unknown",
+          reason,
+        });
       }
       return Response.json({ detail }, { status });
     };
@@ -70,7 +74,8 @@ function guarded(handler: StorageHandler) {
     const crossSite = crossSiteReason(request.headers, ownOrigin);
     if (crossSite !== undefined) return refuse(crossSite, 403, "Forbidden: a cross-origin request (web page)");
     const verdict = storage.access.check(address, request.headers.get("authorization"));
-    if (!verdict.allowed) return refuse(verdict.reason, 403, verdict.reason === "Invalid API key" ? "Invalid API key" : `Forbidden: ${verdict.reason}`);
+    if (!verdict.allowed)
+      return refuse(verdict.reason, 403, verdict.reason === "Invalid API key" ? "Invalid API key" : `Forbidden: ${verdict.reason}`);
     const type = request.headers.get("content-type");
     // A DELETE carries its key in the query, and upstream's client sends it with no body and no
     // type (HttpClusterStorageClient.delete); a page cannot send a cross-origin DELETE without a
@@ -87,14 +92,22 @@ async function set(store: ClusterStore, request: Request, deps: RouteDeps, from:
   const item = storageItem(body);
   if (typeof item === "string") return unprocessable(item);
   if (keyTooLong(item.key) || Buffer.byteLength(item.value) > STORE_LIMITS.maxValueBytes) {
-    return Response.json({ detail: `key or value too large (at most ${STORE_LIMITS.maxKeyBytes} and ${STORE_LIMITS.maxValueBytes} bytes)` }, { status: 413 });
+    return Response.json(
+      { detail: `key or value too large (at most ${STORE_LIMITS.maxKeyBytes} and ${STORE_LIMITS.maxValueBytes} bytes)` },
+      { status: 413 },
+    );
   }
   try {
     return result(store.set({ ...item, from }));
   } catch (error) {
     if (error instanceof StoreFullError) {
       const storage = deps.clusterStorage;
-      if (storage?.access.shouldLogRefusal(`full:${from ?? "unknown"}`)) deps.logger.warn("cluster storage full: registration refused", { key: item.key.slice(0, 200), from: from ?? "unknown", detail: error.message });
+      if (storage?.access.shouldLogRefusal(`full:${from ?? "unknown"}`))
+        deps.logger.warn("cluster storage full: registration refused", {
+          key: item.key.slice(0, 200),
+          from: from ?? "unknown",
+          detail: error.message,
+        });
       return Response.json({ detail: error.message }, { status: 507 });
     }
     throw error;
@@ -102,11 +115,14 @@ async function set(store: ClusterStore, request: Request, deps: RouteDeps, from:
 }
 
 /** upstream's StorageItem: key required; value "", expire_time -1, ttl -1, overwrite_if_exists false by default. */
-function storageItem(body: JsonObject): { key: string; value: string; ttl: number; expireTime: number; overwriteIfExists: boolean } | string {
+function storageItem(
+  body: JsonObject,
+): { key: string; value: string; ttl: number; expireTime: number; overwriteIfExists: boolean } | string {
   const { key, value = "", ttl = -1, expire_time: expireTime = -1, overwrite_if_exists: overwrite = false } = body;
   if (typeof key !== "string") return "key: a string is required";
   if (typeof value !== "string" && value !== null) return "value: must be a string";
-  if (!(typeof ttl === "number" || ttl === null) || !(typeof expireTime === "number" || expireTime === null)) return "ttl, expire_time: must be integers";
+  if (!(typeof ttl === "number" || ttl === null) || !(typeof expireTime === "number" || expireTime === null))
+    return "ttl, expire_time: must be integers";
   if (typeof overwrite !== "boolean" && overwrite !== null) return "overwrite_if_exists: must be a boolean";
   return { key, value: value ?? "", ttl: ttl ?? -1, expireTime: expireTime ?? -1, overwriteIfExists: overwrite ?? false };
 }

@@ -23,7 +23,11 @@ describe("conversation ids", () => {
     expect(conversationIdOf(codex, new Headers())).toBe("thread-1");
     expect(conversationIdOf({ ...codex, prompt_cache_key: "  " }, new Headers())).toBe("thread-2");
     expect(conversationIdOf({ client_metadata: { thread_id: 7, session_id: "run-3" } }, new Headers())).toBe("run-3");
-    expect(withConversationId({ model: "m", prompt_cache_key: "thread-1" }, new Headers())).toEqual({ model: "m", prompt_cache_key: "thread-1", conversation_params: { conversation_id: "thread-1" } });
+    expect(withConversationId({ model: "m", prompt_cache_key: "thread-1" }, new Headers())).toEqual({
+      model: "m",
+      prompt_cache_key: "thread-1",
+      conversation_params: { conversation_id: "thread-1" },
+    });
   });
 
   test("a session header wins over the client-native fields, and conversation_params over both, even without an id", () => {

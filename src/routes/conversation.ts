@@ -20,7 +20,11 @@ const SESSION_HEADERS = [
  * `client_metadata.thread_id` over chat; `client_metadata.session_id` is one Codex run, which
  * may hold several threads, so it comes last.
  */
-const BODY_FIELDS: readonly (readonly string[])[] = [["prompt_cache_key"], ["client_metadata", "thread_id"], ["client_metadata", "session_id"]];
+const BODY_FIELDS: readonly (readonly string[])[] = [
+  ["prompt_cache_key"],
+  ["client_metadata", "thread_id"],
+  ["client_metadata", "session_id"],
+];
 
 /**
  * The conversation a request belongs to, as trtllm-serve's resolve_request_conversation_id:

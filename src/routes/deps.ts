@@ -77,4 +77,9 @@ export interface ClusterStorageDeps {
  * finishes takes effect. `peer` gives the client's address, looked up only when a route asks.
  */
 export type KeepOpen = () => () => void;
-export type Handler = (deps: RouteDeps, request: Request, keepOpen: KeepOpen, peer: () => string | undefined) => Response | Promise<Response>;
+export type Handler = (
+  deps: RouteDeps,
+  request: Request,
+  keepOpen: KeepOpen,
+  peer: () => string | undefined,
+) => Response | Promise<Response>;

@@ -7,10 +7,17 @@ export const RETRY_AFTER_S = 5;
 /** Headers of an error answer: a refused client (draining) is told when to come back. */
 export function errorHeaders(error: ProxyError, headers?: Headers): Headers {
   const out = new Headers(headers);
-  if (error.code === "DRAINING" || error.code === "OVERLOADED" || error.code === "WORKERS_BUSY") out.set("retry-after", String(RETRY_AFTER_S));
+  if (error.code === "DRAINING" || error.code === "OVERLOADED" || error.code === "WORKERS_BUSY")
+    out.set("retry-after", String(RETRY_AFTER_S));
   // A client that trickles its body, or whose body was refused before it was all read, does
   // not keep the connection: what is left of the body must not be read as a next request.
-  if (error.code === "BODY_TOO_SLOW" || error.code === "BODY_TOO_LARGE" || error.code === "BODY_TOO_DEEP" || error.code === "BODY_TOO_FRAGMENTED") out.set("connection", "close");
+  if (
+    error.code === "BODY_TOO_SLOW" ||
+    error.code === "BODY_TOO_LARGE" ||
+    error.code === "BODY_TOO_DEEP" ||
+    error.code === "BODY_TOO_FRAGMENTED"
+  )
+    out.set("connection", "close");
   return out;
 }
 
@@ -26,7 +33,8 @@ export function openAiErrorResponse(error: ProxyError, headers?: Headers): Respo
     return new Response(answer.body, { status: answer.status, headers: out });
   }
   out.set("content-type", "application/json");
-  if (error.code === "MODEL_NOT_FOUND") return new Response(JSON.stringify(modelNotFoundBody(error)), { status: error.status, headers: out });
+  if (error.code === "MODEL_NOT_FOUND")
+    return new Response(JSON.stringify(modelNotFoundBody(error)), { status: error.status, headers: out });
   const body = { object: "error", message: error.message, type: errorType(error.status), param: null, code: error.status };
   return new Response(JSON.stringify(body), { status: error.status, headers: out });
 }

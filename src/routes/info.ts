@@ -46,18 +46,26 @@ export async function perfMetrics(deps: RouteDeps): Promise<Response> {
  */
 export async function models(deps: RouteDeps, request: Request): Promise<Response> {
   const ctx = await deps.startRequest("/v1/models", false, request);
-  return withinRequest(ctx, request, (error) => openAiErrorResponse(error), async () => {
-    const listed = deps.modelList();
-    if (listed !== undefined) {
-      const bytes = new TextEncoder().encode(JSON.stringify(listed));
-      ctx.sent(bytes.byteLength);
-      return { response: new Response(bytes, { headers: { "content-type": "application/json" } }), ended: Promise.resolve({ status: 200, error: undefined }) };
-    }
-    const answer = await deps.callWorker(ctx, { role: "context", method: "GET", path: "/v1/models" });
-    ctx.sent(answer.body.byteLength);
-    const status = answer.status;
-    const response = new Response(answer.body, { status, headers: { "content-type": "application/json" } });
-    const error = status >= 400 ? new ProxyError("WORKER_HTTP_ERROR", status, "The context worker rejected the request") : undefined;
-    return { response, ended: Promise.resolve({ status, error }) };
-  });
+  return withinRequest(
+    ctx,
+    request,
+    (error) => openAiErrorResponse(error),
+    async () => {
+      const listed = deps.modelList();
+      if (listed !== undefined) {
+        const bytes = new TextEncoder().encode(JSON.stringify(listed));
+        ctx.sent(bytes.byteLength);
+        return {
+          response: new Response(bytes, { headers: { "content-type": "application/json" } }),
+          ended: Promise.resolve({ status: 200, error: undefined }),
+        };
+      }
+      const answer = await deps.callWorker(ctx, { role: "context", method: "GET", path: "/v1/models" });
+      ctx.sent(answer.body.byteLength);
+      const status = answer.status;
+      const response = new Response(answer.body, { status, headers: { "content-type": "application/json" } });
+      const error = status >= 400 ? new ProxyError("WORKER_HTTP_ERROR", status, "The context worker rejected the request") : undefined;
+      return { response, ended: Promise.resolve({ status, error }) };
+    },
+  );
 }

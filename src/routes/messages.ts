@@ -47,13 +47,18 @@ export async function countTokens(deps: RouteDeps, request: Request): Promise<Re
   const body = await readClientBody(request, deps.bodyLimits);
   const converted = toCountTokensRequest(body, randomAnthropicIds.newToolUseId);
   const ctx = await deps.startRequest("/v1/messages/count_tokens", false, request);
-  return withinRequest(ctx, request, (error) => anthropicErrorResponse(error), async () => {
-    const answer = await deps.callWorker(ctx, { role: "context", method: "POST", path: "/v1/messages/count_tokens", body: converted });
-    if (answer.status >= 400) {
-      throw new ProxyError("WORKER_HTTP_ERROR", answer.status, "The context worker rejected the request", { workerAnswer: answer });
-    }
-    ctx.sent(answer.body.byteLength);
-    const response = new Response(answer.body, { status: 200, headers: { "content-type": "application/json" } });
-    return { response, ended: Promise.resolve({ status: 200, error: undefined }) };
-  });
+  return withinRequest(
+    ctx,
+    request,
+    (error) => anthropicErrorResponse(error),
+    async () => {
+      const answer = await deps.callWorker(ctx, { role: "context", method: "POST", path: "/v1/messages/count_tokens", body: converted });
+      if (answer.status >= 400) {
+        throw new ProxyError("WORKER_HTTP_ERROR", answer.status, "The context worker rejected the request", { workerAnswer: answer });
+      }
+      ctx.sent(answer.body.byteLength);
+      const response = new Response(answer.body, { status: 200, headers: { "content-type": "application/json" } });
+      return { response, ended: Promise.resolve({ status: 200, error: undefined }) };
+    },
+  );
 }

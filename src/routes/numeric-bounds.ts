@@ -35,7 +35,17 @@ const INTEGER_FIELDS: Readonly<Record<string, IntegerRange>> = {
   seed: { min: 0n, max: UINT64_MAX },
 };
 
-const FLOAT_FIELDS = ["temperature", "top_p", "top_p_min", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "length_penalty", "priority"];
+const FLOAT_FIELDS = [
+  "temperature",
+  "top_p",
+  "top_p_min",
+  "min_p",
+  "frequency_penalty",
+  "presence_penalty",
+  "repetition_penalty",
+  "length_penalty",
+  "priority",
+];
 
 /** 400 naming the first numeric field a worker could not hold; null and absent pass. */
 export function checkNumericBounds(body: JsonObject): void {

@@ -23,7 +23,16 @@ export async function completions(deps: RouteDeps, request: Request, keepOpen: K
   const read = await readModelBody(deps, "/v1/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/completions", request, read, () => check(completionsRequest, body));
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/completions", api: "completions", body: unwrapPrompt(body), source, dialect: COMPLETIONS });
+  return proxyThroughPipeline({
+    deps,
+    request,
+    keepOpen,
+    route: "/v1/completions",
+    api: "completions",
+    body: unwrapPrompt(body),
+    source,
+    dialect: COMPLETIONS,
+  });
 }
 
 /** POST /v1/chat/completions */

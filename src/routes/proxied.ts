@@ -54,7 +54,13 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
-  refusalTraced(deps, call.route, request.headers, () => traceInputOf(call, call.body), () => checkNumericBounds(call.body));
+  refusalTraced(
+    deps,
+    call.route,
+    request.headers,
+    () => traceInputOf(call, call.body),
+    () => checkNumericBounds(call.body),
+  );
   const parent = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
   const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers);
   const body = parent === undefined ? named : withSubagentConversationId(named);
@@ -85,7 +91,9 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
 
 /** The client's JSON body; one that is not a JSON object is recorded in the request trace as it came. */
 export function readModelBody(deps: RouteDeps, route: string, request: Request): Promise<ParsedBody> {
-  return readClientJson(request, deps.bodyLimits, (bytes, error) => deps.traceRefused?.(route, request.headers, { body: bytes, conversationId: undefined, unparsed: true }, error));
+  return readClientJson(request, deps.bodyLimits, (bytes, error) =>
+    deps.traceRefused?.(route, request.headers, { body: bytes, conversationId: undefined, unparsed: true }, error),
+  );
 }
 
 /**
@@ -93,7 +101,13 @@ export function readModelBody(deps: RouteDeps, route: string, request: Request):
  * request trace with the body, then thrown on to be answered and logged as before.
  */
 export function checkedBody<T>(deps: RouteDeps, route: string, request: Request, read: ParsedBody, checks: () => T): T {
-  return refusalTraced(deps, route, request.headers, () => ({ body: read.source.bytes, conversationId: conversationIdOf(read.body, request.headers) }), checks);
+  return refusalTraced(
+    deps,
+    route,
+    request.headers,
+    () => ({ body: read.source.bytes, conversationId: conversationIdOf(read.body, request.headers) }),
+    checks,
+  );
 }
 
 /** Runs `checks`; a refusal (a 4xx) is recorded in the request trace with what `traced` gives, then thrown on. */
@@ -190,7 +204,9 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
   if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
   // A dialect that answers in the worker's own JSON relays the worker's bytes, as the floor does
   // (written again, they would only cost a serialisation and an encoding per request).
-  const bytes = dialect.renderJson ? renderedJson(ctx, dialect.renderJson, result) : (result.bytes ?? encoder.encode(JSON.stringify(result.body)));
+  const bytes = dialect.renderJson
+    ? renderedJson(ctx, dialect.renderJson, result)
+    : (result.bytes ?? encoder.encode(JSON.stringify(result.body)));
   ctx.traced?.capture.answeredBytes(bytes);
   ctx.sent(bytes.byteLength);
   ctx.markAnswered();
@@ -202,11 +218,18 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
 
 /** What the request trace records of the request (asked only when a trace is written). */
 function traceInputOf(call: ProxiedCall, body: JsonObject): TraceInput {
-  return { body: call.source?.bytes ?? encoder.encode(JSON.stringify(call.body)), conversationId: conversationIdOf(body, call.request.headers) };
+  return {
+    body: call.source?.bytes ?? encoder.encode(JSON.stringify(call.body)),
+    conversationId: conversationIdOf(body, call.request.headers),
+  };
 }
 
 /** The answer in the route's own JSON; one that cannot be converted keeps the worker's for the request trace. */
-function renderedJson(ctx: RequestContext, render: (body: JsonObject) => JsonObject, result: { body: JsonObject; bytes?: Uint8Array | undefined }): Uint8Array {
+function renderedJson(
+  ctx: RequestContext,
+  render: (body: JsonObject) => JsonObject,
+  result: { body: JsonObject; bytes?: Uint8Array | undefined },
+): Uint8Array {
   try {
     return encoder.encode(JSON.stringify(render(result.body)));
   } catch (error) {

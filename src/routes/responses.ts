@@ -12,7 +12,10 @@ import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } f
 const responsesRequest = v.looseObject({
   model: v.pipe(v.string("model must be a string"), v.minLength(1, "model must not be empty")),
   stream: v.optional(v.nullable(v.boolean("stream must be a boolean"))),
-  input: v.union([v.string(), list((_item: unknown): _item is unknown => true, "input must be a list")], "input must be a string or a list of input items"),
+  input: v.union(
+    [v.string(), list((_item: unknown): _item is unknown => true, "input must be a list")],
+    "input must be a string or a list of input items",
+  ),
 });
 
 const dialect: RouteDialect = {

@@ -51,7 +51,13 @@ describe("matchedDepth and readBlockHash", () => {
   });
 
   test("block hashes above 2^53 are read exactly from losslessly parsed JSON", () => {
-    const parsed = parseJson("[12516000985120204551, 209844182609, -1, \"7\", 1.5]");
-    expect(Array.isArray(parsed) ? parsed.map(readBlockHash) : []).toEqual([12516000985120204551n, 209844182609n, 2n ** 64n - 1n, undefined, undefined]);
+    const parsed = parseJson('[12516000985120204551, 209844182609, -1, "7", 1.5]');
+    expect(Array.isArray(parsed) ? parsed.map(readBlockHash) : []).toEqual([
+      12516000985120204551n,
+      209844182609n,
+      2n ** 64n - 1n,
+      undefined,
+      undefined,
+    ]);
   });
 });

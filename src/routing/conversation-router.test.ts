@@ -151,7 +151,10 @@ describe("ConversationRouter", () => {
 
   test("hash_skip_count keeps a shared system prompt from making every request a continuation", () => {
     const system = text("system", 400);
-    for (const [skip, same] of [[0, true], [100, false]] as const) {
+    for (const [skip, same] of [
+      [0, true],
+      [100, false],
+    ] as const) {
       const { router: r, table } = router({ tokensPerBlock: 4, hashSkipCount: skip });
       const first = originOf(r.pick(WORKERS, request(`${system}${text("one", 40)}`)));
       load(table, first ?? "");

@@ -20,7 +20,14 @@
 import { leastLoadedOf, plainPick, roundRobinCursor } from "./simple-routers.ts";
 import { PrefixIndex } from "./prefix-index.ts";
 import type { Router, RouterContext, RouterPick } from "./router-contract.ts";
-import { matchedTokensOf, promptBlocks, routingKeyOf, type BlockOptions, type PromptBlocks, type RoutingRequest } from "./routing-request.ts";
+import {
+  matchedTokensOf,
+  promptBlocks,
+  routingKeyOf,
+  type BlockOptions,
+  type PromptBlocks,
+  type RoutingRequest,
+} from "./routing-request.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 
 /** Trie nodes kept at most (about 50 MB at the bound). */
@@ -107,7 +114,8 @@ export class ConversationRouter implements Router {
     if (blocks.hashes.length === 0) return undefined;
     // The candidates by origin, made only when the index holds some prefix of the prompt.
     let byOrigin: ReadonlyMap<string, WorkerEntry> | undefined;
-    const candidate = (origin: string): WorkerEntry | undefined => (byOrigin ??= new Map(candidates.map((worker) => [worker.origin, worker]))).get(origin);
+    const candidate = (origin: string): WorkerEntry | undefined =>
+      (byOrigin ??= new Map(candidates.map((worker) => [worker.origin, worker]))).get(origin);
     const match = this.#index.longestMatch(blocks.hashes, (origin) => candidate(origin) !== undefined);
     const worker = match === undefined ? undefined : candidate(match.origin);
     if (match === undefined || worker === undefined) return undefined;

@@ -4,7 +4,10 @@ import { Placement } from "./placement.ts";
 import type { RoutingRequest } from "./routing-request.ts";
 
 /** Emulated workers and a placement whose context router is kv_cache_aware, blocks of 8 tokens. */
-function cluster(count: number, options: Partial<EmulatorOptions> = {}): { workers: EmulatedWorker[]; placement: Placement } & AsyncDisposable {
+function cluster(
+  count: number,
+  options: Partial<EmulatorOptions> = {},
+): { workers: EmulatedWorker[]; placement: Placement } & AsyncDisposable {
   const workers = Array.from({ length: count }, () => startEmulatedWorker({ role: "mixed", tokensPerBlock: 8, ...options }));
   const placement = new Placement({
     contextServers: workers.map((worker) => worker.url),
@@ -74,7 +77,10 @@ describe("kv_cache_aware router", () => {
     await using c = cluster(2);
     const prompt = ids(100, 41);
     const first = place(c.placement, routing(prompt));
-    await serve(c.workers.find((w) => w.url === first.worker.origin), prompt);
+    await serve(
+      c.workers.find((w) => w.url === first.worker.origin),
+      prompt,
+    );
     await c.placement.finished("context", first.worker.origin, routing(prompt), true);
     // first keeps its reservation: 1/4 of load against 40/(15 blocks × 8) = 0.33 of match, still ahead.
     const long = [...prompt, ...ids(900, 80)];

@@ -79,7 +79,11 @@ export class KvCacheAwareRouter implements Router {
   }
 
   pick(candidates: readonly WorkerEntry[], request: RoutingRequest | undefined): RouterPick | undefined {
-    if (request === undefined) return plainPick(this.#best(candidates, () => 0), request);
+    if (request === undefined)
+      return plainPick(
+        this.#best(candidates, () => 0),
+        request,
+      );
     const blocks = promptBlocks(request, { tokensPerBlock: this.#tokensPerBlock, preferTokenIds: true, skipTokens: 0 });
     const depths = new Map<string, number>();
     const depthOn = (worker: WorkerEntry): number => {

@@ -131,7 +131,10 @@ export class KvEventPoller {
     } catch (error) {
       if (!this.#failing.has(origin)) {
         this.#failing.add(origin);
-        this.#onWarning?.("Cannot read the worker's KV cache events", { worker: origin, error: error instanceof Error ? error.message : String(error) });
+        this.#onWarning?.("Cannot read the worker's KV cache events", {
+          worker: origin,
+          error: error instanceof Error ? error.message : String(error),
+        });
       }
     } finally {
       this.#running--;

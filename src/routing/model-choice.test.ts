@@ -36,7 +36,9 @@ describe("chooseModel", () => {
   });
 
   test("the refusal names what is served and bounds the echoed name", () => {
-    expect(modelNotFoundMessage("x".repeat(10_000), ["a", "b"])).toHaveLength("The model `` does not exist: this proxy serves a, b".length + 256);
+    expect(modelNotFoundMessage("x".repeat(10_000), ["a", "b"])).toHaveLength(
+      "The model `` does not exist: this proxy serves a, b".length + 256,
+    );
     expect(modelNotFoundMessage(undefined, ["a", "b"])).toContain("(a, b)");
   });
 });

@@ -34,7 +34,12 @@ export function aliasTarget(name: string, aliases: readonly ModelAlias[]): strin
   let best: ModelAlias | undefined;
   for (const alias of aliases) {
     if (alias.from === name) return alias.to;
-    if (alias.from.endsWith("*") && name.startsWith(alias.from.slice(0, -1)) && (best === undefined || alias.from.length > best.from.length)) best = alias;
+    if (
+      alias.from.endsWith("*") &&
+      name.startsWith(alias.from.slice(0, -1)) &&
+      (best === undefined || alias.from.length > best.from.length)
+    )
+      best = alias;
   }
   return best?.to;
 }

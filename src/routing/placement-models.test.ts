@@ -32,7 +32,13 @@ function pick(p: Placement, routing: RoutingRequest): string {
 describe("placement in a fleet of several models", () => {
   test("round_robin keeps one cursor per model: model-b's requests do not move model-a's turn", () => {
     const p = mixed("round_robin");
-    const picks = [pick(p, request("model-a")), pick(p, request("model-b")), pick(p, request("gpt-4o")), pick(p, request("model-a")), pick(p, request("model-a"))];
+    const picks = [
+      pick(p, request("model-a")),
+      pick(p, request("model-b")),
+      pick(p, request("gpt-4o")),
+      pick(p, request("model-a")),
+      pick(p, request("model-a")),
+    ];
     expect(picks).toEqual(["http://a1:1", "http://b1:1", "http://b1:1", "http://a2:1", "http://a1:1"]);
   });
 
@@ -66,7 +72,12 @@ describe("placement in a fleet of several models", () => {
   });
 
   test("while every worker serves one model, requests naming any model are placed", () => {
-    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin" });
+    const p = new Placement({
+      contextServers: ["http://c:1"],
+      generationServers: ["http://g:1"],
+      contextRouter: "round_robin",
+      generationRouter: "round_robin",
+    });
     p.pool.learnModels("http://c:1", ["only"]);
     for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
     expect(pick(p, request("whatever"))).toBe("http://c:1");

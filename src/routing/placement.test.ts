@@ -18,7 +18,13 @@ function turn(n: number): RoutingRequest {
 
 describe("Placement", () => {
   test("a pinned retry reserves its worker again under the per-worker limit", () => {
-    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin", maxInflightPerWorker: 1 });
+    const p = new Placement({
+      contextServers: ["http://c:1"],
+      generationServers: ["http://g:1"],
+      contextRouter: "round_robin",
+      generationRouter: "round_robin",
+      maxInflightPerWorker: 1,
+    });
     for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
     const first = p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] });
     expect(() => p.reserveAgain("context", 1n, first.worker, undefined)).toThrow("at its in-flight limit");
@@ -30,7 +36,14 @@ describe("Placement", () => {
   });
 
   test("--max-worker-queue refuses a request before its first leg; a leg placed later is not refused so", () => {
-    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin", workerLoadIntervalMs: 1000, maxWorkerQueue: 10 });
+    const p = new Placement({
+      contextServers: ["http://c:1"],
+      generationServers: ["http://g:1"],
+      contextRouter: "round_robin",
+      generationRouter: "round_robin",
+      workerLoadIntervalMs: 1000,
+      maxWorkerQueue: 10,
+    });
     for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
     p.loads?.record("http://g:1", { running: 4, waiting: 30, kvUtilization: undefined });
     expect(() => p.refuseWhenSaturated(undefined)).toThrow("more than 10 requests waiting");
@@ -42,7 +55,13 @@ describe("Placement", () => {
   });
 
   test("a least-loaded placement weighs the workers' own load reports, prefers a worker not in avoid, and leaves round robin's turn alone", () => {
-    const p = new Placement({ contextServers: ["http://c:1"], generationServers: ["http://a:1", "http://b:1", "http://d:1"], contextRouter: "round_robin", generationRouter: "round_robin", workerLoadIntervalMs: 1000 });
+    const p = new Placement({
+      contextServers: ["http://c:1"],
+      generationServers: ["http://a:1", "http://b:1", "http://d:1"],
+      contextRouter: "round_robin",
+      generationRouter: "round_robin",
+      workerLoadIntervalMs: 1000,
+    });
     for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
     // The proxy holds nothing anywhere; the workers report a and d busy (other proxies' requests).
     p.loads?.record("http://a:1", { running: 6, waiting: 2, kvUtilization: undefined });
@@ -50,9 +69,14 @@ describe("Placement", () => {
     const settle = p.placeLeastLoaded({ role: "generation", requestKey: 1n, exclude: "http://c:1", avoid: [] });
     expect(settle.worker.origin).toBe("http://b:1");
     settle.reservation.release();
-    expect(p.placeLeastLoaded({ role: "generation", requestKey: 2n, exclude: "http://c:1", avoid: ["http://b:1"] }).worker.origin).toBe("http://d:1");
+    expect(p.placeLeastLoaded({ role: "generation", requestKey: 2n, exclude: "http://c:1", avoid: ["http://b:1"] }).worker.origin).toBe(
+      "http://d:1",
+    );
     // Every worker avoided: the least loaded of all.
-    expect(p.placeLeastLoaded({ role: "generation", requestKey: 3n, exclude: "http://c:1", avoid: ["http://a:1", "http://b:1", "http://d:1"] }).worker.origin).toBe("http://b:1");
+    expect(
+      p.placeLeastLoaded({ role: "generation", requestKey: 3n, exclude: "http://c:1", avoid: ["http://a:1", "http://b:1", "http://d:1"] })
+        .worker.origin,
+    ).toBe("http://b:1");
     // The routers' round robin starts where it would have without those placements.
     expect(p.place({ role: "generation", requestKey: 4n, exclude: "http://c:1", avoid: [] }).worker.origin).toBe("http://a:1");
   });
@@ -83,7 +107,9 @@ describe("Placement", () => {
     });
     for (const role of ["context", "generation"] as const) for (const w of p.pool.all(role)) w.ready = true;
     const long = p.place({ role: "generation", requestKey: 1n, exclude: undefined, avoid: [], routing: prompt(1000) });
-    const shorts = [2n, 3n, 4n].map((key) => p.place({ role: "generation", requestKey: key, exclude: undefined, avoid: [], routing: prompt(10) }).worker.origin);
+    const shorts = [2n, 3n, 4n].map(
+      (key) => p.place({ role: "generation", requestKey: key, exclude: undefined, avoid: [], routing: prompt(10) }).worker.origin,
+    );
     // Three short prompts (30 tokens) weigh less than one long one: all go beside it.
     expect(shorts.every((origin) => origin !== long.worker.origin)).toBe(true);
   });
@@ -154,7 +180,9 @@ describe("Placement", () => {
     for (const w of p.pool.all("context")) w.ready = true;
     const first = p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [], routing: turn(1) });
     for (let n = 2; n < 5; n++) {
-      expect(p.place({ role: "context", requestKey: BigInt(n), exclude: undefined, avoid: [], routing: turn(n) }).worker.origin).toBe(first.worker.origin);
+      expect(p.place({ role: "context", requestKey: BigInt(n), exclude: undefined, avoid: [], routing: turn(n) }).worker.origin).toBe(
+        first.worker.origin,
+      );
     }
   });
 
@@ -165,7 +193,12 @@ describe("Placement", () => {
   });
 
   test("no ready worker is a 503", () => {
-    const p = new Placement({ contextServers: ["http://a:1"], generationServers: ["http://g:1"], contextRouter: "round_robin", generationRouter: "round_robin" });
+    const p = new Placement({
+      contextServers: ["http://a:1"],
+      generationServers: ["http://g:1"],
+      contextRouter: "round_robin",
+      generationRouter: "round_robin",
+    });
     expect(() => p.place({ role: "context", requestKey: 1n, exclude: undefined, avoid: [] })).toThrow("No context worker");
   });
 });

@@ -38,7 +38,20 @@ export interface RoutedPlacement extends Placed {
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "routerOptions" | "nodeId" | "discovery" | "benchmarkGenerationOnly" | "modelAliases" | "subagentAffinityScope" | "workerLoadIntervalMs" | "maxWorkerQueue">>;
+  Partial<
+    Pick<
+      ProxyConfig,
+      | "maxInflightPerWorker"
+      | "routerOptions"
+      | "nodeId"
+      | "discovery"
+      | "benchmarkGenerationOnly"
+      | "modelAliases"
+      | "subagentAffinityScope"
+      | "workerLoadIntervalMs"
+      | "maxWorkerQueue"
+    >
+  >;
 
 /** One served model's workers of a role: how many are listed, how many ready, the requests they hold. */
 export interface ModelRoleStatus {
@@ -96,7 +109,8 @@ export class Placement {
     this.pool = new WorkerPool(benchmark ? [] : config.contextServers, config.generationServers, minimal);
     const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
     const interval = config.workerLoadIntervalMs ?? 0;
-    const loads = interval > 0 ? new WorkerLoads(this.table, interval * STALE_AFTER_INTERVALS, { onChange: deps.onLoadReporting }) : undefined;
+    const loads =
+      interval > 0 ? new WorkerLoads(this.table, interval * STALE_AFTER_INTERVALS, { onChange: deps.onLoadReporting }) : undefined;
     this.loads = loads;
     this.#maxWorkerQueue = loads === undefined ? 0 : (config.maxWorkerQueue ?? 0);
     const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
@@ -146,13 +160,17 @@ export class Placement {
     // that way is left out of the next pick.
     for (;;) {
       const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
-      const pick = this.#routersOf(choice.key)[role].pick(preferred.length > 0 ? preferred : ready, this.#routingFor(role, request.routing));
+      const pick = this.#routersOf(choice.key)[role].pick(
+        preferred.length > 0 ? preferred : ready,
+        this.#routingFor(role, request.routing),
+      );
       if (!pick) {
         const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
         throw new ProxyError("NO_WORKER", 503, `No ${role} worker${serving} is available`);
       }
       const reservation = this.table.tryReserve(request.requestKey, role, pick.worker.origin, weight, this.#perWorkerLimit);
-      if (reservation !== undefined) return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
+      if (reservation !== undefined)
+        return { worker: pick.worker, reservation, matchedTokens: pick.matchedTokens, totalTokens: pick.totalTokens };
       ready = ready.filter((worker) => worker !== pick.worker);
       if (ready.length === 0) throw overloaded(role);
     }
@@ -248,7 +266,11 @@ export class Placement {
     for (const role of ["context", "generation"] as const) {
       const ready = this.pool.ready(role).filter((worker) => servesChoice(worker, choice));
       if (ready.length > 0 && ready.every((worker) => (loads.waiting(worker.origin) ?? 0) > this.#maxWorkerQueue)) {
-        throw new ProxyError("WORKERS_BUSY", 429, `Every ${role} worker has more than ${this.#maxWorkerQueue} requests waiting; retry shortly`);
+        throw new ProxyError(
+          "WORKERS_BUSY",
+          429,
+          `Every ${role} worker has more than ${this.#maxWorkerQueue} requests waiting; retry shortly`,
+        );
       }
     }
   }
@@ -264,7 +286,13 @@ export class Placement {
     let candidates = 0;
     const ready: WorkerEntry[] = [];
     for (const worker of this.pool.all(role)) {
-      if (!inRotation(worker) || worker.origin === request.exclude || (requires !== undefined && !worker.protocol.accepts.has(requires)) || !servesChoice(worker, choice)) continue;
+      if (
+        !inRotation(worker) ||
+        worker.origin === request.exclude ||
+        (requires !== undefined && !worker.protocol.accepts.has(requires)) ||
+        !servesChoice(worker, choice)
+      )
+        continue;
       candidates++;
       if (!this.#full(role, worker.origin)) ready.push(worker);
     }

@@ -8,7 +8,13 @@ describe("promptTextOf", () => {
     const body = {
       messages: [
         { role: "system", content: "Be brief." },
-        { role: "user", content: [{ type: "text", text: "Look:" }, { type: "image_url", image_url: { url: "data:..." } }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Look:" },
+            { type: "image_url", image_url: { url: "data:..." } },
+          ],
+        },
         { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get", arguments: '{"q":1}' } }] },
         { role: "tool", tool_call_id: "c1", content: "42" },
       ],
@@ -17,7 +23,10 @@ describe("promptTextOf", () => {
   });
 
   test("a later chat turn starts with the text of the turn before, so prefixes match across turns", () => {
-    const first = [{ role: "system", content: "S" }, { role: "user", content: "hi" }];
+    const first = [
+      { role: "system", content: "S" },
+      { role: "user", content: "hi" },
+    ];
     const second = [...first, { role: "assistant", content: "hello" }, { role: "user", content: "more" }];
     expect(promptTextOf("chat", { messages: second }).startsWith(promptTextOf("chat", { messages: first }))).toBe(true);
   });
@@ -55,15 +64,25 @@ describe("promptTokenIdsOf", () => {
 
   test("routingRequestOf puts text, ids and the caller's conversation id together", () => {
     const request = routingRequestOf("completions", { prompt: [1, 2] }, "conv");
-    expect({ ...request }).toEqual({ conversationId: "conv", promptText: "", promptLength: 0, promptTokenIds: [1, 2], promptTokenCount: 2 });
+    expect({ ...request }).toEqual({
+      conversationId: "conv",
+      promptText: "",
+      promptLength: 0,
+      promptTokenIds: [1, 2],
+      promptTokenCount: 2,
+    });
   });
 
   test("ids given as a function are read only when a router reads them, once; their count is known before", () => {
     let reads = 0;
-    const request = withPromptTokenIds(routingRequestOf("chat", { messages: [{ role: "user", content: "hi there" }] }, undefined), () => {
-      reads++;
-      return [5, 6, 7];
-    }, 3);
+    const request = withPromptTokenIds(
+      routingRequestOf("chat", { messages: [{ role: "user", content: "hi there" }] }, undefined),
+      () => {
+        reads++;
+        return [5, 6, 7];
+      },
+      3,
+    );
     expect(estimatedPromptTokens(request)).toBe(3);
     expect(contentWeight(request)).toBe(3);
     expect(reads).toBe(0);
@@ -74,10 +93,32 @@ describe("promptTokenIdsOf", () => {
 
   test("the prompt's length is known without building its text, and equals the text's", () => {
     const bodies: [PromptApi, JsonObject][] = [
-      ["chat", { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: ["Look:", { type: "image_url" }, 7] }, { role: "assistant", tool_calls: [{ function: { name: "get", arguments: "{}" } }] }, 3, { content: "" }] }],
+      [
+        "chat",
+        {
+          messages: [
+            { role: "system", content: "Be brief." },
+            { role: "user", content: ["Look:", { type: "image_url" }, 7] },
+            { role: "assistant", tool_calls: [{ function: { name: "get", arguments: "{}" } }] },
+            3,
+            { content: "" },
+          ],
+        },
+      ],
       ["completions", { prompt: ["a", "", "b"] }],
       ["completions", { prompt: "" }],
-      ["responses", { instructions: "Be kind.", input: [{ type: "function_call", name: "w", arguments: "{}" }, { type: "other" }, { type: "function_call_output", output: [{ text: "sunny" }] }, "x"] }],
+      [
+        "responses",
+        {
+          instructions: "Be kind.",
+          input: [
+            { type: "function_call", name: "w", arguments: "{}" },
+            { type: "other" },
+            { type: "function_call_output", output: [{ text: "sunny" }] },
+            "x",
+          ],
+        },
+      ],
       ["responses", { input: "" }],
     ];
     for (const [api, body] of bodies) {

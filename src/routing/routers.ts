@@ -12,7 +12,8 @@ const ROUTERS: Readonly<Record<RouterType, (context: RouterContext) => Router>> 
   // use_tokens: the least prompt tokens in flight, as upstream's LoadBalancingRouter(use_tokens=True).
   load_balancing: (context) =>
     leastLoaded(
-      (worker) => (context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin)),
+      (worker) =>
+        context.options.useTokens === true ? context.table.weight(context.role, worker.origin) : inFlightOf(context, worker.origin),
       context.turn,
     ),
   conversation: (context) => new ConversationRouter(context),

@@ -32,7 +32,12 @@ export interface RoutingRequest {
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
-export function routingRequestOf(api: PromptApi, body: JsonObject, conversationId: string | undefined, subagentAffinityId?: string): RoutingRequest {
+export function routingRequestOf(
+  api: PromptApi,
+  body: JsonObject,
+  conversationId: string | undefined,
+  subagentAffinityId?: string,
+): RoutingRequest {
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   return withTokenIds(
     { conversationId, subagentAffinityId, model, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
@@ -46,16 +51,32 @@ export function routingRequestOf(api: PromptApi, body: JsonObject, conversationI
  * by its length), and the text copies every message of the request. Ids given as a function
  * with their count are read only if a router wants them, once.
  */
-export function withPromptTokenIds(request: RoutingRequest, promptTokenIds: readonly number[] | (() => readonly number[]), count?: number): RoutingRequest {
+export function withPromptTokenIds(
+  request: RoutingRequest,
+  promptTokenIds: readonly number[] | (() => readonly number[]),
+  count?: number,
+): RoutingRequest {
   return withTokenIds(
-    { conversationId: request.conversationId, subagentAffinityId: request.subagentAffinityId, model: request.model, promptText: () => request.promptText, promptLength: promptLengthOf(request) },
+    {
+      conversationId: request.conversationId,
+      subagentAffinityId: request.subagentAffinityId,
+      model: request.model,
+      promptText: () => request.promptText,
+      promptLength: promptLengthOf(request),
+    },
     promptTokenIds,
     count,
   );
 }
 
 function withTokenIds(
-  lazy: { conversationId: string | undefined; subagentAffinityId?: string | undefined; model: string | undefined; promptText: () => string; promptLength: number },
+  lazy: {
+    conversationId: string | undefined;
+    subagentAffinityId?: string | undefined;
+    model: string | undefined;
+    promptText: () => string;
+    promptLength: number;
+  },
   promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
   count?: number,
 ): RoutingRequest {

@@ -39,7 +39,11 @@ export function roundRobin(turn?: () => number): Router {
 }
 
 /** The candidates of least load (as `loadOf` measures it), one of them taken round-robin. */
-export function leastLoadedOf(candidates: readonly WorkerEntry[], loadOf: (worker: WorkerEntry) => number, next: Cursor): WorkerEntry | undefined {
+export function leastLoadedOf(
+  candidates: readonly WorkerEntry[],
+  loadOf: (worker: WorkerEntry) => number,
+  next: Cursor,
+): WorkerEntry | undefined {
   let best = Number.POSITIVE_INFINITY;
   let tied: WorkerEntry[] = [];
   for (const worker of candidates) {

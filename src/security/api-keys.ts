@@ -117,10 +117,7 @@ function keysFromFile(path: string, readFile: (path: string) => string): string[
  * naming the file when it cannot be read or holds no key, and when a non-blank env value holds
  * no key (say, only commas).
  */
-export function loadClientKeys(
-  sources: ClientKeySources,
-  readFile: (path: string) => string = defaultReadFile,
-): ClientKeys | undefined {
+export function loadClientKeys(sources: ClientKeySources, readFile: (path: string) => string = defaultReadFile): ClientKeys | undefined {
   const keys = new Set<string>();
   if (sources.file !== undefined) for (const key of keysFromFile(sources.file, readFile)) keys.add(key);
   const env = sources.env?.trim() ?? "";

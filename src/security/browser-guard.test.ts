@@ -10,8 +10,10 @@ describe("browser guard", () => {
 
   test("IP literals, localhost and the configured names pass; another name does not; no Host passes", () => {
     const hosts = new HostCheck(["0.0.0.0", "gpu-node-01", "proxy.svc.cluster.local"]);
-    for (const host of ["10.1.2.3:8000", "[fe80::1]:80", "localhost:1", "GPU-NODE-01:8000", "proxy.svc.cluster.local", null, ""]) expect([host, hosts.allows(host)]).toEqual([host, true]);
-    for (const host of ["attacker.example", "gpu-node-01.attacker.example:8000", "localhost.attacker.example"]) expect([host, hosts.allows(host)]).toEqual([host, false]);
+    for (const host of ["10.1.2.3:8000", "[fe80::1]:80", "localhost:1", "GPU-NODE-01:8000", "proxy.svc.cluster.local", null, ""])
+      expect([host, hosts.allows(host)]).toEqual([host, true]);
+    for (const host of ["attacker.example", "gpu-node-01.attacker.example:8000", "localhost.attacker.example"])
+      expect([host, hosts.allows(host)]).toEqual([host, false]);
   });
 
   test("another origin or a cross-site fetch is named; the proxy's own origin, none and same-origin pass", () => {
@@ -25,7 +27,9 @@ describe("browser guard", () => {
   });
 
   test("JSON is application/json or application/*+json, with parameters; nothing else", () => {
-    for (const type of ["application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"]) expect(isJsonContentType(type)).toBe(true);
-    for (const type of [null, "text/plain", "text/json", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded"]) expect(isJsonContentType(type)).toBe(false);
+    for (const type of ["application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"])
+      expect(isJsonContentType(type)).toBe(true);
+    for (const type of [null, "text/plain", "text/json", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded"])
+      expect(isJsonContentType(type)).toBe(false);
   });
 });

@@ -19,7 +19,9 @@ import { addressBytes } from "./networks.ts";
 /** The host name a Host header names: port and IPv6 brackets dropped, lower case, no trailing dot. */
 export function hostOfHeader(host: string): string {
   const trimmed = host.trim().toLowerCase();
-  const bare = trimmed.startsWith("[") ? trimmed.slice(1, trimmed.indexOf("]") < 0 ? undefined : trimmed.indexOf("]")) : trimmed.replace(/:\d*$/, "");
+  const bare = trimmed.startsWith("[")
+    ? trimmed.slice(1, trimmed.indexOf("]") < 0 ? undefined : trimmed.indexOf("]"))
+    : trimmed.replace(/:\d*$/, "");
   return bare.replace(/\.$/, "");
 }
 

@@ -36,7 +36,6 @@ describe("cluster storage access", () => {
     expect(bounded.check("10.1.1.1", "Bearer s3cret").allowed).toBe(true);
   });
 
-
   test("a refused address is logged at most once a minute, whatever the rate of its requests", () => {
     const access = new ClusterAccess({ allowFrom: [], key: undefined });
     expect(access.shouldLogRefusal("192.0.2.9", 0)).toBe(true);
@@ -46,7 +45,11 @@ describe("cluster storage access", () => {
   });
 
   test("the rule in force is described for the start-up log", () => {
-    expect(new ClusterAccess({ allowFrom: ["10.0.0.0/8"], key: undefined }).describe()).toBe("registrations accepted from loopback, 10.0.0.0/8 only (no cluster key)");
-    expect(new ClusterAccess({ allowFrom: [], key: "k" }).describe()).toBe("registrations need the cluster key as a Bearer token, from any address");
+    expect(new ClusterAccess({ allowFrom: ["10.0.0.0/8"], key: undefined }).describe()).toBe(
+      "registrations accepted from loopback, 10.0.0.0/8 only (no cluster key)",
+    );
+    expect(new ClusterAccess({ allowFrom: [], key: "k" }).describe()).toBe(
+      "registrations need the cluster key as a Bearer token, from any address",
+    );
   });
 });

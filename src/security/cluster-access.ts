@@ -63,9 +63,12 @@ export class ClusterAccess {
     const fromLoopback = address !== undefined && LOOPBACK.some((n) => contains(n, address));
     const fromAllowed = address !== undefined && this.#allowFrom.some((n) => contains(n, address));
     if (this.#key === undefined) {
-      return fromLoopback || fromAllowed ? { allowed: true } : { allowed: false, reason: "address not allowed (loopback and --cluster-allow-from only)" };
+      return fromLoopback || fromAllowed
+        ? { allowed: true }
+        : { allowed: false, reason: "address not allowed (loopback and --cluster-allow-from only)" };
     }
-    if (this.#allowFrom.length > 0 && !fromLoopback && !fromAllowed) return { allowed: false, reason: "address not allowed by --cluster-allow-from" };
+    if (this.#allowFrom.length > 0 && !fromLoopback && !fromAllowed)
+      return { allowed: false, reason: "address not allowed by --cluster-allow-from" };
     const given = /^Bearer\s+(.+)$/i.exec(authorization ?? "")?.[1]?.trim();
     if (given === undefined) return { allowed: false, reason: "no Bearer token" };
     const bytes = new TextEncoder().encode(given);

@@ -30,9 +30,7 @@ describe("pythonCanonicalJson", () => {
   );
 
   test("raw string, boolean and null texts are written as their values", () => {
-    expect(pythonCanonicalJson([JSON.rawJSON('"é"'), JSON.rawJSON("true"), JSON.rawJSON("null")])).toBe(
-      '["\\u00e9",true,null]',
-    );
+    expect(pythonCanonicalJson([JSON.rawJSON('"é"'), JSON.rawJSON("true"), JSON.rawJSON("null")])).toBe('["\\u00e9",true,null]');
   });
 
   test("undefined members are left out, as JSON.stringify leaves them off the wire", () => {

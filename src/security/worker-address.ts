@@ -19,7 +19,14 @@ export interface WorkerAddressRules {
 }
 
 /** Cloud instance-metadata names (GCP, AWS, Azure, Alibaba) a registration could use instead of the address. */
-const METADATA_NAMES = new Set(["metadata", "metadata.google.internal", "instance-data", "instance-data.ec2.internal", "metadata.azure.internal", "metadata.tencentyun.com"]);
+const METADATA_NAMES = new Set([
+  "metadata",
+  "metadata.google.internal",
+  "instance-data",
+  "instance-data.ec2.internal",
+  "metadata.azure.internal",
+  "metadata.tencentyun.com",
+]);
 /** Metadata addresses outside the link-local ranges: AWS's IPv6 endpoint, Alibaba Cloud's. */
 const METADATA_ADDRESSES = new Set(["fd00:ec2:0:0:0:0:0:254", "100.100.100.200"]);
 
@@ -31,14 +38,21 @@ export function workerAddressRefusal(origin: string, rules: WorkerAddressRules):
   } catch {
     return "not a URL";
   }
-  const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+  const host = url.hostname
+    .replace(/^\[|\]$/g, "")
+    .toLowerCase()
+    .replace(/\.$/, "");
   const bytes = addressBytes(host);
   const port = Number(url.port === "" ? (url.protocol === "https:" ? 443 : 80) : url.port);
   if (!rules.allowLinkLocal) {
     if (METADATA_NAMES.has(host)) return "a cloud metadata name (--allow-link-local-workers allows it)";
-    if (bytes !== undefined && (isLinkLocal(bytes) || METADATA_ADDRESSES.has(canonical(bytes)))) return "a link-local or metadata address (--allow-link-local-workers allows it)";
+    if (bytes !== undefined && (isLinkLocal(bytes) || METADATA_ADDRESSES.has(canonical(bytes))))
+      return "a link-local or metadata address (--allow-link-local-workers allows it)";
   }
-  if (port === rules.ownPort && (host === "localhost" || (bytes !== undefined && (isLoopback(bytes) || bytes.every((b) => b === 0))) || ownHost(host, bytes, rules))) {
+  if (
+    port === rules.ownPort &&
+    (host === "localhost" || (bytes !== undefined && (isLoopback(bytes) || bytes.every((b) => b === 0))) || ownHost(host, bytes, rules))
+  ) {
     return "the proxy's own address (requests would loop)";
   }
   return undefined;

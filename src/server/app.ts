@@ -35,7 +35,13 @@ import type { TraceInput } from "../routes/deps.ts";
 
 /** How a request ended, as its trace's terminal line records it. */
 function traceEndOf(summary: RequestSummary): TraceEnd {
-  return { httpStatus: summary.status, errorCode: summary.errorCode, outcome: summary.outcome, message: summary.error, disaggRequestId: summary.disaggRequestId };
+  return {
+    httpStatus: summary.status,
+    errorCode: summary.errorCode,
+    outcome: summary.outcome,
+    message: summary.error,
+    disaggRequestId: summary.disaggRequestId,
+  };
 }
 
 function drainingError(): ProxyError {
@@ -82,7 +88,11 @@ export interface App extends RouteDeps, PipelineDeps {
 
 /** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
 export function createApp(config: ProxyConfig, logger: Logger, version: string, loop?: LoopShare): App {
-  const workerFetch = createWorkerFetch({ caFile: config.workerCaFile, apiKey: config.workerApiKey, keepAliveMs: config.workerKeepAliveMs });
+  const workerFetch = createWorkerFetch({
+    caFile: config.workerCaFile,
+    apiKey: config.workerApiKey,
+    keepAliveMs: config.workerKeepAliveMs,
+  });
   const placement = new Placement(config, {
     shared: loop?.shared,
     fetch: workerFetch,
@@ -98,11 +108,17 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const active = new Set<RequestContext>();
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
   const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
-  const metrics = createMetrics({ workers: () => workerGauges(placement), models: () => modelGauges(placement), requestTrace: () => requestTrace?.counts() });
+  const metrics = createMetrics({
+    workers: () => workerGauges(placement),
+    models: () => modelGauges(placement),
+    requestTrace: () => requestTrace?.counts(),
+  });
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
   const admission: AdmissionControl =
-    loop === undefined ? new Admission(config.maxInflight, config.admissionWaitMs) : new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
+    loop === undefined
+      ? new Admission(config.maxInflight, config.admissionWaitMs)
+      : new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
   loop?.provideMetrics(() => metrics.values());
   let draining = false;
   let discoveryStatus: (() => DiscoveryStatus) | undefined;
@@ -113,11 +129,25 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const inFlight = loop === undefined ? () => active.size : () => admission.inFlight;
   const dashboard =
     config.dashboard && loop?.traffic === undefined
-      ? new DashboardRecorder(dashboardSource({ config, version, placement, admission, inFlight, draining: () => draining, discoveryStatus: () => discoveryStatus?.(), registered: () => discoveredWorkers?.(), clientKeysSet: () => clientKeys !== undefined }))
+      ? new DashboardRecorder(
+          dashboardSource({
+            config,
+            version,
+            placement,
+            admission,
+            inFlight,
+            draining: () => draining,
+            discoveryStatus: () => discoveryStatus?.(),
+            registered: () => discoveredWorkers?.(),
+            clientKeysSet: () => clientKeys !== undefined,
+          }),
+        )
       : undefined;
   const traffic = dashboard ?? loop?.traffic;
   const ends = requestEnds(metrics, logger, traffic);
-  const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) => metrics.handoffSettled(reason, settled));
+  const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) =>
+    metrics.handoffSettled(reason, settled),
+  );
   const hooksByRoute = new Map<string, RequestHooks>();
   const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let clientKeys = readKeys();
@@ -167,7 +197,13 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     set boundPort(port) {
       boundPort = port;
     },
-    clusterStorage: config.discovery?.kind === "cluster" && config.discovery.storage === "http" ? { store: new ClusterStore(), access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }) } : undefined,
+    clusterStorage:
+      config.discovery?.kind === "cluster" && config.discovery.storage === "http"
+        ? {
+            store: new ClusterStore(),
+            access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }),
+          }
+        : undefined,
     get clientKeys() {
       return clientKeys;
     },
@@ -238,9 +274,18 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     return hooks;
   }
 
-  function contextFor(route: string, stream: boolean, client: Request, release: () => void, traceInput: (() => TraceInput) | undefined): RequestContext {
+  function contextFor(
+    route: string,
+    stream: boolean,
+    client: Request,
+    release: () => void,
+    traceInput: (() => TraceInput) | undefined,
+  ): RequestContext {
     const trace = telemetry.traceFor(client.headers);
-    const traced = traceInput === undefined || requestTrace === undefined ? undefined : requestTrace.accepted({ route, headers: client.headers, ...traceInput() });
+    const traced =
+      traceInput === undefined || requestTrace === undefined
+        ? undefined
+        : requestTrace.accepted({ route, headers: client.headers, ...traceInput() });
     const ctx: RequestContext = new RequestContext({
       disaggRequestId: ids.next(),
       route,

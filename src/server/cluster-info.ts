@@ -17,7 +17,12 @@ export interface ServerAddress {
  * minimal_instances), then our extras: this proxy's address, in-flight load per worker,
  * discovery's state.
  */
-export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus | undefined, registered: readonly RegisteredWorker[] | undefined, server: ServerAddress): JsonObject {
+export function clusterInfoOf(
+  placement: Placement,
+  discovery: DiscoveryStatus | undefined,
+  registered: readonly RegisteredWorker[] | undefined,
+  server: ServerAddress,
+): JsonObject {
   const { pool, table } = placement;
   const describe = (role: Role): JsonObject[] =>
     pool.all(role).map((w) => ({
@@ -26,7 +31,14 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
       // "starting": it said it is loading its model (x-trtllm-server-state), which is no failure.
       state: w.outlier?.ejected !== undefined ? "ejected" : w.ready ? "ready" : w.starting === true ? "starting" : "not_ready",
       // Out of rotation because its requests kept failing (outlier-detector.ts): why, and for how much longer at least.
-      ejected: w.outlier?.ejected === undefined ? null : { reason: w.outlier.ejected.reason, remaining_s: Math.max(0, Math.round((w.outlier.ejected.until - performance.now()) / 100) / 10), ejections: w.outlier.ejections },
+      ejected:
+        w.outlier?.ejected === undefined
+          ? null
+          : {
+              reason: w.outlier.ejected.reason,
+              remaining_s: Math.max(0, Math.round((w.outlier.ejected.until - performance.now()) / 100) / 10),
+              ejections: w.outlier.ejections,
+            },
       in_flight: table.load(role, w.origin),
       // The load the routers weigh: the worker's own report blended in when reports are read (--worker-load-interval-ms).
       load: placement.loads?.load(role, w.origin) ?? table.load(role, w.origin),
@@ -45,14 +57,23 @@ export function clusterInfoOf(placement: Placement, discovery: DiscoveryStatus |
     server: { ...server },
     workers: { context: describe("context"), generation: describe("generation") },
     // Readiness and load per served model: a fleet of several models places each request on its model's workers.
-    models: Object.fromEntries(placement.modelStatus().map((status) => [status.model, { is_ready: modelReady(status), context: roleOf(status.context), generation: roleOf(status.generation) }])),
+    models: Object.fromEntries(
+      placement
+        .modelStatus()
+        .map((status) => [
+          status.model,
+          { is_ready: modelReady(status), context: roleOf(status.context), generation: roleOf(status.generation) },
+        ]),
+    ),
     ...(discovery === undefined ? {} : { discovery: { ...discovery } }),
   };
 }
 
 /** The worker's latest fresh load report (null: none, or stale). */
 function reportedOf(report: LoadReport | undefined): JsonObject | null {
-  return report === undefined ? null : { running: report.running, waiting: report.waiting, kv_cache_utilization: report.kvUtilization ?? null };
+  return report === undefined
+    ? null
+    : { running: report.running, waiting: report.waiting, kv_cache_utilization: report.kvUtilization ?? null };
 }
 
 function roleOf(status: ModelRoleStatus): JsonObject {

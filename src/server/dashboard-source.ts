@@ -34,30 +34,26 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
     workers: () => {
       const idOf = registeredIds(parts.registered() ?? []);
       return (["context", "generation"] as const).flatMap((role) =>
-        placement.pool.all(role).map(
-          (worker): WorkerView => ({
-            role,
-            url: worker.origin,
-            id: idOf(worker.origin),
-            ready: worker.ready,
-            inFlight: placement.table.load(role, worker.origin),
-            version: versionOf(worker),
-            ejectedFor: worker.outlier?.ejected?.reason,
-          }),
-        ),
+        placement.pool.all(role).map((worker): WorkerView => ({
+          role,
+          url: worker.origin,
+          id: idOf(worker.origin),
+          ready: worker.ready,
+          inFlight: placement.table.load(role, worker.origin),
+          version: versionOf(worker),
+          ejectedFor: worker.outlier?.ejected?.reason,
+        })),
       );
     },
     models: () =>
-      placement.modelStatus().map(
-        (status): ModelView => ({
-          model: status.model,
-          contextReady: status.context.ready,
-          contextWorkers: status.context.workers,
-          generationReady: status.generation.ready,
-          generationWorkers: status.generation.workers,
-          inFlight: status.context.inFlight + status.generation.inFlight,
-        }),
-      ),
+      placement.modelStatus().map((status): ModelView => ({
+        model: status.model,
+        contextReady: status.context.ready,
+        contextWorkers: status.context.workers,
+        generationReady: status.generation.ready,
+        generationWorkers: status.generation.workers,
+        inFlight: status.context.inFlight + status.generation.inFlight,
+      })),
     discovery: (): DiscoveryView => {
       const discovery = config.discovery;
       if (discovery === undefined) return { source: "static" };

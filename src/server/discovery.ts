@@ -1,5 +1,12 @@
 import type { DiscoveryConfig } from "../config/discovery-config.ts";
-import { etcdClusterDiscovery, etcdMetadataDiscovery, httpClusterDiscovery, type ClusterStore, type Discovery, type RegisteredWorker } from "../discovery/index.ts";
+import {
+  etcdClusterDiscovery,
+  etcdMetadataDiscovery,
+  httpClusterDiscovery,
+  type ClusterStore,
+  type Discovery,
+  type RegisteredWorker,
+} from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
 import { workerAddressRefusal, type WorkerAddressRules } from "../security/worker-address.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
@@ -36,9 +43,18 @@ export function startDiscovery(
   return discovery;
 }
 
-function discoveryOf(config: DiscoveryConfig, store: ClusterStore | undefined, logger: Logger): Discovery & { registered?(): RegisteredWorker[] } {
+function discoveryOf(
+  config: DiscoveryConfig,
+  store: ClusterStore | undefined,
+  logger: Logger,
+): Discovery & { registered?(): RegisteredWorker[] } {
   if (config.kind === "metadata") {
-    return etcdMetadataDiscovery({ endpoint: config.endpoint, healthCheckTimeoutMs: config.healthCheckTimeoutMs, refreshIntervalMs: config.refreshIntervalMs, logger });
+    return etcdMetadataDiscovery({
+      endpoint: config.endpoint,
+      healthCheckTimeoutMs: config.healthCheckTimeoutMs,
+      refreshIntervalMs: config.refreshIntervalMs,
+      logger,
+    });
   }
   if (config.storage === "etcd") return etcdClusterDiscovery({ endpoint: config.endpoint, clusterName: config.clusterName, logger });
   if (store === undefined) throw new Error("an http(s) cluster_uri needs the proxy's cluster storage");

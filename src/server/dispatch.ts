@@ -68,7 +68,11 @@ export function mayCall(app: App, access: RouteEntry["access"], request: Request
 
 function misdirected(app: App, request: Request): ProxyError {
   const host = (request.headers.get("host") ?? "").slice(0, 200);
-  return new ProxyError("MISDIRECTED", 421, `This proxy does not answer to Host ${JSON.stringify(host)} here: use an IP address, ${app.hosts.names().join(", ")} or a name given with --allowed-host`);
+  return new ProxyError(
+    "MISDIRECTED",
+    421,
+    `This proxy does not answer to Host ${JSON.stringify(host)} here: use an IP address, ${app.hosts.names().join(", ")} or a name given with --allowed-host`,
+  );
 }
 
 function declaredLength(request: Request): number {

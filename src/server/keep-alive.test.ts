@@ -14,9 +14,12 @@ describe("server_keep_alive_timeout on the runtime's 4-second timer", () => {
     expect(bound.quietCloseS).toBe(seconds);
   });
 
-  test.each([252.5, 256, 3600])("%p s is beyond the runtime's 255 s: idle connections wait for a quiet server, first requests keep a finite bound", (seconds) => {
-    expect(keepAliveBound(seconds)).toEqual({ runtimeS: 0, firstRequestS: 255, quietCloseS: seconds });
-  });
+  test.each([252.5, 256, 3600])(
+    "%p s is beyond the runtime's 255 s: idle connections wait for a quiet server, first requests keep a finite bound",
+    (seconds) => {
+      expect(keepAliveBound(seconds)).toEqual({ runtimeS: 0, firstRequestS: 255, quietCloseS: seconds });
+    },
+  );
 });
 
 class FakeServer implements SweptServer {

@@ -45,7 +45,13 @@ function reasonOf(code: string | undefined, cause: unknown): string {
  * also bounds a new connection's first request head (slowloris); routes that stream or wait on
  * a worker lift the bound while they run and put it back as their answer is written.
  */
-export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, logger: Logger, options: ListenerOptions): Bun.Server<undefined> {
+export function listen(
+  config: ProxyConfig,
+  port: number,
+  dispatch: Dispatch,
+  logger: Logger,
+  options: ListenerOptions,
+): Bun.Server<undefined> {
   const host = config.bindHost ?? config.host;
   try {
     return serve(config, host, port, dispatch, logger, boundOf(config, options), options.closeConnections);
@@ -57,10 +63,20 @@ export function listen(config: ProxyConfig, port: number, dispatch: Dispatch, lo
 
 function boundOf(config: ProxyConfig, options: ListenerOptions): KeepAliveBound {
   const given = options.idleTimeoutS;
-  return given === undefined ? keepAliveBound(config.serverKeepAliveTimeoutS) : { runtimeS: given, firstRequestS: given, quietCloseS: undefined };
+  return given === undefined
+    ? keepAliveBound(config.serverKeepAliveTimeoutS)
+    : { runtimeS: given, firstRequestS: given, quietCloseS: undefined };
 }
 
-function serve(config: ProxyConfig, host: string, port: number, dispatch: Dispatch, logger: Logger, bound: KeepAliveBound, closeConnections: (() => boolean) | undefined): Bun.Server<undefined> {
+function serve(
+  config: ProxyConfig,
+  host: string,
+  port: number,
+  dispatch: Dispatch,
+  logger: Logger,
+  bound: KeepAliveBound,
+  closeConnections: (() => boolean) | undefined,
+): Bun.Server<undefined> {
   let lastRequestAt = 0;
   const listener = Bun.serve({
     hostname: host,

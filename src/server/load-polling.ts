@@ -8,7 +8,13 @@ import { delay } from "../timers.ts";
 import { fetchLoadReport } from "../workers/load-report.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 
-export async function pollWorkerLoads(placement: Placement, fetch: WorkerFetch, intervalMs: number, timeoutMs: number, signal: AbortSignal): Promise<void> {
+export async function pollWorkerLoads(
+  placement: Placement,
+  fetch: WorkerFetch,
+  intervalMs: number,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   const loads = placement.loads;
   if (loads === undefined || intervalMs <= 0) return;
   const { pool } = placement;

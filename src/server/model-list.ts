@@ -28,7 +28,8 @@ export function modelReadyOf(placement: Placement, model: string): boolean {
   const choice = placement.chooseModel(model);
   if (choice.kind === "unknown") return false;
   if (choice.kind === "all") return placement.pool.isReady();
-  const ready = (role: "context" | "generation"): number => placement.pool.ready(role).filter((worker) => servesChoice(worker, choice)).length;
+  const ready = (role: "context" | "generation"): number =>
+    placement.pool.ready(role).filter((worker) => servesChoice(worker, choice)).length;
   // Generation-only benchmark mode needs no context worker (its minimal is 0).
   return ready("context") >= Math.min(1, placement.pool.minimal.context) && ready("generation") >= 1;
 }

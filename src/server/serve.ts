@@ -99,13 +99,21 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     void monitor.checkAll(stopping.signal);
   };
   // Taking over, it listens later, on the configured port (never 0: port 0 takes over nothing).
-  const addressRules = { allowLinkLocal: config.allowLinkLocalWorkers, ownPort: servers[0]?.port ?? config.port, ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]) };
+  const addressRules = {
+    allowLinkLocal: config.allowLinkLocalWorkers,
+    ownPort: servers[0]?.port ?? config.port,
+    ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]),
+  };
   if (options.registrations !== undefined) app.clusterStorage?.store.adopt(options.registrations);
-  const discovery = config.discovery === undefined ? undefined : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
+  const discovery =
+    config.discovery === undefined
+      ? undefined
+      : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
   dashboard?.start();
   app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
   app.discoveredWorkers = discovery?.registered === undefined ? undefined : () => discovery.registered?.() ?? [];
-  if (app.clusterStorage !== undefined) logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
+  if (app.clusterStorage !== undefined)
+    logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
   const stop = async (): Promise<void> => {
     stopping.abort();
     dashboard?.stop();
@@ -142,7 +150,10 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     },
     replaceWorkers(context, generation) {
       const pool = app.placement.pool;
-      for (const [role, origins] of [["context", context], ["generation", generation]] as const) {
+      for (const [role, origins] of [
+        ["context", context],
+        ["generation", generation],
+      ] as const) {
         const { added, removed } = pool.replace(role, origins);
         if (added.length === 0 && removed.length === 0) continue;
         logger.info("workers reloaded", { role, added, removed });
@@ -164,7 +175,10 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const closing = (async () => {
         await pause(CONNECTION_CLOSE_PHASE_MS, new AbortController().signal);
         const connectionsClosed = Promise.all(servers.map((server) => server.stop(false)));
-        logger.info("stopped listening: the new process serves the port; requests in flight run on", { in_flight: app.active.size, timeout_ms: timeoutMs });
+        logger.info("stopped listening: the new process serves the port; requests in flight run on", {
+          in_flight: app.active.size,
+          timeout_ms: timeoutMs,
+        });
         // Wrapped: awaiting `closing` must not wait for every connection.
         return { connectionsClosed };
       })();

@@ -89,59 +89,79 @@ const view = (f: SseFrame) => ({ raw: decoder.decode(f.raw), event: f.event, dat
 const events = fc.array(event, { minLength: 1, maxLength: 12 });
 
 describe("SseFrameScanner properties", () => {
-  test("any chunking of any encoded event sequence gives the same frames as one chunk", () => {
-    fc.assert(
-      fc.property(events, cuts, (sequence, fractions) => {
-        const bytes = encode(sequence);
-        expect(scan(chunked(bytes, fractions)).frames.map(view)).toEqual(scan([bytes]).frames.map(view));
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "any chunking of any encoded event sequence gives the same frames as one chunk",
+    () => {
+      fc.assert(
+        fc.property(events, cuts, (sequence, fractions) => {
+          const bytes = encode(sequence);
+          expect(scan(chunked(bytes, fractions)).frames.map(view)).toEqual(scan([bytes]).frames.map(view));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("each frame carries its event's name, data and comment flag", () => {
-    fc.assert(
-      fc.property(events, cuts, (sequence, fractions) => {
-        const { frames } = scan(chunked(encode(sequence), fractions));
-        const seen = frames.map((f) => ({ event: f.event, data: f.data, isComment: f.isComment }));
-        expect(seen).toEqual(sequence.map(expected));
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "each frame carries its event's name, data and comment flag",
+    () => {
+      fc.assert(
+        fc.property(events, cuts, (sequence, fractions) => {
+          const { frames } = scan(chunked(encode(sequence), fractions));
+          const seen = frames.map((f) => ({ event: f.event, data: f.data, isComment: f.isComment }));
+          expect(seen).toEqual(sequence.map(expected));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("the frames' raw bytes concatenated are the input: scanning never alters a byte", () => {
-    fc.assert(
-      fc.property(events, cuts, (sequence, fractions) => {
-        const bytes = encode(sequence);
-        const raws = scan(chunked(bytes, fractions)).frames.map((f) => f.raw);
-        expect(Buffer.concat(raws).equals(bytes)).toBe(true);
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "the frames' raw bytes concatenated are the input: scanning never alters a byte",
+    () => {
+      fc.assert(
+        fc.property(events, cuts, (sequence, fractions) => {
+          const bytes = encode(sequence);
+          const raws = scan(chunked(bytes, fractions)).frames.map((f) => f.raw);
+          expect(Buffer.concat(raws).equals(bytes)).toBe(true);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("bufferedBytes never exceeds the largest frame, whatever the chunking", () => {
-    fc.assert(
-      fc.property(events, cuts, (sequence, fractions) => {
-        const { frames, maxBuffered } = scan(chunked(encode(sequence), fractions));
-        expect(maxBuffered).toBeLessThanOrEqual(Math.max(...frames.map((f) => f.raw.length)));
-      }),
-      { numRuns: RUNS },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "bufferedBytes never exceeds the largest frame, whatever the chunking",
+    () => {
+      fc.assert(
+        fc.property(events, cuts, (sequence, fractions) => {
+          const { frames, maxBuffered } = scan(chunked(encode(sequence), fractions));
+          expect(maxBuffered).toBeLessThanOrEqual(Math.max(...frames.map((f) => f.raw.length)));
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    TIMEOUT_MS,
+  );
 
-  test("a stream ending in a bare CR holds back only its last frame until the next byte", () => {
-    fc.assert(
-      fc.property(events, cuts, (sequence, fractions) => {
-        const bytes = encode(sequence);
-        const cut = bytes.subarray(0, bytes.length - 1); // the final "\r\n" loses its LF
-        if (cut.at(-1) !== 0x0d) return;
-        const whole = scan([bytes]).frames;
-        const { frames } = scan(chunked(cut, fractions));
-        expect(frames.map(view)).toEqual(whole.slice(0, -1).map(view));
-      }),
-      { numRuns: 1000 },
-    );
-  }, TIMEOUT_MS);
+  test(
+    "a stream ending in a bare CR holds back only its last frame until the next byte",
+    () => {
+      fc.assert(
+        fc.property(events, cuts, (sequence, fractions) => {
+          const bytes = encode(sequence);
+          const cut = bytes.subarray(0, bytes.length - 1); // the final "\r\n" loses its LF
+          if (cut.at(-1) !== 0x0d) return;
+          const whole = scan([bytes]).frames;
+          const { frames } = scan(chunked(cut, fractions));
+          expect(frames.map(view)).toEqual(whole.slice(0, -1).map(view));
+        }),
+        { numRuns: 1000 },
+      );
+    },
+    TIMEOUT_MS,
+  );
 });

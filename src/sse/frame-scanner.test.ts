@@ -99,7 +99,9 @@ describe("SseFrameScanner", () => {
 
   test("raw bytes of all frames concatenated are the stream without its unfinished tail", () => {
     for (const text of Object.values(FIXTURES)) {
-      const joined = scanChunks([encoder.encode(text)]).map((f) => f.raw).join("");
+      const joined = scanChunks([encoder.encode(text)])
+        .map((f) => f.raw)
+        .join("");
       expect(text.startsWith(joined)).toBe(true);
     }
     const unfinished = scanChunks([encoder.encode(FIXTURES["unfinished"] ?? "")]);

@@ -66,7 +66,9 @@ export class SseFrameScanner {
   push(chunk: Uint8Array): SseFrame[] {
     const frames: SseFrame[] = [];
     this.scan(chunk, (bytes, start, end, isComment, lent) => {
-      frames.push(lent ? new ScannedFrame(bytes.slice(start, end), 0, end - start, isComment) : new ScannedFrame(bytes, start, end, isComment));
+      frames.push(
+        lent ? new ScannedFrame(bytes.slice(start, end), 0, end - start, isComment) : new ScannedFrame(bytes, start, end, isComment),
+      );
     });
     return frames;
   }

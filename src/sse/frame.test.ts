@@ -41,7 +41,9 @@ describe("byte-level data checks", () => {
   test("agree with the decoded data on random frames", () => {
     fc.assert(
       fc.property(lines, lineEnds, (parts, end) => {
-        const body = parts.map(([name, colon, value]) => (name === "" ? `:${value}` : colon === "" ? name : `${name}${colon}${value}`)).join(end);
+        const body = parts
+          .map(([name, colon, value]) => (name === "" ? `:${value}` : colon === "" ? name : `${name}${colon}${value}`))
+          .join(end);
         const bytes = encoder.encode(`${body}${end}${end}x`);
         const frames = new SseFrameScanner().push(bytes);
         for (const frame of frames) {

@@ -105,7 +105,7 @@ export function dataHeadIn(bytes: Uint8Array, from: number, to: number, hasCr = 
   let lines = 0;
   // Without a CR in the frame, no search for one: it would run on to the end of the chunk.
   let cr = hasCr ? bound(bytes.indexOf(CR, from), to) : -1;
-  for (let start = from; start < to; ) {
+  for (let start = from; start < to;) {
     if (cr !== -1 && cr < start) cr = bound(bytes.indexOf(CR, start), to);
     const lf = bound(bytes.indexOf(LF, start), to);
     const end = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf === -1 ? to : lf;

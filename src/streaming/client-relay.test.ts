@@ -46,7 +46,14 @@ const dialect: DialectStream = {
 };
 
 function context(): RequestContext {
-  return new RequestContext({ disaggRequestId: 1n, route: "/r", stream: true, schedule: "context_first", trace: traceFrom(new Headers()), onEnd: () => {} });
+  return new RequestContext({
+    disaggRequestId: 1n,
+    route: "/r",
+    stream: true,
+    schedule: "context_first",
+    trace: traceFrom(new Headers()),
+    onEnd: () => {},
+  });
 }
 
 /** A stream opened before the worker answered (start wait 0), on the manual clock. */

@@ -90,7 +90,10 @@ export function readBounded(response: Response, limit: number, onPiece?: (piece:
 }
 
 /** json/bounded-read.ts's readShaped (within ANSWER_SHAPE_LIMITS), refusing as a worker's answer. */
-export function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
+export function readShaped(
+  limit: number,
+  read: (onPiece: (piece: Uint8Array) => void) => Promise<Uint8Array>,
+): Promise<{ bytes: Uint8Array; layout: JsonLayout }> {
   return readShapedAnswer(limit, refuseWorkerAnswer, read);
 }
 
@@ -100,7 +103,13 @@ export function readShaped(limit: number, read: (onPiece: (piece: Uint8Array) =>
  * for the caller to read, bounded; any other is undefined, its body cancelled unread. A
  * failure to connect, or the timeout, throws.
  */
-export async function getFromWorker(fetch: WorkerFetch, origin: string, path: string, timeoutMs: number, signal?: AbortSignal): Promise<Response | undefined> {
+export async function getFromWorker(
+  fetch: WorkerFetch,
+  origin: string,
+  path: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Response | undefined> {
   const timeout = AbortSignal.timeout(timeoutMs);
   const response = await fetch(`${origin}${path}`, { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) });
   if (response.ok) return response;

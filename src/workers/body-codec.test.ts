@@ -31,7 +31,10 @@ function rebuiltEncodeMs(count: number): number {
   const strings = Array.from({ length: count }, (_, i) => `${"x".repeat(9000)}${i}`);
   const { body, source } = clientBody(JSON.stringify({ model: "m", messages: strings.map((content) => ({ role: "user", content })) }));
   const messages = body["messages"] as { content: string }[];
-  const rebuilt = { model: "m", messages: messages.map((message) => ({ role: "user", content: [{ type: "text", text: message.content }] })) };
+  const rebuilt = {
+    model: "m",
+    messages: messages.map((message) => ({ role: "user", content: [{ type: "text", text: message.content }] })),
+  };
   // CPU time, not wall time: on a loaded machine the longer encode is the likelier to lose the
   // CPU to another process partway, which made 4x the strings look up to 10x slower.
   const started = process.cpuUsage();
@@ -56,8 +59,20 @@ describe("worker body codecs", () => {
   });
 
   test("JSON writes a body's hand-off parameters, raw ids and all, as the whole body's JSON would", () => {
-    const params = { request_type: "generation_only", ctx_request_id: jsonInteger(ID), disagg_request_id: jsonInteger(ID), first_gen_tokens: [7] };
-    const body = { model: "m", messages: [{ role: "user", content: "x" }], disaggregated_params: params, prompt_token_ids: [1, 2], seed: jsonInteger(ID), gone: undefined };
+    const params = {
+      request_type: "generation_only",
+      ctx_request_id: jsonInteger(ID),
+      disagg_request_id: jsonInteger(ID),
+      first_gen_tokens: [7],
+    };
+    const body = {
+      model: "m",
+      messages: [{ role: "user", content: "x" }],
+      disaggregated_params: params,
+      prompt_token_ids: [1, 2],
+      seed: jsonInteger(ID),
+      gone: undefined,
+    };
     expect(JSON.parse(JSON_CODEC.encode(body) as string)).toEqual(JSON.parse(JSON.stringify(body)));
     expect(JSON_CODEC.encode(body)).toContain(`"ctx_request_id":${ID},"disagg_request_id":${ID}`);
     expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(JSON.stringify({ disaggregated_params: params }));
@@ -65,11 +80,21 @@ describe("worker body codecs", () => {
   });
 
   test("with the client's body, unchanged members go as its bytes; set, changed and repeated ones once, as the body's values", () => {
-    const { body, source } = clientBody(`{ "model" : "m",  "seed":${ID}, "stream":true, "n":1, "n":2, "messages":[{"role":"user","content":"x\\u00e9"}], "disaggregated_params":{"x":1}}`);
-    const worker = { ...body, stream: false, stream_options: null, extra: undefined, disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(ID) } };
+    const { body, source } = clientBody(
+      `{ "model" : "m",  "seed":${ID}, "stream":true, "n":1, "n":2, "messages":[{"role":"user","content":"x\\u00e9"}], "disaggregated_params":{"x":1}}`,
+    );
+    const worker = {
+      ...body,
+      stream: false,
+      stream_options: null,
+      extra: undefined,
+      disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(ID) },
+    };
     const text = wire(JSON_CODEC.encode(worker, source));
     // Members next to each other in the client's body go as one run, whitespace and all.
-    expect(text).toBe(`{"model" : "m",  "seed":${ID},"stream":false,"n":2, "messages":[{"role":"user","content":"x\\u00e9"}],"stream_options":null,"disaggregated_params":{"request_type":"context_only","disagg_request_id":${ID}}}`);
+    expect(text).toBe(
+      `{"model" : "m",  "seed":${ID},"stream":false,"n":2, "messages":[{"role":"user","content":"x\\u00e9"}],"stream_options":null,"disaggregated_params":{"request_type":"context_only","disagg_request_id":${ID}}}`,
+    );
     expect(wire(JSON_CODEC.encode({}, source))).toBe("{}");
     expect(wire(JSON_CODEC.encode({ disaggregated_params: { a: 1 } }, source))).toBe(`{"disaggregated_params":{"a":1}}`);
   });
@@ -85,10 +110,20 @@ describe("worker body codecs", () => {
 
   test("a long string of the client's inside a member the proxy rebuilt goes as the client's bytes, escapes as the client wrote them", () => {
     const content = `line\\n${"é".repeat(100_000)}`;
-    const { body, source } = clientBody(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"${content}"}]}],"system":"s"}`);
+    const { body, source } = clientBody(
+      `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"${content}"}]}],"system":"s"}`,
+    );
     const messages = body["messages"] as { content: { text: string }[] }[];
     const text = messages[0]!.content[0]!.text;
-    const converted = { model: "m", messages: [{ role: "system", content: "s" }, { role: "user", content: text }], max_completion_tokens: 4, also: [text, "short"] };
+    const converted = {
+      model: "m",
+      messages: [
+        { role: "system", content: "s" },
+        { role: "user", content: text },
+      ],
+      max_completion_tokens: 4,
+      also: [text, "short"],
+    };
     const encoded = JSON_CODEC.encode(converted, source);
     if (typeof encoded === "string" || encoded instanceof Uint8Array) throw new TypeError("expected parts");
     expect(encoded.parts.filter((part) => part.buffer === source.bytes.buffer && part.length > 200_000)).toHaveLength(2);
@@ -109,20 +144,35 @@ describe("worker body codecs", () => {
     int64[0] = 0xd3;
     int64.writeBigInt64BE(ID, 1);
     expect(Buffer.from(bytes).includes(int64)).toBe(true);
-    const back = new Unpackr({ useRecords: false, int64AsType: "bigint" }).unpack(bytes) as { disaggregated_params: { disagg_request_id: bigint } };
+    const back = new Unpackr({ useRecords: false, int64AsType: "bigint" }).unpack(bytes) as {
+      disaggregated_params: { disagg_request_id: bigint };
+    };
     expect(back.disaggregated_params.disagg_request_id).toBe(ID);
   });
 
   test("integers beyond 32 bits are integers on the wire, never floats; undefined members are left out", () => {
     expect(toMsgpackValue({ big: 2 ** 40, small: 7, neg: -(2 ** 35), real: 0.5, gone: undefined, list: [1, null, "x"] })).toEqual({
-      big: 2n ** 40n, small: 7, neg: -(2n ** 35n), real: 0.5, list: [1, null, "x"],
+      big: 2n ** 40n,
+      small: 7,
+      neg: -(2n ** 35n),
+      real: 0.5,
+      list: [1, null, "x"],
     });
   });
 
   test("a chat body read losslessly survives the msgpack round trip", () => {
-    const body = parseJson(`{"model":"m","messages":[{"role":"user","content":"héllo"}],"temperature":0.7,"stream":true,"stream_options":null,"disaggregated_params":{"disagg_request_id":${ID},"first_gen_tokens":[1,2]}}`);
+    const body = parseJson(
+      `{"model":"m","messages":[{"role":"user","content":"héllo"}],"temperature":0.7,"stream":true,"stream_options":null,"disaggregated_params":{"disagg_request_id":${ID},"first_gen_tokens":[1,2]}}`,
+    );
     if (!isJsonObject(body)) throw new TypeError("expected an object");
     const decoded: unknown = new Unpackr({ useRecords: false, int64AsType: "bigint" }).unpack(msgpackCodec().encode(body) as Uint8Array);
-    expect(decoded).toEqual({ model: "m", messages: [{ role: "user", content: "héllo" }], temperature: 0.7, stream: true, stream_options: null, disaggregated_params: { disagg_request_id: ID, first_gen_tokens: [1, 2] } });
+    expect(decoded).toEqual({
+      model: "m",
+      messages: [{ role: "user", content: "héllo" }],
+      temperature: 0.7,
+      stream: true,
+      stream_options: null,
+      disaggregated_params: { disagg_request_id: ID, first_gen_tokens: [1, 2] },
+    });
   });
 });

@@ -26,7 +26,10 @@ export interface BodyCodec {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-export const JSON_CODEC: BodyCodec = { encode: (body, source) => (source === undefined ? stringifyBody(body) : spliceBody(body, source)), headers: {} };
+export const JSON_CODEC: BodyCodec = {
+  encode: (body, source) => (source === undefined ? stringifyBody(body) : spliceBody(body, source)),
+  headers: {},
+};
 
 export function isPartsBody(body: WorkerBody): body is PartsBody {
   return typeof body === "object" && !(body instanceof Uint8Array);

@@ -4,9 +4,16 @@ import { parseKeepingList, type KeptList } from "../json/json-bytes.ts";
 import type { JsonLayout } from "../json/json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
-import { answersStarting, readBounded, readPrefix, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
+import {
+  answersStarting,
+  readBounded,
+  readPrefix,
+  readShaped,
+  STREAM_ERROR_PREFIX_BYTES,
+  withoutWorkerAddress,
+  workerHttpError,
+} from "./answers.ts";
 import type { Role } from "../config/types.ts";
-
 
 export interface WorkerPost {
   readonly role: Role;
@@ -66,7 +73,8 @@ export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const response = await send(post, deadline);
   post.onAnswer?.();
   try {
-    if (response.status >= 400) throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin), answersStarting(response));
+    if (response.status >= 400)
+      throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin), answersStarting(response));
     if (isEventStream(response)) {
       throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
     }
@@ -216,7 +224,9 @@ function parseKeepingTokenIds(bytes: Uint8Array, layout: JsonLayout): { body: Js
     parsed = parseKeepingList(bytes, layout, "prompt_token_ids", KEEP_TOKEN_IDS_BYTES);
   } catch (cause) {
     const utf8 = cause instanceof TypeError;
-    throw new ProxyError("WORKER_BAD_ANSWER", 502, utf8 ? "Worker answer is not valid UTF-8" : "Worker answer is not valid JSON", { cause });
+    throw new ProxyError("WORKER_BAD_ANSWER", 502, utf8 ? "Worker answer is not valid UTF-8" : "Worker answer is not valid JSON", {
+      cause,
+    });
   }
   if (!isJsonObject(parsed.body)) throw new ProxyError("WORKER_BAD_ANSWER", 502, "Worker answer is not a JSON object");
   return { body: parsed.body, keptTokenIds: parsed.kept };
@@ -247,7 +257,11 @@ const CONNECTION_LOST = new Set(["ECONNRESET", "ConnectionClosed", "EPIPE", "ECO
  * says what that costs); a transport that knows reports it for reused connections only, and
  * could for losses before the body was written only (notes: /work/notes/faults-to-perf.md).
  */
-export function translateFailure(error: unknown, post: Pick<WorkerPost, "role" | "signal" | "fresh">, when?: "before the answer"): ProxyError {
+export function translateFailure(
+  error: unknown,
+  post: Pick<WorkerPost, "role" | "signal" | "fresh">,
+  when?: "before the answer",
+): ProxyError {
   if (post.signal.aborted && post.signal.reason instanceof ProxyError) return post.signal.reason;
   if (error instanceof ProxyError) return error;
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;

@@ -45,7 +45,10 @@ export async function syncWorkerClock(origin: string, deps: ClockSyncDeps): Prom
     if (sample.delay <= CLOCK_SYNC_GOOD_DELAY_S) break;
   }
   if (best === undefined || best.delay > CLOCK_SYNC_MAX_DELAY_S) {
-    deps.logger.warn("steady clock offset not measured: perf metrics timestamps of this worker may be misaligned", { worker: origin, delay_s: best?.delay });
+    deps.logger.warn("steady clock offset not measured: perf metrics timestamps of this worker may be misaligned", {
+      worker: origin,
+      delay_s: best?.delay,
+    });
     return undefined;
   }
   try {

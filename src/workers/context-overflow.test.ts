@@ -3,12 +3,16 @@ import { contextOverflowOf } from "./context-overflow.ts";
 
 describe("contextOverflowOf", () => {
   test("reads both counts from the OpenAI wording trtllm-serve uses since #19457", () => {
-    const message = "This model's maximum context length is 8 tokens. However, your messages resulted in 9 tokens. Please reduce the length of the messages.";
+    const message =
+      "This model's maximum context length is 8 tokens. However, your messages resulted in 9 tokens. Please reduce the length of the messages.";
     expect(contextOverflowOf(message, "context_length_exceeded")).toEqual({ promptTokens: 9, maxTokens: 8 });
   });
 
   test("reads the maximum alone when the prompt's count is worded otherwise", () => {
-    expect(contextOverflowOf("This model's maximum context length is 4096 tokens.", 400)).toEqual({ promptTokens: undefined, maxTokens: 4096 });
+    expect(contextOverflowOf("This model's maximum context length is 4096 tokens.", 400)).toEqual({
+      promptTokens: undefined,
+      maxTokens: 4096,
+    });
   });
 
   test("reads the PyTorch backend's max_num_tokens refusal, its float prompt length rounded", () => {

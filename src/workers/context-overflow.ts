@@ -42,7 +42,9 @@ const WORDINGS: readonly Wording[] = [
     counts: ([prompt = 0, query = 0, max]) => ({ promptTokens: Math.round(prompt) + query, maxTokens: max }),
   },
   {
-    pattern: new RegExp(String.raw`prompt length \(${NUMBER}\) and query length \(${NUMBER}\) max_tokens \(${NUMBER}\) should not exceed max_seq_len \(${NUMBER}\)`),
+    pattern: new RegExp(
+      String.raw`prompt length \(${NUMBER}\) and query length \(${NUMBER}\) max_tokens \(${NUMBER}\) should not exceed max_seq_len \(${NUMBER}\)`,
+    ),
     counts: ([prompt = 0, query = 0, output = 0, max]) => ({ promptTokens: Math.round(prompt) + query + output, maxTokens: max }),
   },
   {

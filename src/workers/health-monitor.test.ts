@@ -18,7 +18,12 @@ describe("health rounds", () => {
       return path === "/health" ? new Response(null, { status: 200 }) : Response.json({});
     };
     const pool = new WorkerPool([ORIGIN], []);
-    const monitor = new HealthMonitor(pool, { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 }, silentLogger, workerFetch);
+    const monitor = new HealthMonitor(
+      pool,
+      { healthCheckTimeoutMs: 1000, healthCheckFailures: 1, healthCheckSuccesses: 1 },
+      silentLogger,
+      workerFetch,
+    );
     const signal = new AbortController().signal;
     const rounds = [monitor.checkAll(signal), monitor.checkAll(signal)];
     answer();

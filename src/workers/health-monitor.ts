@@ -89,7 +89,8 @@ export class HealthMonitor {
     if (ready && streak.failures >= this.#settings.healthCheckFailures) {
       for (const entry of entries) entry.ready = false;
       // A worker that restarted says so: out of rotation until ready, which is no failure.
-      if (answer === "starting") this.#logger.info("worker restarting: out of rotation until it is ready", { worker: origin, state: "starting" });
+      if (answer === "starting")
+        this.#logger.info("worker restarting: out of rotation until it is ready", { worker: origin, state: "starting" });
       else this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
       const info = await this.#getJson(origin, "/server_info", signal);
@@ -98,13 +99,23 @@ export class HealthMonitor {
       const models = await fetchServedModels(this.#fetch, origin, this.#settings.healthCheckTimeoutMs, signal);
       if (models !== undefined) this.#pool.learnModels(origin, models);
       if (perfMetricsOn(this.#settings)) {
-        await syncWorkerClock(origin, { fetch: this.#fetch, clock: steadySeconds, logger: this.#logger, timeoutMs: this.#settings.healthCheckTimeoutMs, signal });
+        await syncWorkerClock(origin, {
+          fetch: this.#fetch,
+          clock: steadySeconds,
+          logger: this.#logger,
+          timeoutMs: this.#settings.healthCheckTimeoutMs,
+          signal,
+        });
       }
       const joined = this.#pool.entriesOf(origin);
-      const override = this.#settings.workerProtocol === undefined || this.#settings.workerProtocol === "auto" ? undefined : this.#settings.workerProtocol;
+      const override =
+        this.#settings.workerProtocol === undefined || this.#settings.workerProtocol === "auto" ? undefined : this.#settings.workerProtocol;
       // Learnt afresh on every (re)join: a worker may come back upgraded or downgraded.
       const advertised = joined.find((entry) => entry.advertisedVersion !== undefined)?.advertisedVersion;
-      const protocol = workerProtocol(reported ?? (advertised === undefined ? undefined : this.#versionOf(origin, { version: advertised })), override);
+      const protocol = workerProtocol(
+        reported ?? (advertised === undefined ? undefined : this.#versionOf(origin, { version: advertised })),
+        override,
+      );
       for (const entry of joined) {
         entry.serverInfo = info ?? entry.serverInfo;
         entry.protocol = protocol;
@@ -126,7 +137,12 @@ export class HealthMonitor {
         this.#logger.info("worker models learnt", { worker: origin, models: models.join(",") });
       }
     }
-    this.#onChecked?.(origin, healthy, this.#pool.entriesOf(origin).some((entry) => entry.ready), answer === "starting");
+    this.#onChecked?.(
+      origin,
+      healthy,
+      this.#pool.entriesOf(origin).some((entry) => entry.ready),
+      answer === "starting",
+    );
   }
 
   /** Marks an origin's entries starting or not; logged once as it starts (upstream's 503s then say nothing new). */
@@ -134,7 +150,8 @@ export class HealthMonitor {
     const entries = this.#pool.entriesOf(origin);
     const was = entries.some((entry) => entry.starting === true);
     for (const entry of entries) entry.starting = starting;
-    if (starting && !was) this.#logger.info("worker starting: it answers 503 until its model is loaded", { worker: origin, state: "starting" });
+    if (starting && !was)
+      this.#logger.info("worker starting: it answers 503 until its model is loaded", { worker: origin, state: "starting" });
   }
 
   /**
@@ -146,7 +163,12 @@ export class HealthMonitor {
     const version = answer?.["version"];
     if (version === undefined || version === null) return undefined;
     const accepted = acceptedVersion(version);
-    if (accepted === undefined && !(typeof version === "string" && version.trim() === "")) this.#logger.warn("worker version ignored: not a PEP 440 version of at most 64 characters", { worker: origin, type: typeof version, length: typeof version === "string" ? version.length : undefined });
+    if (accepted === undefined && !(typeof version === "string" && version.trim() === ""))
+      this.#logger.warn("worker version ignored: not a PEP 440 version of at most 64 characters", {
+        worker: origin,
+        type: typeof version,
+        length: typeof version === "string" ? version.length : undefined,
+      });
     return accepted;
   }
 

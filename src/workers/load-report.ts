@@ -71,7 +71,12 @@ function nameEnd(line: string): number {
 }
 
 /** One bounded read of a worker's load; undefined when it reports none (any failure included). */
-export async function fetchLoadReport(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<LoadReport | undefined> {
+export async function fetchLoadReport(
+  fetch: WorkerFetch,
+  origin: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<LoadReport | undefined> {
   try {
     const response = await getFromWorker(fetch, origin, LOAD_REPORT_PATH, timeoutMs, signal);
     if (response === undefined) return undefined;

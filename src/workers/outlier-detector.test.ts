@@ -66,7 +66,9 @@ describe("OutlierDetector", () => {
     // Back at 3,000 after two ejections: by 7,000 four base lengths passed, both are forgiven and the third lasts as the first.
     clock.now = 7000;
     fail(B, 3);
-    const lengths = logger.records.filter((line) => line["msg"] === "worker ejected: its requests keep failing").map((line) => line["ejection_s"]);
+    const lengths = logger.records
+      .filter((line) => line["msg"] === "worker ejected: its requests keep failing")
+      .map((line) => line["ejection_s"]);
     expect(lengths).toEqual([1, 2, 1]);
   });
 

@@ -60,7 +60,8 @@ export class OutlierDetector {
   checked(origin: string, ok: boolean): void {
     if (!ok) return;
     for (const entry of this.#pool.entriesOf(origin)) {
-      if (entry.outlier?.ejected !== undefined && this.#pool.ready(entry.role).length === 0) this.#restore(entry, "a health check passed and no other worker of its role is in rotation");
+      if (entry.outlier?.ejected !== undefined && this.#pool.ready(entry.role).length === 0)
+        this.#restore(entry, "a health check passed and no other worker of its role is in rotation");
       else this.#restoreIfDue(entry, "a health check passed");
     }
   }
@@ -71,12 +72,20 @@ export class OutlierDetector {
     const allowed = Math.max(1, Math.floor((role.length * this.#settings.outlierMaxEjectionPercent) / 100));
     const serving = this.#pool.ready(entry.role).filter((worker) => worker !== entry).length;
     if (ejected >= allowed || serving === 0) {
-      this.#logger.debug("worker not ejected: its role keeps it", { worker: entry.origin, role: entry.role, reason, ejected, allowed, serving });
+      this.#logger.debug("worker not ejected: its role keeps it", {
+        worker: entry.origin,
+        role: entry.role,
+        reason,
+        ejected,
+        allowed,
+        serving,
+      });
       return;
     }
     // As Envoy's multiplier: each ejection length spent back in rotation forgives one ejection.
     const now = this.#now();
-    if (state.backSince !== undefined) state.ejections = Math.max(0, state.ejections - Math.floor((now - state.backSince) / this.#settings.outlierEjectionMs));
+    if (state.backSince !== undefined)
+      state.ejections = Math.max(0, state.ejections - Math.floor((now - state.backSince) / this.#settings.outlierEjectionMs));
     state.ejections++;
     const ms = this.#settings.outlierEjectionMs * state.ejections;
     state.ejected = { until: now + ms, reason };
@@ -101,7 +110,12 @@ export class OutlierDetector {
     if (entry.outlier === undefined) return;
     entry.outlier.ejected = undefined;
     entry.outlier.backSince = this.#now();
-    this.#logger.info("worker back in rotation after its ejection", { worker: entry.origin, role: entry.role, because: why, ejections: entry.outlier.ejections });
+    this.#logger.info("worker back in rotation after its ejection", {
+      worker: entry.origin,
+      role: entry.role,
+      because: why,
+      ejections: entry.outlier.ejections,
+    });
   }
 }
 

@@ -1,5 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { capabilitiesOf, compareVersions, parseVersion, PROTOCOL_TABLE, RELEASES, rejectedCapability, versionNeededFor, workerProtocol, type Capability } from "./protocol.ts";
+import {
+  capabilitiesOf,
+  compareVersions,
+  parseVersion,
+  PROTOCOL_TABLE,
+  RELEASES,
+  rejectedCapability,
+  versionNeededFor,
+  workerProtocol,
+  type Capability,
+} from "./protocol.ts";
 
 const order = (a: string, b: string): number => Math.sign(compareVersions(parseVersion(a)!, parseVersion(b)!));
 
@@ -32,7 +42,13 @@ describe("the capability table", () => {
     expect([...capabilitiesOf("1.3.0rc14")]).toEqual([]);
     expect([...capabilitiesOf("1.3.0rc18")].toSorted()).toEqual(["ctx_usage", "disagg_conversation_id"]);
     expect([...capabilitiesOf("1.3.0rc26")].toSorted()).toEqual(["conversation_params", "ctx_usage", "prompt_token_ids_b64"]);
-    const rc28: Capability[] = ["conversation_params", "ctx_usage", "prompt_token_ids_b64", "resolved_thinking", "responses_disaggregation"];
+    const rc28: Capability[] = [
+      "conversation_params",
+      "ctx_usage",
+      "prompt_token_ids_b64",
+      "resolved_thinking",
+      "responses_disaggregation",
+    ];
     expect([...capabilitiesOf("1.3.0rc28")].toSorted()).toEqual(rc28);
     // #19351 merged the day of the rc30 and 1.4.0rc0 bumps, after rc29's.
     expect([...capabilitiesOf("1.3.0rc29")].toSorted()).toEqual(rc28);
@@ -76,7 +92,9 @@ describe("a 400 naming a field", () => {
     const sent = new Set(["ctx_usage", "conversation_params", "disagg_conversation_id"] as const);
     expect(rejectedCapability(pydantic("'disaggregated_params', 'ctx_usage'"), sent)).toBe("ctx_usage");
     expect(rejectedCapability(pydantic("'conversation_params'"), sent)).toBe("conversation_params");
-    expect(rejectedCapability("disaggregated_params.conversation_id\n  Extra inputs are not permitted", sent)).toBe("disagg_conversation_id");
+    expect(rejectedCapability("disaggregated_params.conversation_id\n  Extra inputs are not permitted", sent)).toBe(
+      "disagg_conversation_id",
+    );
   });
 
   test("reads only the first error's location, in both spellings, never the client's values the error echoes", () => {
@@ -92,7 +110,8 @@ describe("a 400 naming a field", () => {
     // A key of the client's own, however it is spelt, is one element of the location.
     expect(rejectedCapability(pydantic(`"x'), ('body', 'conversation_params"`), sent)).toBeUndefined();
     expect(rejectedCapability(pydantic("'ctx_usage'"), sent)).toBeUndefined();
-    const pydanticText = "1 validation error for DisaggregatedParams\ndisaggregated_params.ctx_usage\n  Extra inputs are not permitted [type=extra_forbidden, input_value={}, input_type=dict]";
+    const pydanticText =
+      "1 validation error for DisaggregatedParams\ndisaggregated_params.ctx_usage\n  Extra inputs are not permitted [type=extra_forbidden, input_value={}, input_type=dict]";
     expect(rejectedCapability(pydanticText, sent)).toBe("ctx_usage");
   });
 

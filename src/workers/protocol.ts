@@ -127,10 +127,18 @@ export const RELEASES: readonly Release[] = [
   { version: "1.3.0rc18", bump: undefined, changes: "ctx_usage; disaggregated_params.conversation_id" },
   { version: "1.3.0rc23", bump: "#16758, 2026-07-22", changes: "none for the proxy" },
   { version: "1.3.0rc24", bump: "#17070, 2026-07-30", changes: "none for the proxy" },
-  { version: "1.3.0rc26", bump: "#18402, 2026-08-29", changes: "conversation_params replaces disaggregated_params.conversation_id; prompt_token_ids_b64" },
+  {
+    version: "1.3.0rc26",
+    bump: "#18402, 2026-08-29",
+    changes: "conversation_params replaces disaggregated_params.conversation_id; prompt_token_ids_b64",
+  },
   { version: "1.3.0rc28", bump: undefined, changes: "resolved_thinking; /v1/responses disaggregated (#18497, 2026-09-01)" },
   { version: "1.3.0rc29", bump: "bc38304d3d, 2026-09-23", changes: "none for the proxy's requests" },
-  { version: "1.3.0rc30", bump: "#19616 (d949656a4f, bcdc2d5aaf), 2026-09-29", changes: "injected_chat_template_kwargs (#19351, the same day)" },
+  {
+    version: "1.3.0rc30",
+    bump: "#19616 (d949656a4f, bcdc2d5aaf), 2026-09-29",
+    changes: "injected_chat_template_kwargs (#19351, the same day)",
+  },
   { version: "1.4.0rc0", bump: "#19616 (d949656a4f, bcdc2d5aaf), 2026-09-29", changes: "as 1.3.0rc30" },
 ];
 
@@ -217,7 +225,8 @@ export function rejectedCapability(message: string, used: ReadonlySet<Capability
   const path = firstExtraForbiddenPath(message);
   if (path === undefined) return undefined;
   for (const capability of used) {
-    if (FIELD_PATHS[capability].some((fields) => fields.length === path.length && fields.every((field, i) => field === path[i]))) return capability;
+    if (FIELD_PATHS[capability].some((fields) => fields.length === path.length && fields.every((field, i) => field === path[i])))
+      return capability;
   }
   return undefined;
 }

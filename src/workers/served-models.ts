@@ -15,7 +15,12 @@ export const MAX_MODEL_ID_LENGTH = 256;
  * get_model: one entry, the served model's name); undefined when the worker does not answer
  * one (an older build, a failure): its model stays what it was, or unknown.
  */
-export async function fetchServedModels(fetch: WorkerFetch, origin: string, timeoutMs: number, signal: AbortSignal): Promise<string[] | undefined> {
+export async function fetchServedModels(
+  fetch: WorkerFetch,
+  origin: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<string[] | undefined> {
   try {
     const response = await getFromWorker(fetch, origin, "/v1/models", timeoutMs, signal);
     if (response === undefined) return undefined;
@@ -23,7 +28,11 @@ export async function fetchServedModels(fetch: WorkerFetch, origin: string, time
     const answer = await readJsonAnswer(response, MAX_MODEL_LIST_BYTES);
     const data = isJsonObject(answer) ? answer["data"] : undefined;
     if (!Array.isArray(data)) return undefined;
-    const ids = data.flatMap((item) => (isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" && item["id"].length <= MAX_MODEL_ID_LENGTH ? [item["id"]] : []));
+    const ids = data.flatMap((item) =>
+      isJsonObject(item) && typeof item["id"] === "string" && item["id"] !== "" && item["id"].length <= MAX_MODEL_ID_LENGTH
+        ? [item["id"]]
+        : [],
+    );
     return ids.length === 0 ? undefined : ids.slice(0, MAX_MODELS_PER_WORKER);
   } catch {
     return undefined;

@@ -36,7 +36,9 @@ export async function waitForWorkers(
   }
   // Stopped (a signal during start-up): not a timeout, nothing to warn about.
   if (signal.aborted) return pool.isReady();
-  const waiting = [...pool.all("context"), ...pool.all("generation")].filter((w) => !w.ready).map((w) => `${w.role} ${w.origin}${w.starting === true ? " (starting)" : ""}`);
+  const waiting = [...pool.all("context"), ...pool.all("generation")]
+    .filter((w) => !w.ready)
+    .map((w) => `${w.role} ${w.origin}${w.starting === true ? " (starting)" : ""}`);
   logger.warn("workers not ready at the end of the start timeout", { waiting });
   return pool.isReady();
 }

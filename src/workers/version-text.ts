@@ -9,7 +9,8 @@
 export const MAX_VERSION_CHARS = 64;
 
 /** PEP 440's public version with its spelling variants (leading v, separators), and a local part. */
-const PEP_440 = /^v?\d{1,12}(?:\.\d{1,12}){0,5}(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)\d{0,12})?(?:[-_.]?(?:post|rev|r)\d{0,12})?(?:[-_.]?dev\d{0,12})?(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$/i;
+const PEP_440 =
+  /^v?\d{1,12}(?:\.\d{1,12}){0,5}(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)\d{0,12})?(?:[-_.]?(?:post|rev|r)\d{0,12})?(?:[-_.]?dev\d{0,12})?(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$/i;
 
 /** The version, trimmed, when it is a PEP 440 version of at most MAX_VERSION_CHARS characters; else undefined. */
 export function acceptedVersion(value: unknown): string | undefined {

@@ -2,7 +2,6 @@ import type { Role } from "../config/types.ts";
 import type { JsonObject } from "../json/json.ts";
 import { workerProtocol, type WorkerProtocol } from "./protocol.ts";
 
-
 /** A worker's record of consecutive failed attempts and ejections (outlier-detector.ts). */
 export interface OutlierState {
   failures: number;
@@ -68,7 +67,11 @@ export class WorkerPool {
   #served: readonly string[] | undefined;
 
   /** `minimal`: ready workers each role needs before the pool is ready (disagg_cluster minimal_instances). */
-  constructor(contextOrigins: readonly string[], generationOrigins: readonly string[], minimal: Readonly<Record<Role, number>> = { context: 1, generation: 1 }) {
+  constructor(
+    contextOrigins: readonly string[],
+    generationOrigins: readonly string[],
+    minimal: Readonly<Record<Role, number>> = { context: 1, generation: 1 },
+  ) {
     this.#byRole = { context: entries(contextOrigins, "context"), generation: entries(generationOrigins, "generation") };
     this.#minimal = minimal;
   }
@@ -164,7 +167,9 @@ export class WorkerPool {
 
   /** Every model id a listed worker serves (ready or not), sorted. */
   servedModels(): readonly string[] {
-    this.#served ??= [...new Set([...this.#byRole.context, ...this.#byRole.generation].flatMap((worker) => worker.models ?? []))].toSorted();
+    this.#served ??= [
+      ...new Set([...this.#byRole.context, ...this.#byRole.generation].flatMap((worker) => worker.models ?? [])),
+    ].toSorted();
     return this.#served;
   }
 

@@ -7,7 +7,15 @@ const ROOT = join(import.meta.dir, "..", "..");
 export const BINARY = join(ROOT, "dist", "disagg-proxy");
 
 /** What the binary is built from: a change to any of these (or another commit, which it names) builds it again. */
-const INPUTS = ["src", "scripts/build.ts", "scripts/release/runtime.ts", "package.json", "package-lock.json", "tsconfig.json", "bunfig.toml"];
+const INPUTS = [
+  "src",
+  "scripts/build.ts",
+  "scripts/release/runtime.ts",
+  "package.json",
+  "package-lock.json",
+  "tsconfig.json",
+  "bunfig.toml",
+];
 
 /**
  * Builds dist/disagg-proxy unless it was already built from these sources (a stale binary would
@@ -26,7 +34,11 @@ export function ensureBinary(): Promise<void> {
       const dir = join(ROOT, "dist", `.build-${process.pid}`);
       mkdirSync(dir, { recursive: true });
       try {
-        const build = Bun.spawn([process.execPath, "scripts/build.ts", "--outfile", join(dir, "disagg-proxy")], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+        const build = Bun.spawn([process.execPath, "scripts/build.ts", "--outfile", join(dir, "disagg-proxy")], {
+          cwd: ROOT,
+          stdout: "inherit",
+          stderr: "inherit",
+        });
         if ((await build.exited) !== 0) throw new Error("build failed");
         renameSync(join(dir, "disagg-proxy.map"), `${BINARY}.map`);
         renameSync(join(dir, "disagg-proxy"), BINARY);
@@ -54,7 +66,11 @@ export interface LogLines {
 }
 
 /** As spawnBinary, but the caller reads the log lines that follow the URL. */
-export async function spawnBinaryWithLog(args: string[], children: Child[], env?: Record<string, string | undefined>): Promise<{ child: Child; url: string; log: LogLines }> {
+export async function spawnBinaryWithLog(
+  args: string[],
+  children: Child[],
+  env?: Record<string, string | undefined>,
+): Promise<{ child: Child; url: string; log: LogLines }> {
   const child = Bun.spawn([BINARY, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(env === undefined ? {} : { env }) });
   children.push(child);
   const reader = child.stdout.getReader();

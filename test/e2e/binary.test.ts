@@ -21,7 +21,9 @@ describe("the compiled binary", () => {
   test("prints its version, the commit it was built from, its Bun and its compile target", () => {
     const run = Bun.spawnSync([BINARY, "--version"]);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout.toString()).toBe(`disagg-proxy ${pkg.version} (commit ${sourceCommit()}, bun ${Bun.version}, bun-linux-${process.arch})\n`);
+    expect(run.stdout.toString()).toBe(
+      `disagg-proxy ${pkg.version} (commit ${sourceCommit()}, bun ${Bun.version}, bun-linux-${process.arch})\n`,
+    );
   });
 
   test("serves a disaggregated chat request from a TensorRT-LLM YAML config and stops cleanly on SIGTERM", async () => {
@@ -68,7 +70,7 @@ describe("the compiled binary", () => {
   test("a config key of the wrong type exits 2 with a message naming it and no stack", async () => {
     const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
     const yaml = join(dir, "bad.yaml");
-    writeFileSync(yaml, "port: not-a-port\ncontext_servers:\n  urls: [\"a:1\"]\ngeneration_servers:\n  urls: [\"b:1\"]\n");
+    writeFileSync(yaml, 'port: not-a-port\ncontext_servers:\n  urls: ["a:1"]\ngeneration_servers:\n  urls: ["b:1"]\n');
     const run = Bun.spawnSync([BINARY, "serve", "-c", yaml]);
     expect(run.exitCode).toBe(2);
     const stderr = run.stderr.toString();
@@ -79,7 +81,10 @@ describe("the compiled binary", () => {
   test("SIGTERM lets a 2 s stream finish, refuses new work and exits 0", async () => {
     const context = await spawn(["worker", "--role", "context", "--port", "0"]);
     const generation = await spawn(["worker", "--role", "generation", "--port", "0", "--token-ms", "200"]);
-    const proxy = await spawnBinaryWithLog(["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url], children);
+    const proxy = await spawnBinaryWithLog(
+      ["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url],
+      children,
+    );
     await untilHealthy(proxy.url);
     const stream = await fetch(`${proxy.url}/v1/chat/completions`, {
       method: "POST",
@@ -95,7 +100,10 @@ describe("the compiled binary", () => {
     // New work is refused once the proxy says it is draining.
     await proxy.log.until((line) => line.includes('"msg":"draining"'));
     void proxy.log.until(() => false);
-    const refused = await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }) });
+    const refused = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }),
+    });
     expect(refused.status).toBe(503);
     for (let read = await reader.read(); !read.done; read = await reader.read()) body += decoder.decode(read.value, { stream: true });
     expect(body.trimEnd().endsWith("data: [DONE]")).toBe(true);
@@ -109,7 +117,10 @@ describe("the compiled binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "disagg-proxy-"));
     const yaml = join(dir, "disagg_config.yaml");
     const write = (gen: string): void =>
-      writeFileSync(yaml, `hostname: 127.0.0.1\nport: 0\ncontext_servers:\n  urls: ["${hostPort(context.url)}"]\ngeneration_servers:\n  urls: ["${hostPort(gen)}"]\n`);
+      writeFileSync(
+        yaml,
+        `hostname: 127.0.0.1\nport: 0\ncontext_servers:\n  urls: ["${hostPort(context.url)}"]\ngeneration_servers:\n  urls: ["${hostPort(gen)}"]\n`,
+      );
     write(first.url);
     const proxy = await spawn(["serve", "-c", yaml]);
     await untilHealthy(proxy.url);
@@ -127,7 +138,10 @@ describe("the compiled binary", () => {
       await Bun.sleep(20);
     }
     expect(lists?.server_lists.generation).toEqual([second.url]);
-    const fresh = await fetch(`${proxy.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 2 }) });
+    const fresh = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 2 }),
+    });
     expect(fresh.status).toBe(200);
     expect((await body).trimEnd().endsWith("data: [DONE]")).toBe(true);
   }, 20_000);

@@ -36,7 +36,11 @@ describe("worker request capacity of the compiled binary", () => {
       },
     });
     const env: Record<string, string | undefined> = { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: undefined };
-    const proxy = await spawnBinaryWithLog(["serve", "--port", "0", "--host", "127.0.0.1", "--context", worker.url.origin, "--generation", worker.url.origin], children, env);
+    const proxy = await spawnBinaryWithLog(
+      ["serve", "--port", "0", "--host", "127.0.0.1", "--context", worker.url.origin, "--generation", worker.url.origin],
+      children,
+      env,
+    );
     const startup = await proxy.log.until((line) => line.includes("all workers are ready"));
     expect(startup.filter((line) => line.includes('"level":"warn"'))).toEqual([]);
 

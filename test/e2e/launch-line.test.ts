@@ -52,23 +52,60 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
 
   test.each([
     ["newest", ["disaggregated", "-c", "CONFIG", "-t", "60", "-r", "30", "-l", "info", "-s", "context_first"]],
-    ["long", ["disaggregated", "--config", "CONFIG", "--server_start_timeout", "60", "--request_timeout", "30", "--log_level", "info", "--schedule_style", "CONTEXT_FIRST"]],
-    ["older", ["disaggregated", "--config_file", "CONFIG", "--server_start_timeout", "60", "--request_timeout", "30", "--log_level", "verbose", "--metrics-log-interval", "0"]],
+    [
+      "long",
+      [
+        "disaggregated",
+        "--config",
+        "CONFIG",
+        "--server_start_timeout",
+        "60",
+        "--request_timeout",
+        "30",
+        "--log_level",
+        "info",
+        "--schedule_style",
+        "CONTEXT_FIRST",
+      ],
+    ],
+    [
+      "older",
+      [
+        "disaggregated",
+        "--config_file",
+        "CONFIG",
+        "--server_start_timeout",
+        "60",
+        "--request_timeout",
+        "30",
+        "--log_level",
+        "verbose",
+        "--metrics-log-interval",
+        "0",
+      ],
+    ],
     ["with telemetry flags", ["disaggregated", "-c", "CONFIG", "--no-telemetry", "--metrics-log-interval", "0"]],
     ["ours", ["serve", "-c", "CONFIG", "--server-start-timeout", "60", "--request-timeout", "30", "--log-level", "info"]],
-  ])("the %s spelling starts, reports its address, serves, and warns about nothing", async (_name, words) => {
-    const report = join(dir, `addr-${_name.replaceAll(" ", "-")}`);
-    const args = [...words.map((word) => (word === "CONFIG" ? yaml : word)), "--report_addr", report];
-    const proxy = await spawnBinaryWithLog(args, children);
-    const lines = await proxy.log.until((line) => line.includes("all workers are ready"));
-    expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
-    expect(existsSync(report)).toBe(true);
-    expect(readFileSync(report, "utf8")).toBe(`127.0.0.1:${new URL(proxy.url).port}`);
-    const answer = await fetch(`${proxy.url}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 2 }) });
-    expect(answer.status).toBe(200);
-    proxy.child.kill("SIGTERM");
-    expect(await proxy.child.exited).toBe(0);
-  }, 30_000);
+  ])(
+    "the %s spelling starts, reports its address, serves, and warns about nothing",
+    async (_name, words) => {
+      const report = join(dir, `addr-${_name.replaceAll(" ", "-")}`);
+      const args = [...words.map((word) => (word === "CONFIG" ? yaml : word)), "--report_addr", report];
+      const proxy = await spawnBinaryWithLog(args, children);
+      const lines = await proxy.log.until((line) => line.includes("all workers are ready"));
+      expect(lines.filter((line) => line.includes(`"level":"warn"`) || line.includes(`"level":"error"`))).toEqual([]);
+      expect(existsSync(report)).toBe(true);
+      expect(readFileSync(report, "utf8")).toBe(`127.0.0.1:${new URL(proxy.url).port}`);
+      const answer = await fetch(`${proxy.url}/v1/completions`, {
+        method: "POST",
+        body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 2 }),
+      });
+      expect(answer.status).toBe(200);
+      proxy.child.kill("SIGTERM");
+      expect(await proxy.child.exited).toBe(0);
+    },
+    30_000,
+  );
 
   test("-m / --metadata_server_config_file starts with workers from etcd's metadata keys, and waits quietly for them", async () => {
     await using etcd = await startEtcd();
@@ -77,7 +114,10 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
     // Upstream's example spelling of the refresh key (examples/disaggregated/README.md).
     writeFileSync(meta, `server_type: etcd\nhostname: ${hostname}\nport: ${port}\nhealth_check_timeout: 5.0\nrefersh_interval: 10.0\n`);
     const bare = join(dir, "disagg_config_metadata.yaml");
-    writeFileSync(bare, "hostname: 127.0.0.1\nport: 0\nbackend: pytorch\ncontext_servers:\n  num_instances: 1\ngeneration_servers:\n  num_instances: 1\n");
+    writeFileSync(
+      bare,
+      "hostname: 127.0.0.1\nport: 0\nbackend: pytorch\ncontext_servers:\n  num_instances: 1\ngeneration_servers:\n  num_instances: 1\n",
+    );
     for (const flag of ["-m", "--metadata_server_config_file"]) {
       const proxy = await spawnBinaryWithLog(["disaggregated", "-c", bare, flag, meta, "-t", "60"], children);
       const lines = await proxy.log.until((line) => line.includes("waiting for workers"));
@@ -93,7 +133,10 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
     const idle = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const unreachable = `127.0.0.1:${idle.port}`;
     idle.stop(true);
-    const proxy = await spawnBinaryWithLog(["disaggregated", "--port", "0", "--host", "127.0.0.1", "--context", unreachable, "--generation", unreachable, "-t", "600"], children);
+    const proxy = await spawnBinaryWithLog(
+      ["disaggregated", "--port", "0", "--host", "127.0.0.1", "--context", unreachable, "--generation", unreachable, "-t", "600"],
+      children,
+    );
     await proxy.log.until((line) => line.includes("waiting for workers"));
     proxy.child.kill("SIGTERM");
     const rest = await proxy.log.until(() => false);
@@ -103,15 +146,39 @@ describe("the compiled binary takes trtllm-serve's launch line", () => {
   }, 30_000);
 
   test("a hostname that does not resolve exits 2 naming it and the setting that names it", () => {
-    const run = Bun.spawnSync([BINARY, "disaggregated", "--host", "no-such-host.invalid", "--port", "8333", "--context", "c:1", "--generation", "g:1"]);
+    const run = Bun.spawnSync([
+      BINARY,
+      "disaggregated",
+      "--host",
+      "no-such-host.invalid",
+      "--port",
+      "8333",
+      "--context",
+      "c:1",
+      "--generation",
+      "g:1",
+    ]);
     expect(run.exitCode).toBe(2);
-    expect(run.stderr.toString()).toBe("disagg-proxy: cannot resolve no-such-host.invalid (named by hostname (--host)): the name does not resolve (ENOTFOUND)\n");
+    expect(run.stderr.toString()).toBe(
+      "disagg-proxy: cannot resolve no-such-host.invalid (named by hostname (--host)): the name does not resolve (ENOTFOUND)\n",
+    );
   });
 
   test("a port in use exits 2 naming it", () => {
     const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     try {
-      const run = Bun.spawnSync([BINARY, "serve", "--host", "127.0.0.1", "--port", String(busy.port), "--context", "c:1", "--generation", "g:1"]);
+      const run = Bun.spawnSync([
+        BINARY,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(busy.port),
+        "--context",
+        "c:1",
+        "--generation",
+        "g:1",
+      ]);
       expect(run.exitCode).toBe(2);
       expect(run.stderr.toString()).toStartWith(`disagg-proxy: cannot listen on 127.0.0.1:${busy.port}: the port is already in use`);
     } finally {

@@ -10,11 +10,12 @@ let proxyUrl = "";
 describe("official clients through the binary", () => {
   beforeAll(async () => {
     await ensureBinary();
-    proxyUrl = await binaryCluster(
-      children,
-      { context: ["--prefill-ms", "3000", "--token-ms", "5"], generation: ["--token-ms", "5"] },
-      ["--stream-start-wait-ms", "200", "--keepalive-interval-ms", "500"],
-    );
+    proxyUrl = await binaryCluster(children, { context: ["--prefill-ms", "3000", "--token-ms", "5"], generation: ["--token-ms", "5"] }, [
+      "--stream-start-wait-ms",
+      "200",
+      "--keepalive-interval-ms",
+      "500",
+    ]);
   }, 120_000);
 
   afterAll(() => {
@@ -60,7 +61,9 @@ describe("official clients through the binary", () => {
       return response;
     };
     const client = new Anthropic({ baseURL: proxyUrl, apiKey: "unused", maxRetries: 0, fetch: timedFetch });
-    const tools: Anthropic.Tool[] = [{ name: "lookup", description: "looks things up", input_schema: { type: "object", properties: { q: { type: "string" } } } }];
+    const tools: Anthropic.Tool[] = [
+      { name: "lookup", description: "looks things up", input_schema: { type: "object", properties: { q: { type: "string" } } } },
+    ];
     const turn = client.messages.stream({
       model: "emulated-model",
       max_tokens: 64,

@@ -38,7 +38,13 @@ const POLL_MS = 200;
  * (holding `lock`) or another one made it. `make` must put its output in place (by rename, so a
  * process reading it never sees half of it); the stamp is written after it.
  */
-export async function madeOnce(options: { lock: string; stamp: string; key: string; timeoutMs: number; make: () => Promise<void> }): Promise<void> {
+export async function madeOnce(options: {
+  lock: string;
+  stamp: string;
+  key: string;
+  timeoutMs: number;
+  make: () => Promise<void>;
+}): Promise<void> {
   const { lock, stamp, key } = options;
   const deadline = performance.now() + options.timeoutMs;
   // A fresh checkout has no dist/ yet.
@@ -58,7 +64,10 @@ export async function madeOnce(options: { lock: string; stamp: string; key: stri
       }
       return;
     }
-    if (performance.now() > deadline) throw new Error(`${stamp} was not made within ${options.timeoutMs} ms (lock ${lock} held by pid ${readOr(join(lock, "pid")) ?? "?"})`);
+    if (performance.now() > deadline)
+      throw new Error(
+        `${stamp} was not made within ${options.timeoutMs} ms (lock ${lock} held by pid ${readOr(join(lock, "pid")) ?? "?"})`,
+      );
     await Bun.sleep(POLL_MS);
   }
 }

@@ -45,7 +45,19 @@ export class Chromium implements AsyncDisposable {
   static async launch(args: readonly string[] = []): Promise<Chromium> {
     const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
     const process = Bun.spawn(
-      ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--disable-extensions", "--remote-debugging-port=0", `--user-data-dir=${profile}`, ...args, "about:blank"],
+      [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--disable-extensions",
+        "--remote-debugging-port=0",
+        `--user-data-dir=${profile}`,
+        ...args,
+        "about:blank",
+      ],
       { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
     );
     // Chromium announces its DevTools endpoint on stderr.

@@ -67,8 +67,23 @@ export async function startEtcd(): Promise<EtcdServer> {
     const peer = `http://127.0.0.1:${peerPort}`;
     const log = join(dir, "etcd.log");
     proc = Bun.spawn(
-      [binary, "--name", "test", "--data-dir", join(dir, "data"), "--listen-client-urls", current, "--advertise-client-urls", current,
-        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", `test=${peer}`],
+      [
+        binary,
+        "--name",
+        "test",
+        "--data-dir",
+        join(dir, "data"),
+        "--listen-client-urls",
+        current,
+        "--advertise-client-urls",
+        current,
+        "--listen-peer-urls",
+        peer,
+        "--initial-advertise-peer-urls",
+        peer,
+        "--initial-cluster",
+        `test=${peer}`,
+      ],
       { stdin: "ignore", stdout: Bun.file(log), stderr: Bun.file(log) },
     );
     await waitUntilAnswering(current, proc, log);
@@ -101,7 +116,10 @@ export async function startEtcd(): Promise<EtcdServer> {
     },
     async compact() {
       const { revision } = await new EtcdClient(current).range("\0");
-      const response = await fetch(`${current}/v3/kv/compaction`, { method: "POST", body: JSON.stringify({ revision: String(revision), physical: true }) });
+      const response = await fetch(`${current}/v3/kv/compaction`, {
+        method: "POST",
+        body: JSON.stringify({ revision: String(revision), physical: true }),
+      });
       if (!response.ok) throw new Error(`compaction failed: HTTP ${response.status} ${await response.text()}`);
       return String(revision);
     },

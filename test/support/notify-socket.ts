@@ -31,4 +31,3 @@ export function notifySocket(path: string): { read(): string | undefined; close(
     },
   };
 }
-

@@ -30,7 +30,13 @@ export interface LoopReport {
 const input = workerData as LoopInput;
 const shared = new SharedLoad(input.buffer);
 const placement = new Placement(
-  { contextServers: ["http://c:1"], generationServers: [...input.generation], contextRouter: "round_robin", generationRouter: input.router, maxInflightPerWorker: input.limit },
+  {
+    contextServers: ["http://c:1"],
+    generationServers: [...input.generation],
+    contextRouter: "round_robin",
+    generationRouter: input.router,
+    maxInflightPerWorker: input.limit,
+  },
   { shared },
 );
 for (const worker of placement.pool.all("generation")) worker.ready = true;

@@ -100,5 +100,10 @@ export function rawRequest(method: string, path: string, headers: Record<string,
 
 /** A JSON POST with Host and Content-Length set. */
 export function rawJsonPost(path: string, body: string, headers: Record<string, string> = {}): string {
-  return rawRequest("POST", path, { host: "proxy", "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers }, body);
+  return rawRequest(
+    "POST",
+    path,
+    { host: "proxy", "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers },
+    body,
+  );
 }

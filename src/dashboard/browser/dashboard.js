@@ -25,7 +25,13 @@
   const H = 150;
 
   /** @type {Series} */
-  const series = { at: [], outcomes: { ok: [], worker_error: [], client_disconnected: [], timeout: [], rejected: [], internal_error: [] }, inFlight: [], ttftP50Ms: [], ttftP99Ms: [] };
+  const series = {
+    at: [],
+    outcomes: { ok: [], worker_error: [], client_disconnected: [], timeout: [], rejected: [], internal_error: [] },
+    inFlight: [],
+    ttftP50Ms: [],
+    ttftP99Ms: [],
+  };
 
   /** @param {string} id @returns {HTMLElement} */
   function byId(id) {
@@ -114,7 +120,10 @@
       ["in flight", String(proxy.inFlight)],
       ["open streams", String(proxy.streamsOpen)],
       ["keepalives sent", String(proxy.keepalivesSent)],
-      ["admission", proxy.admission.limit === 0 ? `${proxy.admission.inFlight} (no limit)` : `${proxy.admission.inFlight} / ${proxy.admission.limit}`],
+      [
+        "admission",
+        proxy.admission.limit === 0 ? `${proxy.admission.inFlight} (no limit)` : `${proxy.admission.inFlight} / ${proxy.admission.limit}`,
+      ],
       ["queued", String(proxy.admission.waiting)],
     ]);
     byId("figures").replaceChildren(
@@ -271,7 +280,9 @@
       now,
       (v) => `${rate(v)}/s`,
     );
-    chart("chart-inflight", [{ name: "in flight", values: series.inFlight, className: "line inflight" }], now, (v) => String(Math.round(v)));
+    chart("chart-inflight", [{ name: "in flight", values: series.inFlight, className: "line inflight" }], now, (v) =>
+      String(Math.round(v)),
+    );
     chart(
       "chart-ttft",
       [

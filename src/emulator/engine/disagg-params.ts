@@ -54,7 +54,12 @@ function contextParams(request: ModelRequest, handover: ContextHandover): JsonOb
 }
 
 export type GenerationSource =
-  | { readonly style: "context_first"; readonly state: OpaqueState; readonly firstGenTokens: readonly number[]; readonly ctxRequestId: bigint }
+  | {
+      readonly style: "context_first";
+      readonly state: OpaqueState;
+      readonly firstGenTokens: readonly number[];
+      readonly ctxRequestId: bigint;
+    }
   | { readonly style: "generation_first"; readonly endpoint: string; readonly disaggRequestId: bigint }
   /** trtllm-serve's generation-only benchmark: fixed first token, no KV, the prompt as sent. */
   | { readonly style: "benchmark" };

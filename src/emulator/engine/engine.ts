@@ -53,12 +53,7 @@ export async function* runEngine(run: EngineRun, signal: AbortSignal): AsyncGene
 }
 
 /** Sleeps ms, breaking the silence with keepalives when the run asks for them. */
-async function* wait(
-  run: EngineRun,
-  clock: { lastEventAt: number },
-  ms: number,
-  signal: AbortSignal,
-): AsyncGenerator<EngineEvent, void> {
+async function* wait(run: EngineRun, clock: { lastEventAt: number }, ms: number, signal: AbortSignal): AsyncGenerator<EngineEvent, void> {
   const until = performance.now() + ms;
   for (;;) {
     const nextKeepalive = run.keepaliveMs === undefined ? Infinity : clock.lastEventAt + run.keepaliveMs;

@@ -26,7 +26,11 @@ describe("generation_only, context first", () => {
   test("a chat stream continues from the first token the context phase produced", async () => {
     await using context = startEmulatedWorker({ role: "context" });
     await using generation = startEmulatedWorker({ role: "generation" });
-    const client = { messages: [{ role: "user", content: "go [[emu tokens=3 cached=1]]" }], stream: true, stream_options: { include_usage: true } };
+    const client = {
+      messages: [{ role: "user", content: "go [[emu tokens=3 cached=1]]" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    };
     const answer = await askContext(context.url, "/v1/chat/completions", client);
     const response = await post(generation.url, "/v1/chat/completions", generationBody("chat", client, answer));
     expect(response.status).toBe(200);
@@ -92,9 +96,14 @@ describe("generation_only validation", () => {
     await using context = startEmulatedWorker({ role: "context" });
     await using generation = startEmulatedWorker({ role: "generation" });
     const state = encodeOpaqueState({ worker: context.url, disaggRequestId: D, promptTokens: 3, directives: "" });
-    const response = await post(generation.url, "/v1/chat/completions", { ...goodBody, disaggregated_params: { ...goodParams, encoded_opaque_state: state } });
+    const response = await post(generation.url, "/v1/chat/completions", {
+      ...goodBody,
+      disaggregated_params: { ...goodParams, encoded_opaque_state: state },
+    });
     expect(response.status).toBe(500);
-    expect(stringAt(await json(response), "message")).toContain(`KV cache transfer failed for ctx_request_id ${D}: the context worker holds no KV for it (404)`);
+    expect(stringAt(await json(response), "message")).toContain(
+      `KV cache transfer failed for ctx_request_id ${D}: the context worker holds no KV for it (404)`,
+    );
   });
 
   for (const [name, params, message] of cases) {

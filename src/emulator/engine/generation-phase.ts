@@ -43,8 +43,7 @@ async function answer(prepared: PreparedJob): Promise<Response> {
   const { plan } = prepared;
   if (request.stream) {
     // Only Responses streams have a keepalive of the worker's own: response.in_progress again.
-    const keepaliveMs =
-      request.api === "responses" ? (worker.options.responsesKeepaliveMs ?? DEFAULT_RESPONSES_KEEPALIVE_MS) : undefined;
+    const keepaliveMs = request.api === "responses" ? (worker.options.responsesKeepaliveMs ?? DEFAULT_RESPONSES_KEEPALIVE_MS) : undefined;
     return streamReply(prepared, prepared.renderers.stream(plan), engineRun(prepared, plan.tokens, keepaliveMs));
   }
   const output = await collectOutput(prepared, engineRun(prepared, plan.tokens));

@@ -9,7 +9,10 @@ import { isJsonObject, type JsonValue } from "../../json/json.ts";
 export function contentText(content: JsonValue | undefined): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map(partText).filter((text) => text !== "").join("\n");
+  return content
+    .map(partText)
+    .filter((text) => text !== "")
+    .join("\n");
 }
 
 function partText(part: JsonValue): string {

@@ -9,7 +9,9 @@ describe("the worker generations the emulator plays", () => {
     expect(() => admitFields(old, "chat", { messages: [], disaggregated_params: { ...handOff, ctx_usage: { prompt_tokens: 1 } } })).toThrow(
       "'loc': ('body', 'disaggregated_params', 'ctx_usage'), 'msg': 'Extra inputs are not permitted'",
     );
-    expect(() => admitFields(old, "completions", { prompt: "x", conversation_params: { conversation_id: "c" } })).toThrow("'conversation_params'");
+    expect(() => admitFields(old, "completions", { prompt: "x", conversation_params: { conversation_id: "c" } })).toThrow(
+      "'conversation_params'",
+    );
     expect(() => admitFields(old, "chat", { messages: [], injected_chat_template_kwargs: ["enable_thinking"] })).toThrow("extra_forbidden");
     const withOld = { messages: [], disaggregated_params: { ...handOff, conversation_id: "c" } };
     expect(admitFields(old, "chat", withOld)).toBe(withOld);
@@ -25,7 +27,9 @@ describe("the worker generations the emulator plays", () => {
   test("newest: the old conversation_id is gone, the newest fields taken", () => {
     const newest = generationOf();
     expect(newest.version).toBe("1.4.0rc0");
-    expect(() => admitFields(newest, "chat", { messages: [], disaggregated_params: { ...handOff, conversation_id: "c" } })).toThrow("'conversation_id'");
+    expect(() => admitFields(newest, "chat", { messages: [], disaggregated_params: { ...handOff, conversation_id: "c" } })).toThrow(
+      "'conversation_id'",
+    );
     const body = {
       messages: [],
       conversation_params: { conversation_id: "c" },
@@ -40,8 +44,14 @@ describe("the worker generations the emulator plays", () => {
   test("1.3.0rc28 and rc29: everything but injected_chat_template_kwargs, which came with rc30 and 1.4.0rc0 (#19351)", () => {
     for (const version of ["1.3.0rc28", "1.3.0rc29"]) {
       const generation = generationOf(version);
-      expect(() => admitFields(generation, "chat", { messages: [], injected_chat_template_kwargs: ["enable_thinking"] })).toThrow("'injected_chat_template_kwargs'");
-      const body = { messages: [], conversation_params: { conversation_id: "c" }, disaggregated_params: { ...handOff, resolved_thinking: true } };
+      expect(() => admitFields(generation, "chat", { messages: [], injected_chat_template_kwargs: ["enable_thinking"] })).toThrow(
+        "'injected_chat_template_kwargs'",
+      );
+      const body = {
+        messages: [],
+        conversation_params: { conversation_id: "c" },
+        disaggregated_params: { ...handOff, resolved_thinking: true },
+      };
       expect(admitFields(generation, "chat", body)).toBe(body);
       expect(generation.responsesDisaggregation).toBe(true);
     }

@@ -19,5 +19,8 @@ export function tokenId(word: string): number {
 }
 
 export function tokenize(text: string): number[] {
-  return text.split(/\s+/).filter((word) => word !== "").map(tokenId);
+  return text
+    .split(/\s+/)
+    .filter((word) => word !== "")
+    .map(tokenId);
 }

@@ -101,7 +101,18 @@ export class ConnectionFront {
 
   #open(client: Socket<Relay>): void {
     this.#opened++;
-    client.data = { backend: undefined, toBackend: [], toClient: [], framing: new ResponseFraming(), inRequest: false, answered: false, served: 0, idleTimer: undefined, closed: false, endOnDrain: false };
+    client.data = {
+      backend: undefined,
+      toBackend: [],
+      toClient: [],
+      framing: new ResponseFraming(),
+      inRequest: false,
+      answered: false,
+      served: 0,
+      idleTimer: undefined,
+      closed: false,
+      endOnDrain: false,
+    };
     void Bun.connect<BackendData>({
       hostname: "127.0.0.1",
       port: this.#backendPort,

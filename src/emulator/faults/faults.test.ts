@@ -87,7 +87,10 @@ describe("silence fault", () => {
     // Without prefill or token latency only the silence can make the reply take 60 ms; a lower
     // bound, so a loaded machine (which reads late, maybe both tokens at once) cannot fail it.
     const started = performance.now();
-    const response = await post(worker.url, "/v1/completions", { prompt: "x [[emu tokens=2 silence_ms=60 silence_after=1]]", stream: true });
+    const response = await post(worker.url, "/v1/completions", {
+      prompt: "x [[emu tokens=2 silence_ms=60 silence_after=1]]",
+      stream: true,
+    });
     const text = await response.text();
     expect(text.indexOf(" tok1")).toBeGreaterThan(0);
     expect(text.indexOf(" tok2")).toBeGreaterThan(text.indexOf(" tok1"));

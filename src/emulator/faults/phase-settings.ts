@@ -48,15 +48,11 @@ export function phaseSettings(
     naturalTokens: directives.tokens ?? options.outputTokens ?? DEFAULT_OUTPUT_TOKENS,
     finishStop: directives.finishStop ?? false,
     reject:
-      rejectStatus === undefined
-        ? undefined
-        : { status: rejectStatus, afterMs: directives.rejectAfterMs ?? faults.rejectAfterMs ?? 0 },
+      rejectStatus === undefined ? undefined : { status: rejectStatus, afterMs: directives.rejectAfterMs ?? faults.rejectAfterMs ?? 0 },
     cutAfterTokens: directives.cutAfterTokens ?? faults.cutAfterTokens,
     chunkBytes: directives.chunkBytes ?? faults.chunkBytes,
     silence:
-      silenceMs === undefined
-        ? undefined
-        : { ms: silenceMs, afterTokens: directives.silenceAfterTokens ?? faults.silenceAfterTokens ?? 1 },
+      silenceMs === undefined ? undefined : { ms: silenceMs, afterTokens: directives.silenceAfterTokens ?? faults.silenceAfterTokens ?? 1 },
     errorEventAfterTokens: directives.errorEventAfterTokens ?? faults.errorEventAfterTokens,
     tools: directives.tools ?? 0,
     reasoning: directives.reasoning ?? 0,

@@ -22,7 +22,8 @@ export function decodeMsgpack(bytes: Uint8Array): JsonValue {
 }
 
 function toJsonValue(value: unknown): JsonValue {
-  if (typeof value === "bigint") return Number.isSafeInteger(Number(value)) && BigInt(Number(value)) === value ? Number(value) : jsonInteger(value);
+  if (typeof value === "bigint")
+    return Number.isSafeInteger(Number(value)) && BigInt(Number(value)) === value ? Number(value) : jsonInteger(value);
   if (value === null || value === undefined) return null;
   if (typeof value === "number" || typeof value === "string" || typeof value === "boolean") return value;
   if (Array.isArray(value)) return value.map(toJsonValue);

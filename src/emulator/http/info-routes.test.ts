@@ -39,7 +39,10 @@ describe("non-model routes", () => {
     const body = {
       model: "m",
       system: [{ type: "text", text: "be kind" }],
-      messages: [{ role: "user", content: [{ type: "text", text: "one two three" }] }, { role: "assistant", content: "four" }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "one two three" }] },
+        { role: "assistant", content: "four" },
+      ],
     };
     expect(await json(await post(worker.url, "/v1/messages/count_tokens", body))).toEqual({ input_tokens: 6 });
   });

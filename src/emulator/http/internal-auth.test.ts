@@ -34,7 +34,11 @@ function signed(fields: Partial<Parameters<typeof subagentAffinityHeaders>[1]> =
   });
 }
 
-async function send(options: Omit<EmulatorOptions, "role"> & { role?: EmulatorOptions["role"] }, body: JsonObject, headers: Record<string, string>): Promise<{ status: number; message: string }> {
+async function send(
+  options: Omit<EmulatorOptions, "role"> & { role?: EmulatorOptions["role"] },
+  body: JsonObject,
+  headers: Record<string, string>,
+): Promise<{ status: number; message: string }> {
   await using worker = startEmulatedWorker({ role: "context", ...options });
   const response = await fetch(`${worker.url}/v1/chat/completions`, {
     method: "POST",
@@ -52,8 +56,14 @@ describe("the emulated worker's sub-agent affinity check", () => {
 
   test("an unsigned hint is refused, with a key or without one", async () => {
     const unsigned = { "x-trtllm-subagent-affinity-id": "parent" };
-    expect(await send({ internalAuthKey: KEY }, affinityRequest("context_only"), unsigned)).toEqual({ status: 400, message: "Invalid internal subagent affinity authentication" });
-    expect(await send({}, affinityRequest("context_only"), unsigned)).toEqual({ status: 400, message: "Subagent affinity requires internal_request_auth_key" });
+    expect(await send({ internalAuthKey: KEY }, affinityRequest("context_only"), unsigned)).toEqual({
+      status: 400,
+      message: "Invalid internal subagent affinity authentication",
+    });
+    expect(await send({}, affinityRequest("context_only"), unsigned)).toEqual({
+      status: 400,
+      message: "Subagent affinity requires internal_request_auth_key",
+    });
   });
 
   test.each([
@@ -62,7 +72,11 @@ describe("the emulated worker's sub-agent affinity check", () => {
     ["model", {}, { model: "other-model" }],
     ["request id", {}, { disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(43n) } }],
   ] as const)("a hint whose %s changed after signing is refused", async (_what, headerChange, bodyChange) => {
-    const result = await send({ internalAuthKey: KEY }, { ...affinityRequest("context_only"), ...bodyChange }, { ...signed(), ...headerChange });
+    const result = await send(
+      { internalAuthKey: KEY },
+      { ...affinityRequest("context_only"), ...bodyChange },
+      { ...signed(), ...headerChange },
+    );
     expect(result).toEqual({ status: 400, message: "Invalid internal subagent affinity authentication" });
   });
 
@@ -73,7 +87,10 @@ describe("the emulated worker's sub-agent affinity check", () => {
 
   test("a worker without a role of its own checks the role the request type names; an aggregated request ignores the hint", async () => {
     expect((await send({ role: "mixed", internalAuthKey: KEY }, affinityRequest("context_only"), signed())).status).toBe(200);
-    expect((await send({ role: "mixed", internalAuthKey: KEY }, affinityRequest(undefined), { "x-trtllm-subagent-affinity-id": "parent" })).status).toBe(200);
+    expect(
+      (await send({ role: "mixed", internalAuthKey: KEY }, affinityRequest(undefined), { "x-trtllm-subagent-affinity-id": "parent" }))
+        .status,
+    ).toBe(200);
   });
 });
 
@@ -83,7 +100,12 @@ const generation = (state: string): JsonObject => ({
   messages: [{ role: "user", content: "hello" }],
   prompt_token_ids: [1, 2, 3],
   max_tokens: 2,
-  disaggregated_params: { request_type: "generation_only", ctx_request_id: jsonInteger(42n), disagg_request_id: jsonInteger(42n), encoded_opaque_state: state },
+  disaggregated_params: {
+    request_type: "generation_only",
+    ctx_request_id: jsonInteger(42n),
+    disagg_request_id: jsonInteger(42n),
+    encoded_opaque_state: state,
+  },
 });
 
 describe("the emulated worker's hand-off signature check", () => {

@@ -40,7 +40,13 @@ function checkHandoffSignature(key: string | undefined, params: JsonObject | und
   }
 }
 
-function checkAffinitySignature(key: string | undefined, configured: WorkerRole, body: JsonObject, params: JsonObject | undefined, headers: Headers): void {
+function checkAffinitySignature(
+  key: string | undefined,
+  configured: WorkerRole,
+  body: JsonObject,
+  params: JsonObject | undefined,
+  headers: Headers,
+): void {
   const requestType = params?.["request_type"];
   // A worker without a role of its own infers it from the request type; an aggregated request ignores the hint.
   const role = configured === "context" ? "CONTEXT" : configured === "generation" ? "GENERATION" : inferredRole(requestType);
@@ -78,7 +84,11 @@ function sign(key: string, payload: Record<string, JsonValue>): string {
  * (ensure_ascii; an astral character as its two surrogates, as Python writes it).
  */
 function pythonDumps(payload: Record<string, JsonValue>): string {
-  const sorted = Object.fromEntries(Object.keys(payload).toSorted().map((name) => [name, payload[name]]));
+  const sorted = Object.fromEntries(
+    Object.keys(payload)
+      .toSorted()
+      .map((name) => [name, payload[name]]),
+  );
   return JSON.stringify(sorted).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 

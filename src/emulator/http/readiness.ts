@@ -10,7 +10,8 @@ export const SERVER_STATE_HEADER = "x-trtllm-server-state";
 
 const STARTING_BODY = JSON.stringify({
   error: {
-    message: "The server is still initializing the model and cannot serve requests yet. It is listening, so this is not a crash; retry until /health returns 200.",
+    message:
+      "The server is still initializing the model and cannot serve requests yet. It is listening, so this is not a crash; retry until /health returns 200.",
     type: "ServiceUnavailableError",
     code: "starting",
   },

@@ -1,7 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { RequestLog, type RecordInit } from "./request-log.ts";
 
-const init: RecordInit = { method: "POST", path: "/v1/chat/completions", headers: {}, body: undefined, phase: "context", disaggRequestId: undefined };
+const init: RecordInit = {
+  method: "POST",
+  path: "/v1/chat/completions",
+  headers: {},
+  body: undefined,
+  phase: "context",
+  disaggRequestId: undefined,
+};
 
 describe("RequestLog", () => {
   test("keeps every record by default", () => {

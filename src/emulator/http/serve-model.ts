@@ -20,12 +20,7 @@ import { errorResponse, isAbortError, WorkerError } from "./worker-error.ts";
 /** nginx's "client closed request": the client is gone, so nobody reads it. */
 const CLIENT_CLOSED = 499;
 
-export async function serveModelRequest(
-  worker: WorkerContext,
-  req: Request,
-  api: ApiKind,
-  stopping: AbortSignal,
-): Promise<Response> {
+export async function serveModelRequest(worker: WorkerContext, req: Request, api: ApiKind, stopping: AbortSignal): Promise<Response> {
   const timeline = new JobTimeline(worker.perf, metricsRequested(req.headers));
   const body = await readJsonBody(req);
   const record = worker.log.add({

@@ -41,14 +41,20 @@ describe("emulated KV cache", () => {
     expect([0, 1].map((i) => (at(stored, 0, "data", "blocks", i, "tokens") as JsonValue[]).length)).toEqual([4, 4]);
     expect(at(stored, 1, "data", "parent_hash")).toEqual(at(stored, 0, "data", "blocks", 1, "block_hash"));
     expect(at(stored, 1, "data", "blocks")).toHaveLength(1);
-    expect(at(stored, 1, "data", "blocks", 0, "tokens", 0)).toEqual({ type: "unique_token", token_id: expect.any(Number), token_extra_id: 0 });
+    expect(at(stored, 1, "data", "blocks", 0, "tokens", 0)).toEqual({
+      type: "unique_token",
+      token_id: expect.any(Number),
+      token_extra_id: 0,
+    });
     expect(await events(worker.url)).toEqual([]);
   });
 
   test("a context phase and its generation phase both leave the prompt in their worker's cache", async () => {
     await using worker = startEmulatedWorker({ role: "mixed", tokensPerBlock: 4 });
     const prompt = words(0, 9);
-    const context = await json(await post(worker.url, "/v1/completions", { prompt, disaggregated_params: { request_type: "context_only" } }));
+    const context = await json(
+      await post(worker.url, "/v1/completions", { prompt, disaggregated_params: { request_type: "context_only" } }),
+    );
     expect(at(context, "usage", "prompt_tokens_details", "cached_tokens")).toBe(0);
     const aggregated = await json(await post(worker.url, "/v1/completions", { prompt, max_tokens: 1 }));
     expect(at(aggregated, "usage", "prompt_tokens_details", "cached_tokens")).toBe(8);
@@ -58,7 +64,14 @@ describe("emulated KV cache", () => {
     await using worker = startEmulatedWorker({ role: "mixed", tokensPerBlock: 4, kvCacheBlocks: 0 });
     const prompt = words(0, 9);
     await post(worker.url, "/v1/completions", { prompt, max_tokens: 1 }).then((r) => r.text());
-    expect(at(await json(await post(worker.url, "/v1/completions", { prompt, max_tokens: 1 })), "usage", "prompt_tokens_details", "cached_tokens")).toBe(0);
+    expect(
+      at(
+        await json(await post(worker.url, "/v1/completions", { prompt, max_tokens: 1 })),
+        "usage",
+        "prompt_tokens_details",
+        "cached_tokens",
+      ),
+    ).toBe(0);
     const directed = await json(await post(worker.url, "/v1/completions", { prompt: `${prompt} [[emu cached=3]]`, max_tokens: 1 }));
     expect(at(directed, "usage", "prompt_tokens_details", "cached_tokens")).toBe(3);
   });

@@ -25,7 +25,8 @@ export async function fetchKvHandoff(
     response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) });
   } catch (error) {
     if (signal.aborted) throw error;
-    const reason = error instanceof Error && error.name === "TimeoutError" ? `no context phase finished within ${timeoutMs} ms` : String(error);
+    const reason =
+      error instanceof Error && error.name === "TimeoutError" ? `no context phase finished within ${timeoutMs} ms` : String(error);
     throw kvFailure(disaggRequestId, reason);
   }
   if (!response.ok) {

@@ -9,7 +9,14 @@ function gauge(text: string, name: string): number | undefined {
 
 describe("GET /prometheus/metrics", () => {
   test("reports running requests, the configured queue and KV cache use under trtllm-serve's gauge names", async () => {
-    await using worker = startEmulatedWorker({ role: "mixed", model: "m3", reportedWaiting: 7, tokenMs: 20, kvCacheBlocks: 100, tokensPerBlock: 1 });
+    await using worker = startEmulatedWorker({
+      role: "mixed",
+      model: "m3",
+      reportedWaiting: 7,
+      tokenMs: 20,
+      kvCacheBlocks: 100,
+      tokensPerBlock: 1,
+    });
     const idle = await (await fetch(`${worker.url}/prometheus/metrics`)).text();
     expect(idle).toContain('trtllm_num_requests_running{model_name="m3",engine_type="trtllm"} 0');
     expect(gauge(idle, "trtllm_num_requests_waiting")).toBe(7);

@@ -17,7 +17,9 @@ describe("emulated worker: per-request perf metrics", () => {
     await using worker = startEmulatedWorker({ role: "mixed" });
     const asked = await chat(worker.url, CHAT, ASK);
     await asked.text();
-    expect(asked.headers.get("server-timing")).toMatch(/^server_queue;dur=\d+\.\d{6}, server_ttft;dur=\d+\.\d{6}, server_e2e;dur=\d+\.\d{6}$/);
+    expect(asked.headers.get("server-timing")).toMatch(
+      /^server_queue;dur=\d+\.\d{6}, server_ttft;dur=\d+\.\d{6}, server_e2e;dur=\d+\.\d{6}$/,
+    );
     expect(asked.headers.get("x-trtllm-start-end-time")).toMatch(/^server-start;ts=\d+\.\d{9}, server-end;ts=\d+\.\d{9}$/);
     expect(asked.headers.get("x-trtllm-step-metrics")).toMatch(/^server-step-\d+-forward;dur=/);
     expect(asked.headers.get("x-trtllm-ctx-chunk-metrics")).toMatch(/^server-ctx-chunk-0-forward;dur=/);
@@ -32,14 +34,23 @@ describe("emulated worker: per-request perf metrics", () => {
     expect(events.at(-2)?.data).toBe("[DONE]");
     expect(events.at(-1)?.event).toBe("trtllm.perf_metrics");
     const metrics = JSON.parse(events.at(-1)?.data ?? "{}") as Record<string, string>;
-    expect(Object.keys(metrics)).toEqual(["Server-Timing", "X-TRTLLM-Start-End-Time", "X-TRTLLM-Step-Metrics", "X-TRTLLM-Ctx-Chunk-Metrics"]);
+    expect(Object.keys(metrics)).toEqual([
+      "Server-Timing",
+      "X-TRTLLM-Start-End-Time",
+      "X-TRTLLM-Step-Metrics",
+      "X-TRTLLM-Ctx-Chunk-Metrics",
+    ]);
     const plain = sseEvents(await (await chat(worker.url, { ...CHAT, stream: true })).text());
     expect(plain.at(-1)?.data).toBe("[DONE]");
   });
 
   test("step and chunk metrics are dropped when the payload exceeds 80 KiB", async () => {
     await using worker = startEmulatedWorker({ role: "mixed" });
-    const response = await chat(worker.url, { ...CHAT, messages: [{ role: "user", content: "long [[emu tokens=600]]" }], max_tokens: 600 }, ASK);
+    const response = await chat(
+      worker.url,
+      { ...CHAT, messages: [{ role: "user", content: "long [[emu tokens=600]]" }], max_tokens: 600 },
+      ASK,
+    );
     await response.text();
     expect(response.headers.get("server-timing")).not.toBeNull();
     expect(response.headers.get("x-trtllm-start-end-time")).not.toBeNull();
@@ -58,7 +69,11 @@ describe("emulated worker: per-request perf metrics", () => {
 
   test("POST /steady_clock_offset shifts every timestamp the worker reports", async () => {
     await using worker = startEmulatedWorker({ role: "mixed", clockSkewS: 1000 });
-    const set = await fetch(`${worker.url}/steady_clock_offset`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ offset: -1000 }) });
+    const set = await fetch(`${worker.url}/steady_clock_offset`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ offset: -1000 }),
+    });
     expect(set.status).toBe(200);
     const response = await chat(worker.url, CHAT, ASK);
     await response.text();
@@ -69,14 +84,24 @@ describe("emulated worker: per-request perf metrics", () => {
   test("GET /perf_metrics hands over each finished request's record once, with its ctx_request_id", async () => {
     await using worker = startEmulatedWorker({ role: "context", perfMetricsMaxRequests: 10 });
     const id = 4_611_686_018_427_387_905n;
-    const body = { ...CHAT, stream: false, stream_options: null, disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(id) } };
+    const body = {
+      ...CHAT,
+      stream: false,
+      stream_options: null,
+      disaggregated_params: { request_type: "context_only", disagg_request_id: jsonInteger(id) },
+    };
     await (await chat(worker.url, body)).text();
     const text = await (await fetch(`${worker.url}/perf_metrics`)).text();
     const [record, ...rest] = JSON.parse(text) as unknown[];
     expect(rest).toEqual([]);
     expect(text).toContain(`"ctx_request_id":${id}`);
     expect(Object.keys((record as { perf_metrics: { timing_metrics: object } }).perf_metrics.timing_metrics)).toEqual([
-      "server_arrival_time", "arrival_time", "first_scheduled_time", "first_token_time", "server_first_token_time", "last_token_time",
+      "server_arrival_time",
+      "arrival_time",
+      "first_scheduled_time",
+      "first_token_time",
+      "server_first_token_time",
+      "last_token_time",
     ]);
     expect(await (await fetch(`${worker.url}/perf_metrics`)).json()).toEqual([]);
   });
@@ -84,7 +109,12 @@ describe("emulated worker: per-request perf metrics", () => {
   test("a msgpack body under X-TRTLLM-Msgpack: 1 is read, a 63-bit id exactly", async () => {
     await using worker = startEmulatedWorker({ role: "context" });
     const id = 9_223_372_036_854_775_000n;
-    const body = { ...CHAT, stream: false, stream_options: null, disaggregated_params: { request_type: "context_only", disagg_request_id: id } };
+    const body = {
+      ...CHAT,
+      stream: false,
+      stream_options: null,
+      disaggregated_params: { request_type: "context_only", disagg_request_id: id },
+    };
     const response = await fetch(`${worker.url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-trtllm-msgpack": "1" },

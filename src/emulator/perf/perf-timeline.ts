@@ -125,7 +125,11 @@ export class JobTimeline {
     };
     const facts = this.#kvFacts ?? { promptTokens: 0, cachedTokens: 0, tokensPerBlock: 32 };
     if (phase === "generation" && this.#kv?.end !== undefined) {
-      Object.assign(timing, { kv_cache_size: facts.promptTokens * KV_BYTES_PER_TOKEN, kv_cache_transfer_start: this.#kv.start, kv_cache_transfer_end: this.#kv.end });
+      Object.assign(timing, {
+        kv_cache_size: facts.promptTokens * KV_BYTES_PER_TOKEN,
+        kv_cache_transfer_start: this.#kv.start,
+        kv_cache_transfer_end: this.#kv.end,
+      });
     }
     const total = Math.ceil(facts.promptTokens / facts.tokensPerBlock);
     const reused = Math.min(total, Math.floor(facts.cachedTokens / facts.tokensPerBlock));
@@ -135,7 +139,12 @@ export class JobTimeline {
         first_iter: this.#firstIteration ?? null,
         last_iter: this.#steps.at(-1)?.iter ?? null,
         timing_metrics: timing,
-        kv_cache_metrics: { num_total_allocated_blocks: total, num_new_allocated_blocks: total - reused, num_reused_blocks: reused, num_missed_blocks: total - reused },
+        kv_cache_metrics: {
+          num_total_allocated_blocks: total,
+          num_new_allocated_blocks: total - reused,
+          num_reused_blocks: reused,
+          num_missed_blocks: total - reused,
+        },
       },
     };
     if (ctxRequestId !== undefined) record["ctx_request_id"] = jsonInteger(ctxRequestId);
@@ -148,6 +157,15 @@ export class JobTimeline {
     const end = this.#firstToken;
     if (start === undefined || end === undefined) return [];
     const split = start + (end - start) * FORWARD_SHARE;
-    return [{ forward_start_time: start, forward_end_time: split, sample_start_time: split, sample_end_time: end, gpu_forward_time: (split - start) * 1000 * GPU_SHARE, gpu_sample_time: (end - split) * 1000 * GPU_SHARE }];
+    return [
+      {
+        forward_start_time: start,
+        forward_end_time: split,
+        sample_start_time: split,
+        sample_end_time: end,
+        gpu_forward_time: (split - start) * 1000 * GPU_SHARE,
+        gpu_sample_time: (end - split) * 1000 * GPU_SHARE,
+      },
+    ];
   }
 }

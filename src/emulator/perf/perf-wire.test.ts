@@ -23,7 +23,11 @@ describe("the emulated worker's perf metrics wire format", () => {
   });
 
   test("unknown or negative spans are left out; over 80 KiB only Server-Timing and Start-End stay", () => {
-    const partial = serverPhaseHeaders({ arrival: 2, scheduled: undefined, firstToken: 1, lastToken: undefined, kvStart: undefined, kvEnd: undefined }, [], []);
+    const partial = serverPhaseHeaders(
+      { arrival: 2, scheduled: undefined, firstToken: 1, lastToken: undefined, kvStart: undefined, kvEnd: undefined },
+      [],
+      [],
+    );
     expect(partial).toEqual({ [START_END_TIME]: "server-start;ts=2.000000000" });
     const steps = Array.from({ length: 2000 }, (_, iter) => ({ ...fixture.step_metrics[0]!, iter }));
     const big = serverPhaseHeaders(timing, steps, fixture.ctx_chunk_metrics);

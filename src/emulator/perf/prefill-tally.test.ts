@@ -16,7 +16,9 @@ describe("GET /emulator/prefill", () => {
     const zero = { requests: 0, prompt_tokens: 0, cached_tokens: 0 };
     expect(await tally(worker.url)).toEqual({ context: zero, aggregated: zero, generation: zero });
     const prompt = words(9);
-    const context = await json(await post(worker.url, "/v1/completions", { prompt, disaggregated_params: { request_type: "context_only" } }));
+    const context = await json(
+      await post(worker.url, "/v1/completions", { prompt, disaggregated_params: { request_type: "context_only" } }),
+    );
     const params = { ...(at(context, "choices", 0, "disaggregated_params") as object), request_type: "generation_only" };
     const generation = await post(worker.url, "/v1/completions", { prompt: at(context, "prompt_token_ids"), disaggregated_params: params });
     expect(generation.status).toBe(200);

@@ -13,7 +13,11 @@ const encoder = new TextEncoder();
 
 export function engineRun(prepared: PreparedJob, tokens: readonly OutputToken[], keepaliveMs?: number): EngineRun {
   const { settings, job } = prepared;
-  job.perf.setKvFacts({ promptTokens: prepared.promptTokenIds.length, cachedTokens: settings.cachedTokens, tokensPerBlock: job.worker.options.tokensPerBlock ?? 32 });
+  job.perf.setKvFacts({
+    promptTokens: prepared.promptTokenIds.length,
+    cachedTokens: settings.cachedTokens,
+    tokensPerBlock: job.worker.options.tokensPerBlock ?? 32,
+  });
   return {
     prefillMs: settings.prefillMs,
     tokenMs: settings.tokenMs,
@@ -72,7 +76,11 @@ export function streamReply(prepared: PreparedJob, renderer: StreamRenderer, run
   return reply(prepared, sseBytes(prepared, renderer, events), SSE_TYPE);
 }
 
-async function* sseBytes(prepared: PreparedJob, renderer: StreamRenderer, events: AsyncIterable<EngineEvent>): AsyncGenerator<Uint8Array, void> {
+async function* sseBytes(
+  prepared: PreparedJob,
+  renderer: StreamRenderer,
+  events: AsyncIterable<EngineEvent>,
+): AsyncGenerator<Uint8Array, void> {
   const { perf, request } = prepared.job;
   yield* renderer.opening();
   perf.markScheduled();

@@ -9,14 +9,7 @@ import type { JsonObject } from "../../json/json.ts";
 import { encodeEvent } from "../../sse/encode.ts";
 import { textOf, type OutputPlan, type OutputToken } from "../engine/output-plan.ts";
 import type { ApiRenderers, RenderContext, StreamRenderer } from "./render-common.ts";
-import {
-  finalStatus,
-  messageItem,
-  outputText,
-  responseObject,
-  responsesJson,
-  responsesUsage,
-} from "./responses-object.ts";
+import { finalStatus, messageItem, outputText, responseObject, responsesJson, responsesUsage } from "./responses-object.ts";
 
 type EmitEvent = (type: string, payload: JsonObject) => Uint8Array;
 
@@ -31,8 +24,7 @@ function responsesStream(context: RenderContext, plan: OutputPlan): StreamRender
   let sequenceNumber = 0;
   const emitted: OutputToken[] = [];
   const opening = responseObject(context, { status: "in_progress", output: [], usage: null });
-  const event: EmitEvent = (type, payload) =>
-    encodeEvent(type, JSON.stringify({ type, sequence_number: sequenceNumber++, ...payload }));
+  const event: EmitEvent = (type, payload) => encodeEvent(type, JSON.stringify({ type, sequence_number: sequenceNumber++, ...payload }));
   return {
     opening: () => [event("response.created", { response: opening }), event("response.in_progress", { response: opening })],
     token(token, index) {
@@ -63,12 +55,7 @@ function itemOpeningEvents(context: RenderContext, event: EmitEvent): Uint8Array
 }
 
 /** The message item's done events, then response.completed with the final response object. */
-function closingEvents(
-  context: RenderContext,
-  plan: OutputPlan,
-  emitted: readonly OutputToken[],
-  event: EmitEvent,
-): Uint8Array[] {
+function closingEvents(context: RenderContext, plan: OutputPlan, emitted: readonly OutputToken[], event: EmitEvent): Uint8Array[] {
   const text = textOf(emitted, "content");
   const item = messageItem(context, text, "completed");
   const completed = responseObject(context, {

@@ -6,17 +6,29 @@ import { createWorkerFetch } from "../../workers/transport.ts";
 import { HandoffSettler } from "./settler.ts";
 
 const G = "http://g:1";
-const config: ProxyConfig = { ...DEFAULTS, host: "127.0.0.1", port: 0, contextServers: ["http://c:1"], generationServers: [G], nodeId: 1, configFile: undefined };
+const config: ProxyConfig = {
+  ...DEFAULTS,
+  host: "127.0.0.1",
+  port: 0,
+  contextServers: ["http://c:1"],
+  generationServers: [G],
+  nodeId: 1,
+  configFile: undefined,
+};
 
 test("an attempt that runs on after its client left keeps its worker counted in flight until it ends", async () => {
   const placement = new Placement(config);
   const settler = new HandoffSettler({ config, placement, logger: silentLogger, workerFetch: createWorkerFetch({}) }, () => {});
   const { promise: attempt, resolve } = Promise.withResolvers<undefined>();
   const { promise: followed, resolve: done } = Promise.withResolvers<undefined>();
-  const outcome = { reason: "client_gone" as const, follow: () => {
+  const outcome = {
+    reason: "client_gone" as const,
+    follow: () => {
       done(undefined);
       return Promise.resolve(undefined);
-    }, onFailure: () => undefined };
+    },
+    onFailure: () => undefined,
+  };
   settler.adopt(attempt, () => {}, outcome, { role: "generation", origin: G, requestKey: 7n });
   expect(placement.table.load("generation", G)).toBe(1);
   resolve(undefined);

@@ -117,7 +117,11 @@ export class HandoffSettler {
   settle(handoff: UnclaimedHandoff, reason: SettleReason): void {
     if (this.#stopping.signal.aborted) return;
     if (this.#queue.length >= SETTLE_QUEUE) {
-      this.#deps.logger.warn("hand-off not settled: too many waiting", { disagg_request_id: handoff.disaggRequestId, reason, waiting: this.#queue.length });
+      this.#deps.logger.warn("hand-off not settled: too many waiting", {
+        disagg_request_id: handoff.disaggRequestId,
+        reason,
+        waiting: this.#queue.length,
+      });
       this.#onSettled(reason, false);
       return;
     }
@@ -147,7 +151,11 @@ export class HandoffSettler {
       reason,
       follow: async (value) => {
         if (value instanceof Response) await firstBytes(value);
-        this.#deps.logger.info("hand-off settled by its generation attempt", { disagg_request_id: handoff.disaggRequestId, context_worker: handoff.contextWorker, reason });
+        this.#deps.logger.info("hand-off settled by its generation attempt", {
+          disagg_request_id: handoff.disaggRequestId,
+          context_worker: handoff.contextWorker,
+          reason,
+        });
         this.#onSettled(reason, true);
         return undefined;
       },

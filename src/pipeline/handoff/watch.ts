@@ -27,7 +27,13 @@ export interface HandoffWatch {
  * attempt still in flight to the watch (which stops it once it claimed the hand-off) and fails
  * the attempt for the request at once. A stream that answered follows the request's end again.
  */
-export async function watchedCall<T>(call: (post: WorkerPost) => Promise<T>, post: WorkerPost, request: AbortSignal, watch: HandoffWatch, id: bigint): Promise<T> {
+export async function watchedCall<T>(
+  call: (post: WorkerPost) => Promise<T>,
+  post: WorkerPost,
+  request: AbortSignal,
+  watch: HandoffWatch,
+  id: bigint,
+): Promise<T> {
   const own = new AbortController();
   let answering = false;
   const pending = call({ ...post, signal: own.signal, onAnswer: () => (answering = true) });
