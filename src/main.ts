@@ -15,7 +15,9 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { writeReportAddress } from "./process/report-address.ts";
 import type { ControlServer } from "./process/control-socket.ts";
 import { notifyReady } from "./process/sd-notify.ts";
-import { claimPort, holdPort, takeOverOnceReady, type PortClaim, type Predecessor } from "./process/take-over.ts";
+import { holdPort } from "./process/port-release.ts";
+import { claimPort, type PortClaim, type Predecessor } from "./process/take-over.ts";
+import { takeOverOnceReady } from "./process/take-over-ready.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;

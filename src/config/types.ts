@@ -108,7 +108,7 @@ export interface ProxyConfig {
   readonly drainTimeoutMs: number;
   /** --take-over: start beside the proxy serving this port and replace it once ready (process/take-over.ts). */
   readonly takeOver: boolean;
-  /** --runtime-dir: where the per-port control socket lives; undefined: from the environment (process/control-socket.ts). */
+  /** --runtime-dir: where the per-port control socket lives; undefined: from the environment (process/runtime-dir.ts). */
   readonly runtimeDir: string | undefined;
   /** TLS for clients: PEM files, re-read on SIGHUP. Both or neither. */
   readonly tlsCertFile: string | undefined;

@@ -8,38 +8,16 @@
  * 3. it asks the old one to release the port: the old one stops listening at once, answers
  *    with the items registered meanwhile, and drains; the new one takes the control socket.
  *
- * Without `--take-over` a second copy on a held port is refused before it listens.
+ * Without `--take-over` a second copy on a held port is refused before it listens. Steps 2 and 3
+ * are take-over-ready.ts; the old process's side is port-release.ts.
  */
 
 import type { ProxyConfig } from "../config/types.ts";
-import { isJsonObject } from "../json/json.ts";
 import type { HandedItem } from "../discovery/index.ts";
-import type { Logger } from "../observability/logger.ts";
-import {
-  claimControlSocket,
-  connectControlSocket,
-  controlSocketPath,
-  runtimeDirOf,
-  type ControlHandler,
-  type ControlServer,
-} from "./control-socket.ts";
+import { claimControlSocket, connectControlSocket, controlSocketPath, type ControlServer } from "./control-socket.ts";
+import { ALREADY_RELEASED, CONTROL_TIMEOUT_MS, handedItems, processInfoOf, type ProcessInfo } from "./control-messages.ts";
 import { listenCovers, listenerOn, resolvedAddresses, type ListenAddresses } from "./listen-address.ts";
-import { listensOn } from "./port-listener.ts";
-import { notifyReady } from "./sd-notify.ts";
-import type { RunningProxy } from "../server/serve.ts";
-
-/** Who serves a port, as the control socket's hello says. */
-export interface ProcessInfo {
-  readonly pid: number;
-  readonly version: string;
-  /** ISO 8601, UTC. */
-  readonly startedAt: string;
-  /** The address it listens on (bind_host, else hostname); absent from a process of an earlier release. */
-  readonly host?: string;
-}
-
-/** Hello and state are answered at once; release after the listener closed. */
-const CONTROL_TIMEOUT_MS = 10_000;
+import { runtimeDirOf } from "./runtime-dir.ts";
 
 export interface Predecessor {
   readonly info: ProcessInfo;
@@ -125,9 +103,6 @@ export async function claimPort(
   return { kind: "taking-over", path, predecessor: predecessorOf(path, info, handedItems(state["registrations"])) };
 }
 
-/** The old process's answer to a release it already granted to another process. */
-const ALREADY_RELEASED = "already released";
-
 /** The old process answered the release, and kept the port: this one must not serve it. */
 export class ReleaseRefused extends Error {}
 
@@ -184,180 +159,4 @@ export async function holdAfterRelease(path: string, released: boolean): Promise
   } catch (error) {
     return { kind: "unheld", reason: `cannot hold ${path}: ${error instanceof Error ? error.message : String(error)}` };
   }
-}
-
-export interface OldSide {
-  readonly info: ProcessInfo;
-  readonly proxy: RunningProxy;
-  readonly control: ControlServer;
-  readonly drainTimeoutMs: number;
-  readonly logger: Logger;
-  /** Called once, when a new process took the port: `finished` resolves when this one has drained. */
-  onReleased(finished: Promise<void>): void;
-}
-
-/**
- * Why the port must not be let go to the process a release names, or undefined: it must be
- * another process, listening on the port now. Anything that can open the control socket can
- * ask; without this a stray `{"op":"release"}` left the port with no process serving it.
- */
-export async function successorRefusal(
-  pid: number | undefined,
-  port: number,
-  listens: (pid: number, port: number) => Promise<boolean> = listensOn,
-): Promise<string | undefined> {
-  if (pid === undefined) return "no successor listening: the release names no process (pid) to serve the port";
-  if (pid === process.pid) return `no successor listening: pid ${pid} is this process`;
-  return listens(pid, port).then(
-    (listening) => (listening ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`),
-    (error: unknown) =>
-      `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`,
-  );
-}
-
-/** Holds the port's control socket for this process: it answers hello, state and release until the process exits. */
-export function holdPort(control: ControlServer, side: Omit<OldSide, "control">): void {
-  // The socket file goes with the process (a killed one's is found stale and replaced).
-  process.once("exit", () => control.close());
-  control.serve(controlHandler({ ...side, control }));
-}
-
-/** What the take-over needs from the process that runs it. */
-export interface TakeOverSteps {
-  readonly proxy: RunningProxy;
-  readonly port: Extract<PortClaim, { kind: "taking-over" }>;
-  readonly config: ProxyConfig;
-  readonly logger: Logger;
-  /** Listens on the port beside the old process (a listen failure ends the process). */
-  readonly listen: () => Promise<void>;
-  /** Holds the port's control socket once the old process let go of it. */
-  readonly hold: (control: ControlServer) => void;
-}
-
-/**
- * The take-over once the worker checks ended: `serving` (this process took the port over),
- * `abandoned` (its workers were not ready: it never listened, the old process serves on
- * untouched; this one must stop), or `left` (another process took the port over, or the old
- * one kept it: this one listens and must stop listening and drain).
- */
-export async function takeOverOnceReady(steps: TakeOverSteps, workersReady: boolean): Promise<"serving" | "abandoned" | "left"> {
-  const { predecessor } = steps.port;
-  if (!workersReady) {
-    steps.logger.error("take-over abandoned: workers not ready before --server-start-timeout; the old process keeps serving", {
-      old_pid: predecessor.info.pid,
-    });
-    return "abandoned";
-  }
-  await steps.listen();
-  const lost = await releaseAndHold(steps);
-  if (lost !== undefined) {
-    steps.logger.error(`${lost.what}; this one stops listening, drains and exits`, { old_pid: predecessor.info.pid, reason: lost.reason });
-    return "left";
-  }
-  for (const note of coldStartNotes(steps.config)) steps.logger.info(note);
-  return "serving";
-}
-
-/** Asks the old process to release the port and holds its control socket; why this one must leave the port instead, if it must. */
-async function releaseAndHold({
-  proxy,
-  port,
-  logger,
-  hold,
-}: TakeOverSteps): Promise<{ readonly what: string; readonly reason: string } | undefined> {
-  const { predecessor } = port;
-  const late = await predecessor.release().catch((error: unknown) => {
-    if (error instanceof ReleaseRefused) return error;
-    // It may have exited meanwhile: the port is this process's either way, with the registrations it had.
-    logger.warn("the old process did not answer the release; taking the port", { old_pid: predecessor.info.pid, error });
-    return undefined;
-  });
-  if (late instanceof ReleasedToAnother) return { what: "another process took the port over first", reason: late.message };
-  if (late instanceof ReleaseRefused) return { what: "the old process kept the port", reason: late.message };
-  const registrations = late === undefined ? undefined : proxy.adoptRegistrations(late);
-  const after = await holdAfterRelease(port.path, late !== undefined);
-  if (after.kind === "lost") return { what: "another process took the port over first", reason: after.reason };
-  if (after.kind === "held") hold(after.control);
-  else
-    logger.warn(
-      `serving without the port's control socket (a second copy is not refused, --take-over cannot replace this process): ${after.reason}`,
-    );
-  notifyReady(logger);
-  logger.info("took over the port", {
-    from_pid: predecessor.info.pid,
-    from_version: predecessor.info.version,
-    registered_meanwhile: registrations?.added ?? 0,
-    deregistered_meanwhile: registrations?.gone ?? 0,
-  });
-  return undefined;
-}
-
-/** What the holder of a port answers on its control socket. */
-export function controlHandler(side: OldSide): ControlHandler {
-  let released = false;
-  let deciding: Promise<unknown> = Promise.resolve();
-  const decide = async (pid: number | undefined): Promise<string | undefined> => {
-    if (released) return ALREADY_RELEASED;
-    const refusal = await successorRefusal(pid, Number(side.proxy.url.port));
-    if (refusal === undefined) released = true;
-    return refusal;
-  };
-  const grant = (refusal: string | undefined): Promise<Record<string, unknown>> => {
-    if (refusal === ALREADY_RELEASED) return Promise.resolve({ error: ALREADY_RELEASED });
-    if (refusal !== undefined) {
-      side.logger.warn(`refused to release the port: ${refusal}`);
-      return Promise.resolve({ error: refusal });
-    }
-    // The listener closes before the answer goes out: once the new process hears it, the port is its alone.
-    const { listenerClosed, finished } = side.proxy.handOver(side.drainTimeoutMs);
-    side.onReleased(finished);
-    return listenerClosed.then(() => {
-      const registrations = side.proxy.registrations();
-      side.control.close();
-      side.logger.info("released the port to a new process; draining", {
-        registrations: registrations.length,
-        drain_timeout_ms: side.drainTimeoutMs,
-      });
-      return { released: true, registrations };
-    });
-  };
-  return (request) => {
-    if (request.op === "hello") return Promise.resolve({ ...side.info });
-    if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
-    // One release is decided at a time: of two successors asking at once, one gets the port.
-    const decision = deciding.then(() => decide(request.pid));
-    deciding = decision;
-    return decision.then(grant);
-  };
-}
-
-function processInfoOf(reply: Record<string, unknown>): ProcessInfo {
-  const { pid, version, startedAt, host } = reply;
-  if (typeof pid !== "number" || typeof version !== "string" || typeof startedAt !== "string") {
-    throw new Error(`the control socket's holder answered ${JSON.stringify(reply).slice(0, 200)}, not a disagg-proxy hello`);
-  }
-  return typeof host === "string" ? { pid, version, startedAt, host } : { pid, version, startedAt };
-}
-
-function handedItems(value: unknown): HandedItem[] {
-  if (!Array.isArray(value)) return [];
-  return value.flatMap((item: unknown): HandedItem[] => {
-    if (!isJsonObject(item)) return [];
-    const { key, value: text, ttlMs, from } = item;
-    if (typeof key !== "string" || typeof text !== "string") return [];
-    return [{ key, value: text, ttlMs: typeof ttlMs === "number" ? ttlMs : undefined, from: typeof from === "string" ? from : undefined }];
-  });
-}
-
-/** Start-up lines after a take-over: what did not come along. */
-export function coldStartNotes(config: ProxyConfig): string[] {
-  const learned = [config.contextRouter, config.generationRouter].filter(
-    (router) => router === "conversation" || router === "kv_cache_aware",
-  );
-  const notes = ["metrics counters start from zero in this process (Prometheus sees a counter reset)"];
-  if (learned.length > 0)
-    notes.push(
-      `routers start cold: what ${[...new Set(learned)].join(" and ")} learned in the old process (conversations, cached blocks) is not handed over`,
-    );
-  return notes;
 }
