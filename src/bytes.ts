@@ -1,4 +1,5 @@
-/** Byte helpers: joining pieces, and a finished stream of given chunks. */
+/** Byte helpers: joining pieces, a finished stream of given chunks, and a byte stream's first read. */
+import type { ReadableStreamReadResult } from "node:stream/web";
 
 /** The parts joined into one array; undefined when there is nothing to send. */
 export function concatBytes(parts: readonly [Uint8Array, ...Uint8Array[]]): Uint8Array;
@@ -26,3 +27,15 @@ export function streamOf(chunks: readonly Uint8Array[]): ReadableStream<Uint8Arr
     },
   });
 }
+
+/** The part of a byte stream's reader the relay uses: the runtime's own reader is one. */
+export interface ByteReader {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/** A byte stream whose first read was made already: its reader, and that read or why it threw. */
+export type FirstRead = { readonly reader: ByteReader } & (
+  | { readonly read: ReadableStreamReadResult<Uint8Array> }
+  | { readonly failure: unknown }
+);

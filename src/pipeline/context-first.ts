@@ -254,7 +254,6 @@ async function generationAlone(
   return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body, first: reserved }), ctx);
 }
 
-/** A generation worker reserved for a request that will not reach it: released now, exactly once. */
 /**
  * A context worker answered a Responses request without a hand-off: it cannot disaggregate it
  * (whatever its version said), so it is not asked again; its whole answer is the fallback's
@@ -280,6 +279,7 @@ function servedWhole(
   return finishedByContext(ctx, input, answer);
 }
 
+/** A generation worker reserved for a request that will not reach it: released now, exactly once. */
 function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: RoutedPlacement | undefined): void {
   if (reserved === undefined) return;
   reserved.reservation.release();

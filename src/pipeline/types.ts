@@ -1,3 +1,4 @@
+import type { FirstRead } from "../bytes.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { JsonSource } from "../json/json-source.ts";
@@ -47,18 +48,9 @@ export type PipelineOutcome =
       readonly kind: "stream";
       readonly body: ReadableStream<Uint8Array>;
       /** Its first read, already made (the pipeline waited for the worker's first bytes): `body` is locked to `reader`. */
-      readonly first?: PreRead | undefined;
+      readonly first?: FirstRead | undefined;
     }
   | { readonly kind: "finished"; readonly body: JsonObject };
-
-/** A worker stream whose first chunk was read: its reader and that read. */
-export interface PreRead {
-  readonly reader: {
-    read(): Promise<{ done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array }>;
-    cancel(reason?: unknown): Promise<void>;
-  };
-  readonly read: { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
-}
 
 export interface PipelineDeps {
   readonly config: ProxyConfig;

@@ -7,7 +7,7 @@ import type { RequestContext } from "../request/context.ts";
 import { routingRequestOf } from "../routing/routing-request.ts";
 import { streamOf } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { respondWithStream } from "../streaming/early-stream.ts";
+import { respondWithStream } from "../streaming/client-relay.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";

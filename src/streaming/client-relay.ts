@@ -1,21 +1,68 @@
+import type { ByteReader, FirstRead } from "../bytes.ts";
+import type { ReadableStreamReadResult } from "node:stream/web";
 import { asProxyError, clientGone, ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
+import { settleWithin } from "../timers.ts";
 import type { DialectStream } from "./dialect.ts";
-import { RUNTIME_CLOCK, type EarlyStreamRequest, type Ending, type StreamClock, type StreamTimings } from "./stream-request.ts";
+import {
+  RUNTIME_CLOCK,
+  type Answer,
+  type EarlyStreamRequest,
+  type Ending,
+  type StreamClock,
+  type StreamTimings,
+} from "./stream-request.ts";
 
-type ReadResult = { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
-/** The part of a stream reader the relay uses (the runtime's and Node's reader types differ). */
-export interface Reader {
-  read(): Promise<ReadResult>;
-  cancel(reason?: unknown): Promise<void>;
+/**
+ * The one streaming mechanism, whose first state is the start wait: up to the start wait for
+ * the pipeline's first chunk. Answered in time → reply as the worker would (a failure keeps
+ * its HTTP status); still running → 200 at once, the dialect's opening, keepalives on every
+ * silence, the relay when it comes, and a late failure in-band. Never ends the request itself:
+ * `ended` says when.
+ */
+export async function respondWithStream(request: EarlyStreamRequest): Promise<Answer> {
+  const { first, started } = firstReadOf(request.upstream);
+  const settled = await settleWithin(first, request.timings.startWaitMs);
+  if (settled === "rejected") {
+    const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
+    const inBand = request.dialect.refusal?.(error);
+    if (inBand !== undefined) return refusedInBand(request, inBand, error);
+    return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
+  }
+  const relay = new ClientRelay(request, first, settled === "pending", started);
+  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
 }
 
-/** The worker's stream and its first read, or why that read failed. */
-export type FirstRead = { readonly reader: Reader; readonly read: ReadResult } | { readonly reader: Reader; readonly failure: unknown };
+/** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
+function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: ProxyError): Answer {
+  request.ctx.markFirstByte();
+  request.ctx.sent(bytes.byteLength);
+  request.ctx.traced?.capture.streamed(bytes);
+  request.beforeClose?.();
+  const response = new Response(bytes, { status: 200, headers: request.headers() });
+  return { response, ended: Promise.resolve({ status: 200, error }) };
+}
 
-/** The runtime's own reader: a wrapper would cost a promise and an object per chunk. */
-export function readerOf(body: ReadableStream<Uint8Array>): Reader {
-  return body.getReader();
+/**
+ * The worker stream's first read, and whether the stream has come yet. Made apart from the
+ * async function above so the relay, which keeps `started`, keeps nothing else of its frame.
+ */
+function firstReadOf(upstream: EarlyStreamRequest["upstream"]): { first: Promise<FirstRead>; started: () => boolean } {
+  let upstreamStarted = false;
+  const first = upstream.then(async (body): Promise<FirstRead> => {
+    upstreamStarted = true;
+    if (!(body instanceof ReadableStream)) return body;
+    // The runtime's own reader: a wrapper would cost a promise and an object per chunk.
+    const reader: ByteReader = body.getReader();
+    // The worker answered 200: a stream that breaks before its first byte fails in-band, as
+    // later (a 502 WORKER_STREAM_BROKEN), never as the proxy's own 500.
+    try {
+      return { reader, read: await reader.read() };
+    } catch (failure) {
+      return { reader, failure };
+    }
+  });
+  return { first, started: () => upstreamStarted };
 }
 
 /**
@@ -36,7 +83,7 @@ export class ClientRelay {
   #first: Promise<FirstRead> | undefined;
   readonly #upstreamStarted: () => boolean;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  #reader: Reader | undefined;
+  #reader: ByteReader | undefined;
   readonly #clock: StreamClock;
   #cancelTimer: (() => void) | undefined;
   #lastSentAt: number;
@@ -97,7 +144,7 @@ export class ClientRelay {
   }
 
   /** Returns true once something was sent or the stream closed. */
-  #deliver(read: ReadResult): boolean {
+  #deliver(read: ReadableStreamReadResult<Uint8Array>): boolean {
     if (this.#closed) return true;
     const [dialect, ctx] = [this.#dialect, this.#ctx];
     if (read.done) {

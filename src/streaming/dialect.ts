@@ -1,7 +1,7 @@
 import type { ProxyError } from "../errors.ts";
 
 /**
- * What one streamed route adds to the shared early-stream mechanism: pure state machines
+ * What one streamed route adds to the shared streaming mechanism (client-relay.ts): pure state machines
  * from upstream bytes to client bytes. The mechanism owns timers, cancellation and order;
  * a dialect never touches a socket, a timer or a promise.
  */

@@ -1,3 +1,4 @@
+import type { FirstRead } from "../bytes.ts";
 import type { ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
@@ -41,18 +42,10 @@ export const RUNTIME_CLOCK: StreamClock = {
   },
 };
 
-type ReadResult = { done: true; value?: Uint8Array | undefined } | { done: false; value: Uint8Array };
-
-/** A worker stream whose first read was made already: its reader and that read. */
-export interface PreReadStream {
-  readonly reader: { read(): Promise<ReadResult>; cancel(reason?: unknown): Promise<void> };
-  readonly read: ReadResult;
-}
-
 export interface EarlyStreamRequest {
   readonly ctx: RequestContext;
   /** The worker's stream (or one replayed for it), once the pipeline has it; or its reader and first read, when the pipeline made that read. */
-  readonly upstream: Promise<ReadableStream<Uint8Array> | PreReadStream>;
+  readonly upstream: Promise<ReadableStream<Uint8Array> | FirstRead>;
   readonly dialect: DialectStream;
   readonly timings: StreamTimings;
   readonly headers: () => Headers;
