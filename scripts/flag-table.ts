@@ -1,6 +1,6 @@
 /**
- * Prints the README flag table from the CLI's option table, so the README cannot drift from
- * the CLI: `bun scripts/flag-table.ts > /tmp/flags.md`, then paste.
+ * Prints the flag table of docs/configuration.md from the CLI's option table, so the docs cannot
+ * drift from the CLI (test/readme.test.ts): `bun scripts/flag-table.ts > /tmp/flags.md`, then paste.
  */
 
 import { OPTIONS } from "../src/cli.ts";

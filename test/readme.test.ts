@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { flagTable } from "../scripts/flag-table.ts";
 import { OPTIONS } from "../src/cli.ts";
 import type { OptionSpec } from "../src/config/cli-options.ts";
@@ -7,11 +8,19 @@ import { NEWEST_PROTOCOL_VERSION } from "../src/emulator/engine/protocol-generat
 
 const specs: readonly OptionSpec[] = OPTIONS;
 
-test("the README's flag table is the one the option table generates", async () => {
+test("the flag table of docs/configuration.md is the one the option table generates", async () => {
+  const reference = await Bun.file(`${import.meta.dir}/../docs/configuration.md`).text();
+  const start = reference.indexOf("-->", reference.indexOf("<!-- flags:start")) + 3;
+  const end = reference.indexOf("<!-- flags:end -->");
+  expect(reference.indexOf("<!-- flags:start")).toBeGreaterThan(-1);
+  expect(reference.slice(start, end).trim()).toBe(flagTable().trim());
+});
+
+test("the README is a front page: at most 30 KB, and it links to each docs/ file", async () => {
   const readme = await Bun.file(`${import.meta.dir}/../README.md`).text();
-  const start = readme.indexOf("-->", readme.indexOf("<!-- flags:start")) + 3;
-  const end = readme.indexOf("<!-- flags:end -->");
-  expect(readme.slice(start, end).trim()).toBe(flagTable().trim());
+  expect(new TextEncoder().encode(readme).length).toBeLessThanOrEqual(30_000);
+  const documents = readdirSync(`${import.meta.dir}/../docs`).filter((file) => file.endsWith(".md"));
+  expect(documents.filter((file) => !readme.includes(`](docs/${file})`))).toEqual([]);
 });
 
 test("every numeric flag that is neither required nor a fault names its default", () => {
