@@ -6,7 +6,7 @@
 #   /etc/systemd/system/disagg-proxy@.service             (slots a and b; ExecStart names <prefix>/bin/disagg-proxy)
 #   /etc/sysctl.d/60-disagg-proxy.conf                     (net.ipv4.tcp_migrate_req = 1)
 #   /etc/disagg-proxy/disagg_config.yaml                   (only when there is none: yours is kept)
-#   <prefix>/share/doc/disagg-proxy/{README.md,LICENSE}
+#   <prefix>/share/doc/disagg-proxy/{README.md,LICENSE,docs/}
 # all under DESTDIR when it is set (for packaging and tests; then systemd and sysctl are left alone).
 # Where disagg-proxy@a (or @b) runs, it then upgrades it without refusing a connection: it starts
 # the other slot, which takes the port over once its workers are ready, and enables it in place
@@ -83,13 +83,14 @@ from=$work/${name%.tar.gz}
 for file in disagg-proxy disagg-proxy@.service disagg_config.yaml README.md LICENSE; do
   [ -f "$from/$file" ] || die "$name has no ${name%.tar.gz}/$file"
 done
+[ -d "$from/docs" ] || die "$name has no ${name%.tar.gz}/docs/"
 
 bindir=$destdir$prefix/bin
 unitdir=$destdir/etc/systemd/system
 sysctldir=$destdir/etc/sysctl.d
 confdir=$destdir/etc/disagg-proxy
 docdir=$destdir$prefix/share/doc/disagg-proxy
-install -d -m 0755 "$bindir" "$unitdir" "$sysctldir" "$confdir" "$docdir"
+install -d -m 0755 "$bindir" "$unitdir" "$sysctldir" "$confdir" "$docdir" "$docdir/docs"
 
 # Into place by rename: a running proxy keeps its old binary until it is restarted.
 install -m 0755 "$from/disagg-proxy" "$bindir/.disagg-proxy.new"
@@ -103,7 +104,7 @@ echo "installed $unitdir/disagg-proxy@.service"
 
 # Connections already queued on the old process's listener when it closes move to the new
 # one's instead of being reset (Linux >= 5.14). Undo: remove the file, sysctl -w net.ipv4.tcp_migrate_req=0.
-printf '# Written by disagg-proxy install.sh: an upgrade resets no queued connection (README "Upgrading").\nnet.ipv4.tcp_migrate_req = 1\n' >"$work/sysctl"
+printf '# Written by disagg-proxy install.sh: an upgrade resets no queued connection (docs/upgrading.md).\nnet.ipv4.tcp_migrate_req = 1\n' >"$work/sysctl"
 install -m 0644 "$work/sysctl" "$sysctldir/60-disagg-proxy.conf"
 echo "installed $sysctldir/60-disagg-proxy.conf"
 
@@ -114,6 +115,7 @@ else
   echo "installed $confdir/disagg_config.yaml (an example: put your workers in it)"
 fi
 install -m 0644 "$from/README.md" "$from/LICENSE" "$from/disagg_config.yaml" "$docdir/"
+install -m 0644 "$from"/docs/* "$docdir/docs/"
 
 "$bindir/disagg-proxy" --version 2>/dev/null || echo "note: $bindir/disagg-proxy does not run on this machine (wrong architecture?)"
 

@@ -13,7 +13,13 @@ const ROOT = join(import.meta.dir, "..");
 const temp = scratch();
 afterAll(() => temp.removeAll());
 
-const documents = ["README.md", "deploy/README.md", ...readdirSync(join(ROOT, "docs"), { encoding: "utf8" }).filter((file) => file.endsWith(".md")).map((file) => `docs/${file}`)];
+const documents = [
+  "README.md",
+  "deploy/README.md",
+  ...readdirSync(join(ROOT, "docs"), { encoding: "utf8" })
+    .filter((file) => file.endsWith(".md"))
+    .map((file) => `docs/${file}`),
+];
 
 test("every relative link in README.md and docs/ names an existing file and heading", () => {
   expect(brokenLinks(ROOT, documents)).toEqual([]);
@@ -43,7 +49,11 @@ test("a link to a missing file, a missing heading or out of the tree is reported
     "```",
   ].join("\n");
   writeFileSync(join(root, "docs", "a.md"), a);
-  expect(brokenLinks(root, ["docs/a.md"])).toEqual(["docs/a.md: c.md: no such file", "docs/a.md: b.md#three: no such heading", "docs/a.md: ../../etc/passwd: no such file"]);
+  expect(brokenLinks(root, ["docs/a.md"])).toEqual([
+    "docs/a.md: c.md: no such file",
+    "docs/a.md: b.md#three: no such heading",
+    "docs/a.md: ../../etc/passwd: no such file",
+  ]);
   expect(brokenLinks(root, ["docs/a.md"], (target) => target === "docs/b.md")).toEqual(["docs/a.md: b.md#three: no such heading"]);
 });
 

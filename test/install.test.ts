@@ -7,7 +7,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { parseCommandLine } from "../src/cli.ts";
@@ -123,8 +123,9 @@ describe("deploy/install.sh", () => {
       expect(mode("usr/local/bin/disagg-proxy")).toBe(0o755);
       expect(mode("etc/systemd/system/disagg-proxy@.service")).toBe(0o644);
       expect(mode("etc/disagg-proxy/disagg_config.yaml")).toBe(0o644);
-      for (const doc of ["README.md", "LICENSE", "disagg_config.yaml"])
-        expect(existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc))).toBe(true);
+      const docs = ["README.md", "LICENSE", "disagg_config.yaml", ...readdirSync(join(ROOT, "docs")).map((file) => `docs/${file}`)];
+      expect(docs.filter((doc) => !existsSync(join(root, "usr/local/share/doc/disagg-proxy", doc)))).toEqual([]);
+      expect(docs).toContain("docs/operating.md");
       expect(readFileSync(join(root, "etc/systemd/system/disagg-proxy@.service"), "utf8")).toBe(
         readFileSync(join(ROOT, "deploy/disagg-proxy@.service"), "utf8"),
       );

@@ -5,10 +5,19 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { sourceCommit } from "../scripts/build.ts";
-import { checkDemo, checkSums, checkUnit, checkVersion, environmentFor, extractTarball, runnerFor } from "../scripts/release/check.ts";
+import {
+  checkDemo,
+  checkDocs,
+  checkSums,
+  checkUnit,
+  checkVersion,
+  environmentFor,
+  extractTarball,
+  runnerFor,
+} from "../scripts/release/check.ts";
 import { hostRelease, type HostRelease } from "./support/release.ts";
 import { scratch } from "./support/scratch.ts";
 
@@ -45,6 +54,22 @@ describe("the release check", () => {
       writeFileSync(join(copy, "install.sh"), `${readFileSync(join(copy, "install.sh"), "utf8")}\n# changed\n`);
       expect(() => checkSums(copy, [release.target])).toThrow("SHA256SUMS does not match the files");
       expect(() => checkSums(release.dir, ["bun-linux-x64", "bun-linux-arm64"])).toThrow("SHA256SUMS lists");
+    },
+    SLOW,
+  );
+
+  test(
+    "the tarball's docs are the repository's; a changed one is refused",
+    () => {
+      expect(() => checkDocs(extracted)).not.toThrow();
+      const copy = temp.dir("disagg-proxy-docs-");
+      for (const part of ["README.md", "LICENSE", "docs"]) cpSync(join(extracted, part), join(copy, part), { recursive: true });
+      expect(() => checkDocs(copy)).not.toThrow();
+      writeFileSync(
+        join(copy, "docs/operating.md"),
+        `${readFileSync(join(copy, "docs/operating.md"), "utf8")}\n[gone](cluster.md#no-such-heading)\n`,
+      );
+      expect(() => checkDocs(copy)).toThrow("docs/operating.md in the tarball differs from");
     },
     SLOW,
   );

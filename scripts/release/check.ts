@@ -1,7 +1,8 @@
 /**
  * `npm run release:check`: nothing in dist/release is called a release before this passes.
  * - SHA256SUMS matches every file, and a second build of the same commit gives the same bytes.
- * - Each tarball holds exactly the expected files, owned by root, all with the same mtime.
+ * - Each tarball holds exactly the expected files, owned by root, all with the same mtime; its
+ *   README.md and docs/ are the repository's, and their links to each other resolve inside it.
  * - Each binary, natively or under qemu-user (arm64 on x64: `qemu-aarch64 -L /usr/aarch64-linux-gnu`),
  *   answers --version with this version, commit, Bun and target, then starts `demo` on a free
  *   port and serves one streamed and one non-streamed chat request through its own emulated
@@ -16,6 +17,7 @@ import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { versionLine } from "../../src/build-info.ts";
 import { sourceCommit } from "../build.ts";
+import { brokenLinks } from "../doc-links.ts";
 import { buildRelease, RELEASE_DIR, sha256Sums, sourceDateEpoch, TARBALL_FILES, tarballName } from "./release.ts";
 import { isJsonObject } from "../../src/json/json.ts";
 import { withDeadline } from "../../src/timers.ts";
@@ -70,7 +72,10 @@ export function extractTarball(tarball: string, target: Target, into: string): s
   if (!listing.success) fail(`tar cannot list ${tarball}: ${listing.stderr.toString()}`);
   const lines = listing.stdout.toString().trimEnd().split("\n");
   const paths = lines.map((line) => line.split(/\s+/).at(-1) ?? "");
-  const expected = [`${top}/`, `${top}/disagg-proxy`, ...Object.keys(TARBALL_FILES).map((file) => `${top}/${file}`)].toSorted();
+  const folders = new Set(
+    Object.keys(TARBALL_FILES).flatMap((file) => (file.includes("/") ? [`${top}/${file.slice(0, file.lastIndexOf("/"))}/`] : [])),
+  );
+  const expected = [`${top}/`, ...folders, `${top}/disagg-proxy`, ...Object.keys(TARBALL_FILES).map((file) => `${top}/${file}`)].toSorted();
   if (JSON.stringify(paths) !== JSON.stringify(expected)) fail(`${tarball} holds ${paths.join(", ")}; expected ${expected.join(", ")}`);
   const owners = new Set(lines.map((line) => line.split(/\s+/)[1]));
   if (owners.size !== 1 || !owners.has("0/0")) fail(`${tarball}: entries not all owned by 0/0: ${[...owners].join(", ")}`);
@@ -79,6 +84,25 @@ export function extractTarball(tarball: string, target: Target, into: string): s
   const untar = Bun.spawnSync(["tar", "-xzf", tarball, "-C", into], { stderr: "pipe" });
   if (!untar.success) fail(`tar cannot extract ${tarball}: ${untar.stderr.toString()}`);
   return join(into, top);
+}
+
+/** Whether a link target (relative to the tarball's top) is a file the tarball ships. */
+const shipsDocument = (target: string): boolean => target === "README.md" || target === "LICENSE" || target.startsWith("docs/");
+
+/** The tarball's README.md and docs/ are the repository's, and their links to what it ships (README, LICENSE, docs/) resolve in it. */
+export function checkDocs(extracted: string): void {
+  const documents = Object.keys(TARBALL_FILES).filter((file) => file === "README.md" || file.startsWith("docs/"));
+  if (!documents.some((file) => file.startsWith("docs/"))) fail("the tarball holds no docs/");
+  for (const file of documents) {
+    const source = TARBALL_FILES[file] ?? "";
+    if (!readFileSync(join(extracted, file)).equals(readFileSync(source))) fail(`${file} in the tarball differs from ${source}`);
+  }
+  const broken = brokenLinks(
+    extracted,
+    documents.filter((file) => file.endsWith(".md")),
+    shipsDocument,
+  );
+  if (broken.length > 0) fail(`broken links in the tarball's documents:\n${broken.join("\n")}`);
 }
 
 export function checkVersion(command: readonly string[], target: Target, commit: string): void {
@@ -210,6 +234,7 @@ export function releaseChecks(dir: string, targets: readonly Target[], commit: s
         name: `${target}: the tarball holds exactly the release files, owned by root, one mtime`,
         run: () => void (extracted = extractTarball(join(dir, tarballName(pkg.version, target)), target, sub(target))),
       },
+      { name: `${target}: the tarball's README.md and docs/ are the repository's, their links resolve`, run: () => checkDocs(extracted) },
       { name: `${target}: --version ${how} names version, commit, Bun and target`, run: () => checkVersion(command(), target, commit) },
       {
         name: `${target}: demo ${how} serves a streamed and a non-streamed chat request, exits 0 on SIGTERM`,

@@ -1,7 +1,7 @@
 /**
  * `npm run release`: dist/release/disagg-proxy-<version>-linux-{x64,arm64}.tar.gz, install.sh
  * and SHA256SUMS. Each tarball holds one directory, disagg-proxy-<version>-linux-<arch>/, with
- * the binary, the systemd unit, an example disagg_config.yaml, README.md and LICENSE.
+ * the binary, the systemd unit, an example disagg_config.yaml, README.md, docs/ and LICENSE.
  *
  * Reproducible: the same commit builds the same bytes. Bun's compiler is deterministic for the
  * same inputs and outfile name (scripts/build.ts); the tarballs are (tar.ts), with every mtime
@@ -9,7 +9,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import pkg from "../../package.json" with { type: "json" };
@@ -20,13 +20,19 @@ import { tarGz } from "./tar.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 export const RELEASE_DIR = join(ROOT, "dist", "release");
 export const INSTALL_SCRIPT = join(ROOT, "deploy", "install.sh");
+const DOCS = join(ROOT, "docs");
 
-/** Files every tarball carries beside the binary: name in the archive → source in the repository. */
+/** Files every tarball carries beside the binary: name in the archive → source in the repository (all of docs/). */
 export const TARBALL_FILES: Readonly<Record<string, string>> = {
   "disagg-proxy@.service": join(ROOT, "deploy", "disagg-proxy@.service"),
   "disagg_config.yaml": join(ROOT, "deploy", "disagg_config.yaml"),
   "README.md": join(ROOT, "README.md"),
   LICENSE: join(ROOT, "LICENSE"),
+  ...Object.fromEntries(
+    readdirSync(DOCS)
+      .toSorted()
+      .map((file) => [`docs/${file}`, join(DOCS, file)]),
+  ),
 };
 
 export function tarballName(version: string, target: Target): string {

@@ -17,7 +17,7 @@ import { inputsKey, madeOnce } from "./built-once.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 const DIR = join(ROOT, "dist", "test-release");
 /** What goes into the release besides the binary, and the code that makes it. */
-const INPUTS = ["scripts/release", "deploy", "README.md", "LICENSE", "package.json"];
+const INPUTS = ["scripts/release", "deploy", "README.md", "docs", "LICENSE", "package.json"];
 
 export interface HostRelease {
   readonly dir: string;
