@@ -64,7 +64,7 @@ describe("usage text and flag table", () => {
     }
   });
 
-  test("the README flag table lists every option", () => {
+  test("the flag table of docs/configuration.md lists every option", () => {
     const table = flagTable();
     for (const spec of OPTIONS) expect(table).toContain(`--${spec.name}`);
   });

@@ -1,5 +1,5 @@
 /**
- * THE option table: parseArgs, the usage text, the typed option values and the README flag
+ * THE option table: parseArgs, the usage text, the typed option values and the docs flag
  * table (scripts/flag-table.ts) all come from it, so they cannot drift apart.
  */
 

@@ -29,7 +29,7 @@ export interface OptionSpec {
   readonly max?: number;
   readonly repeatable?: boolean;
   readonly required?: boolean;
-  /** Shown in help and README only: serve defaults are applied after the YAML, in load.ts. */
+  /** Shown in help and docs/configuration.md only: serve defaults are applied after the YAML, in load.ts. */
   readonly default?: string;
   readonly description: string;
 }

@@ -102,7 +102,7 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   setIfDefined(settings, "port", optInt(doc, "port", "port", 0, 65_535));
   setIfDefined(settings, "maxRetries", optInt(doc, "max_retries", "max_retries", 0));
   setIfDefined(settings, "nodeId", optInt(doc, "node_id", "node_id", 0, 255));
-  // Upstream forks num_workers processes; here they are event loops of one process (README, --num-workers).
+  // Upstream forks num_workers processes; here they are event loops of one process (docs/cluster.md, --num-workers).
   setIfDefined(settings, "numWorkers", optInt(doc, "num_workers", "num_workers", 1, 64));
   setIfDefined(settings, "schedule", optChoice(doc, "schedule_style", "schedule_style", ["context_first", "generation_first"] as const));
   Object.assign(settings, readExtras(doc));

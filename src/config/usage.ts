@@ -18,7 +18,7 @@ const PURPOSE: Record<Command, string> = {
 
 const COMMANDS: readonly Command[] = ["serve", "worker", "demo"];
 
-/** `<flag words>` as the README and help show them, e.g. `-c, --config FILE`. */
+/** `<flag words>` as docs/configuration.md and help show them, e.g. `-c, --config FILE`. */
 export function flagWords(spec: OptionSpec): string {
   const arg = spec.kind === "flag" ? "" : ` ${spec.arg ?? "VALUE"}`;
   const names = [spec.name, ...(spec.spellings ?? [])].map((name) => `--${name}`).join(", ");

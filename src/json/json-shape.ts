@@ -19,7 +19,7 @@ export interface JsonShapeLimits {
 
 export type JsonShapeProblem = { readonly bound: "depth"; readonly limit: number } | { readonly bound: "values"; readonly limit: number };
 
-/** The proxy's defaults: no request a worker can serve comes near them (see README "Request bounds"). */
+/** The proxy's defaults: no request a worker can serve comes near them (docs/security.md, "Request bounds"). */
 export const JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 128, minValues: 65_536, bytesPerValue: 64 };
 
 /**

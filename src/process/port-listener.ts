@@ -3,7 +3,7 @@
  * sockets of the port in the process's network namespace (`/proc/<pid>/net/tcp`, `tcp6`), and
  * whether one of them is among the process's open files (`/proc/<pid>/fd`). An upgrade's old
  * process asks this before it stops listening, so that it never lets go of the port to a
- * process that does not serve it (README "Upgrading").
+ * process that does not serve it (docs/upgrading.md).
  *
  * Only `/proc/<pid>/…` is read, never `/proc/net`: the systemd unit's `ProcSubset=pid` hides
  * the latter. Reading another process's fd links needs the same user, as SO_REUSEPORT does.

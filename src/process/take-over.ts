@@ -1,5 +1,5 @@
 /**
- * An upgrade without a refused connection (README "Upgrading"). Both processes listen on the
+ * An upgrade without a refused connection (docs/upgrading.md). Both processes listen on the
  * port with SO_REUSEPORT; the per-port control socket (control-socket.ts) decides who may:
  *
  * 1. the new process (`--take-over`) connects to the old one's control socket, learns who it
