@@ -1,5 +1,5 @@
 /**
- * Upgrading a running proxy without a refused connection (README "Upgrading"): the port's
+ * Upgrading a running proxy without a refused connection (docs/upgrading.md): the port's
  * control socket refuses a second copy, `--take-over` replaces the running process under load,
  * registered workers come along, and a take-over that cannot get ready leaves the old one alone.
  * Proxies run from source as separate processes on a free port; workers are emulated here.
