@@ -266,9 +266,10 @@ describe("older worker wordings of a context overflow", () => {
     expect(failedError(events[2]!)).toEqual({ code: "context_length_exceeded", message: PYTORCH });
   });
 
-  test("while chat clients get the worker's envelope as it came", async () => {
+  test("while chat clients get the worker's envelope, OpenAI's error object beside its fields", async () => {
     const response = await cluster.post("/v1/chat/completions", { model: "emulated-model", messages: [{ role: "user", content: LONG }] });
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ object: "error", message: PYTORCH, type: "BadRequestError", param: null, code: 400 });
+    const fields = { message: PYTORCH, type: "BadRequestError", param: null, code: 400 };
+    expect(await response.json()).toEqual({ object: "error", ...fields, error: fields });
   });
 });
