@@ -7,7 +7,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { RunningProxy } from "../server/serve.ts";
 import type { ControlHandler, ControlServer } from "./control-socket.ts";
 import { ALREADY_RELEASED, type ProcessInfo } from "./control-messages.ts";
-import { listensOn } from "./port-listener.ts";
+import { successorRefusal } from "./successor-check.ts";
 
 export interface OldSide {
   readonly info: ProcessInfo;
@@ -17,25 +17,6 @@ export interface OldSide {
   readonly logger: Logger;
   /** Called once, when a new process took the port: `finished` resolves when this one has drained. */
   onReleased(finished: Promise<void>): void;
-}
-
-/**
- * Why the port must not be let go to the process a release names, or undefined: it must be
- * another process, listening on the port now. Anything that can open the control socket can
- * ask; without this a stray `{"op":"release"}` left the port with no process serving it.
- */
-export async function successorRefusal(
-  pid: number | undefined,
-  port: number,
-  listens: (pid: number, port: number) => Promise<boolean> = listensOn,
-): Promise<string | undefined> {
-  if (pid === undefined) return "no successor listening: the release names no process (pid) to serve the port";
-  if (pid === process.pid) return `no successor listening: pid ${pid} is this process`;
-  return listens(pid, port).then(
-    (listening) => (listening ? undefined : `no successor listening: pid ${pid} does not listen on port ${port}`),
-    (error: unknown) =>
-      `no successor listening: cannot tell whether pid ${pid} listens on port ${port} (${error instanceof Error ? error.message : String(error)})`,
-  );
 }
 
 /** Holds the port's control socket for this process: it answers hello, state and release until the process exits. */
@@ -51,7 +32,7 @@ export function controlHandler(side: OldSide): ControlHandler {
   let deciding: Promise<unknown> = Promise.resolve();
   const decide = async (pid: number | undefined): Promise<string | undefined> => {
     if (released) return ALREADY_RELEASED;
-    const refusal = await successorRefusal(pid, Number(side.proxy.url.port));
+    const refusal = await successorRefusal({ pid, port: Number(side.proxy.url.port), self: process.pid, uid: process.getuid?.() ?? 0 });
     if (refusal === undefined) released = true;
     return refusal;
   };

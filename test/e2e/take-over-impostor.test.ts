@@ -1,0 +1,112 @@
+/**
+ * The compiled binary lets go of its port only to a successor that serves the same socket: a
+ * process of the same user listening on another address of the port (127.0.0.2) or in another
+ * network namespace (`unshare -n`) that asks for the release is refused, logged with the
+ * reason, and the proxy serves on (docs/security.md).
+ */
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ProxyProcess, type LogRecord } from "../../bench/upgrade/proxy-process.ts";
+import { startEmulatedWorker } from "../../src/emulator/index.ts";
+import type { EmulatedWorker } from "../../src/emulator/types.ts";
+import { freePort } from "../support/etcd.ts";
+import { scratch } from "../support/scratch.ts";
+import { BINARY, ensureBinary } from "./binary-harness.ts";
+
+const temp = scratch();
+const processes: ProxyProcess[] = [];
+const workers: EmulatedWorker[] = [];
+
+beforeAll(() => ensureBinary(), 200_000);
+afterAll(async () => {
+  for (const proxy of processes) if (proxy.child.exitCode === null) proxy.child.kill("SIGKILL");
+  await Promise.all(workers.map((worker) => worker.stop()));
+  temp.removeAll();
+});
+
+/** Listens on HOST:PORT, then asks the control socket for the release in its own name and prints the reply. */
+const IMPOSTOR = `
+import net from "node:net";
+const [host, port, path] = process.argv.slice(2);
+const server = net.createServer(() => {});
+server.on("error", (error) => { console.log(JSON.stringify({ listenError: String(error) })); process.exit(1); });
+server.listen(Number(port), host, () => {
+  const control = net.createConnection(path);
+  let reply = "";
+  control.setEncoding("utf8");
+  control.on("data", (chunk) => { reply += chunk; if (reply.includes("\\n")) { process.stdout.write(reply); control.end(); server.close(); } });
+  control.on("connect", () => control.write(JSON.stringify({ op: "release", pid: process.pid }) + "\\n"));
+});
+`;
+
+const isListening = (record: LogRecord): boolean => record["msg"] === "listening";
+
+async function servedProxy(name: string): Promise<{ proxy: ProxyProcess; port: number; socket: string; dir: string }> {
+  const dir = temp.dir(`impostor-${name}-`);
+  const port = freePort();
+  const context = startEmulatedWorker({ role: "context" });
+  const generation = startEmulatedWorker({ role: "generation" });
+  workers.push(context, generation);
+  const args = [
+    "serve",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--runtime-dir",
+    dir,
+    "--context",
+    context.url,
+    "--generation",
+    generation.url,
+  ];
+  const proxy = new ProxyProcess([BINARY], args, join(dir, `${name}.log`));
+  processes.push(proxy);
+  await proxy.waitFor(isListening, 30_000, "listening");
+  return { proxy, port, socket: join(dir, `disagg-proxy-${port}.sock`), dir };
+}
+
+/** The impostor's reply to its release request. */
+async function impostor(
+  prefix: readonly string[],
+  host: string,
+  port: number,
+  socket: string,
+  dir: string,
+): Promise<Record<string, unknown>> {
+  const script = join(dir, "impostor.ts");
+  writeFileSync(script, IMPOSTOR);
+  const child = Bun.spawn([...prefix, process.execPath, script, host, String(port), socket], { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`impostor exited ${code}: ${out}${err}`);
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+async function answersOn(port: number): Promise<number> {
+  const response = await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: "close" } });
+  return response.status;
+}
+
+describe("the release goes only to a successor serving the same socket (compiled binary)", () => {
+  test("a process of the same user on 127.0.0.2:PORT asking for the release of 127.0.0.1:PORT is refused and logged; the proxy serves on", async () => {
+    const { proxy, port, socket, dir } = await servedProxy("address");
+    const reply = await impostor([], "127.0.0.2", port, socket, dir);
+    expect(String(reply["error"])).toContain(`listens on 127.0.0.2:${port}, which does not take the connections of 127.0.0.1:${port}`);
+    expect(reply["released"]).toBeUndefined();
+    const logged = await proxy.waitFor((record) => String(record["msg"]).startsWith("refused to release the port: "), 5000, "the refusal");
+    expect(String(logged["msg"])).toContain("127.0.0.2");
+    expect(await answersOn(port)).toBe(200);
+    expect(proxy.child.exitCode).toBeNull();
+  }, 60_000);
+
+  test("a process in another network namespace (unshare -n) listening on the port is refused: its port is another port", async () => {
+    const { proxy, port, socket, dir } = await servedProxy("namespace");
+    const reply = await impostor(["unshare", "-n"], "127.0.0.1", port, socket, dir);
+    expect(String(reply["error"])).toContain("is in another network namespace");
+    await proxy.waitFor((record) => String(record["msg"]).includes("another network namespace"), 5000, "the refusal");
+    expect(await answersOn(port)).toBe(200);
+    expect(proxy.child.exitCode).toBeNull();
+  }, 60_000);
+});
