@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { array, assert, boolean, constantFrom, property } from "fast-check";
 import { ANSWER_SHAPE_LIMITS, integerListLength, keptListEquals, keptListValues, parseKeepingList } from "./json-bytes.ts";
 import { JsonShapeGuard } from "./json-shape.ts";
 import type { JsonObject } from "./json.ts";
@@ -88,7 +89,20 @@ describe("integer lists read from bytes", () => {
   test("integerListLength counts a JSON list of integers and refuses anything else", () => {
     expect(count("[]")).toBe(0);
     expect(count("[ 0 , -12,3\n]")).toBe(3);
-    for (const bad of ["[1,]", "[,1]", "[1.0]", "[1e3]", "[--1]", "[1-]", "[00]", "[-01]", "1", "[1", "[true]"])
+    for (const bad of ["[1,]", "[,1]", "[1.0]", "[1e3]", "[--1]", "[1-]", "[00]", "[-01]", "1", "[1", "[true]", "[-]", "[1 2]", "[1,-]"])
       expect(count(bad)).toBe(-1);
+  });
+
+  test("integerListLength agrees with JSON's grammar of a list of integer literals on any mix of its bytes", () => {
+    const literal = /^\[[ \t\n\r]*(?:-?(?:0|[1-9][0-9]*)(?:[ \t\n\r]*,[ \t\n\r]*-?(?:0|[1-9][0-9]*))*)?[ \t\n\r]*\]$/;
+    const expected = (text: string): number => (literal.test(text) ? (JSON.parse(text) as unknown[]).length : -1);
+    const piece = constantFrom("0", "1", "7", "00", "12", "-", ",", " ", "\n", "[", "]", ".", "e", "x");
+    assert(
+      property(array(piece, { maxLength: 14 }), boolean(), (pieces, closed) => {
+        const text = `[${pieces.join("")}${closed ? "]" : ""}`;
+        expect(count(text)).toBe(expected(text));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

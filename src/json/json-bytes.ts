@@ -146,34 +146,43 @@ function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
   return at;
 }
 
-/** The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything else. */
+/**
+ * The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything
+ * else. Item by item (a byte-state machine cost twice as much on a prompt's ids): an optional
+ * minus, digits (a leading zero alone: JSON has no 012), then a comma or the end, spaces around.
+ */
 export function integerListLength(bytes: Uint8Array, start: number, end: number): number {
-  if (bytes[start] !== 0x5b || bytes[end - 1] !== 0x5d) return -1;
+  const last = end - 1;
+  if (end - start < 2 || bytes[start] !== 0x5b || bytes[last] !== 0x5d) return -1;
+  let i = skipSpaces(bytes, start + 1, last);
+  if (i === last) return 0;
   let count = 0;
-  /** 0: an item or the end may come; 1: an item must come; 2: in a number's digits; 3: after a number. */
-  let state = 0;
-  for (let i = start + 1; i < end - 1; i++) {
-    const c = bytes[i]!;
-    if (c >= 0x30 && c <= 0x39) {
-      if (state === 3) return -1;
-      if (state !== 2) {
-        // A leading zero stands alone (JSON has no 012).
-        if (c === 0x30 && bytes[i + 1]! >= 0x30 && bytes[i + 1]! <= 0x39) return -1;
-        count++;
-      }
-      state = 2;
-    } else if (c === 0x2d) {
-      if (state === 2 || state === 3) return -1;
-      const next = bytes[i + 1]!;
-      if (next < 0x30 || next > 0x39) return -1;
-    } else if (c === 0x2c) {
-      if (state !== 2 && state !== 3) return -1;
-      state = 1;
-    } else if (isSpace(c)) {
-      if (state === 2) state = 3;
-    } else return -1;
+  for (;;) {
+    if (bytes[i] === 0x2d) i++;
+    const first = bytes[i]!;
+    if (first < 0x30 || first > 0x39 || i >= last) return -1;
+    i++;
+    if (first === 0x30) {
+      const next = bytes[i]!;
+      if (next >= 0x30 && next <= 0x39) return -1;
+    } else {
+      let c = bytes[i]!;
+      while (c >= 0x30 && c <= 0x39) c = bytes[++i]!;
+    }
+    count++;
+    if (bytes[i] !== 0x2c) {
+      i = skipSpaces(bytes, i, last);
+      if (i === last) return count;
+      if (bytes[i] !== 0x2c) return -1;
+    }
+    i = skipSpaces(bytes, i + 1, last);
   }
-  return state === 1 ? -1 : count;
+}
+
+function skipSpaces(bytes: Uint8Array, from: number, to: number): number {
+  let at = from;
+  while (at < to && isSpace(bytes[at])) at++;
+  return at;
 }
 
 /** True when `values` is the kept list's integers, in order (read from its bytes, nothing parsed). */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { array, assert, json, nat, property } from "fast-check";
+import { array, assert, constantFrom, json, nat, property } from "fast-check";
 import { JsonShapeGuard, type JsonShapeLimits } from "./json-shape.ts";
 
 const limits: JsonShapeLimits = { maxDepth: 4, minValues: 10, bytesPerValue: 1000 };
@@ -44,6 +44,17 @@ describe("JsonShapeGuard", () => {
     const guard = new JsonShapeGuard({ maxDepth: 4, minValues: 2, bytesPerValue: 4 }, 1000);
     expect(guard.feed(bytes('["a","b","c"]'))).toBeUndefined();
     expect(guard.finish(13)).toEqual({ bound: "values", limit: 3 });
+  });
+
+  test("a list of numbers, split anywhere, weighs 1/4 a number", () => {
+    const numbers = array(constantFrom("0", "12", "-3", "4.5e-6", "1E+2", "true", "null", '"s"', "[]"), { maxLength: 60 });
+    assert(
+      property(numbers, array(nat(400), { maxLength: 6 }), (items, cuts) => {
+        const weight = 3 + items.reduce((sum, item) => sum + (item === '"s"' || item === "[]" ? 1 : 0.25), 0);
+        const expected = weight > limits.minValues ? { bound: "values", limit: limits.minValues } : undefined;
+        expect(check(`{"k":[${items.join(",")}]}`, cuts)).toEqual(expected);
+      }),
+    );
   });
 
   test("the verdict does not depend on how the body is split", () => {
