@@ -17,6 +17,7 @@ export interface EmulatorFlags {
   readonly outputTokens?: number | undefined;
   readonly maxSeqLen?: number | undefined;
   readonly tokensPerBlock?: number | undefined;
+  readonly bytesPerToken?: number | undefined;
   readonly kvCacheBlocks?: number | undefined;
   readonly rejectStatus?: number | undefined;
   readonly rejectAfterMs?: number | undefined;
@@ -42,6 +43,7 @@ const NUMBER_KEYS = [
   "outputTokens",
   "maxSeqLen",
   "tokensPerBlock",
+  "bytesPerToken",
   "kvCacheBlocks",
   "maxRecords",
   "reportedWaiting",

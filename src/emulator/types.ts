@@ -55,6 +55,8 @@ export interface EmulatorOptions {
   maxSeqLen?: number;
   /** KV cache block size in prompt tokens (default 32, TensorRT-LLM's). */
   tokensPerBlock?: number;
+  /** One prompt token per this many bytes of prompt text (default: one per whitespace-separated word). */
+  bytesPerToken?: number;
   /** KV cache capacity in blocks, least recently used evicted first (default 8192; 0: no prefix cache). */
   kvCacheBlocks?: number;
   /** KV cache events kept for POST /kv_cache_events between two calls (default 4096). */

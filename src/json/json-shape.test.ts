@@ -51,7 +51,7 @@ describe("JsonShapeGuard", () => {
     assert(
       property(numbers, array(nat(400), { maxLength: 6 }), (items, cuts) => {
         const weight = 3 + items.reduce((sum, item) => sum + (item === '"s"' || item === "[]" ? 1 : 0.25), 0);
-        const expected = weight > limits.minValues ? { bound: "values", limit: limits.minValues } : undefined;
+        const expected = weight > limits.minValues ? { bound: "values" as const, limit: limits.minValues } : undefined;
         expect(check(`{"k":[${items.join(",")}]}`, cuts)).toEqual(expected);
       }),
     );

@@ -66,6 +66,16 @@ export const WORKER_OPTIONS = [
   },
   {
     section: "worker",
+    name: "bytes-per-token",
+    key: "bytesPerToken",
+    kind: "int",
+    arg: "N",
+    min: 1,
+    default: "one per word",
+    description: "One prompt token per N bytes of prompt text, as dense as a real tokenizer (~4 on prose)",
+  },
+  {
+    section: "worker",
     name: "kv-cache-blocks",
     key: "kvCacheBlocks",
     kind: "int",

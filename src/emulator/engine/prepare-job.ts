@@ -40,7 +40,7 @@ const NOTHING_INHERITED: PrepareInputs = { inheritedDirectives: undefined, conte
 export async function prepareJob(job: Job, inputs: PrepareInputs = NOTHING_INHERITED): Promise<PreparedJob> {
   const { request, worker } = job;
   const directives = readDirectives(`${inputs.inheritedDirectives ?? ""} ${request.promptText}`);
-  const promptTokenIds = request.givenTokenIds ?? tokenize(request.promptText);
+  const promptTokenIds = request.givenTokenIds ?? tokenize(request.promptText, worker.options.bytesPerToken);
   const maxSeqLen = worker.options.maxSeqLen;
   // The worker checks a prompt's length before it schedules it; a generation-only request's
   // prompt was checked by its context phase.
