@@ -129,3 +129,54 @@ describe("ClusterStore hand-over within the bounds", () => {
     expect(store.size).toEqual({ keys: 0, bytes: 0 });
   });
 });
+
+/** Time passing on a loop that runs: the store looks at its clock every 100 ms, as its sampler would. */
+function running(store: ClusterStore, time: { advance(ms: number): void }, ms: number): void {
+  for (let left = ms; left > 0; left -= 100) {
+    time.advance(Math.min(100, left));
+    store.getPrefix("", true);
+  }
+}
+
+describe("ClusterStore across a stall of its own event loop", () => {
+  test("a key refreshed before and after a stall longer than its TTL outlives it; left alone it still expires", () => {
+    const time = clock();
+    const stalls: number[] = [];
+    const store = new ClusterStore({ now: time.now, onStall: (ms) => stalls.push(ms) });
+    store.start();
+    try {
+      expect(store.set({ key: "w", value: "worker", ttl: 2, expireTime: -1, overwriteIfExists: true })).toBe(true);
+      running(store, time, 1000);
+      expect(store.expire("w", 2)).toBe(true);
+      time.advance(2500);
+      // The refresh that queued behind the stall comes first, then the sweep.
+      expect(store.expire("w", 2)).toBe(true);
+      store.sweep();
+      expect(store.get("w")).toBe("worker");
+      expect(stalls).toHaveLength(1);
+      running(store, time, 1900);
+      expect(store.get("w")).toBe("worker");
+      running(store, time, 200);
+      store.sweep();
+      expect(store.get("w")).toBeUndefined();
+    } finally {
+      store.stop();
+    }
+  });
+
+  test("a stall found by the sweep itself does not expire a key whose TTL it straddles", () => {
+    const time = clock();
+    const store = new ClusterStore({ now: time.now });
+    store.start();
+    try {
+      store.set({ key: "w", value: "worker", ttl: 2, expireTime: -1, overwriteIfExists: true });
+      running(store, time, 1500);
+      time.advance(2500);
+      store.sweep();
+      expect(store.get("w")).toBe("worker");
+      expect(store.stalledMs).toBe(2400);
+    } finally {
+      store.stop();
+    }
+  });
+});

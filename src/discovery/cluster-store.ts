@@ -11,6 +11,8 @@
  * be reached. Upstream's semantics otherwise: a key set without a TTL never expires.
  */
 
+import { StallClock } from "./stall-clock.ts";
+
 export interface StorageItem {
   readonly key: string;
   readonly value: string;
@@ -42,6 +44,8 @@ export interface ClusterStoreOptions {
   readonly maxKeys?: number;
   /** Bytes of all items as a get_prefix answer spells them (JSON strings). */
   readonly maxBytes?: number;
+  /** A stall of the store's event loop was found and left uncharged to every TTL (milliseconds). */
+  readonly onStall?: (stallMs: number) => void;
 }
 
 /**
@@ -89,12 +93,15 @@ export class ClusterStore {
   /** Items as a hand-over added them; one set or refreshed here since is another object. */
   readonly #adopted = new WeakSet<StorageItem>();
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** The store's own clock: a stall of its event loop is charged to no TTL. */
+  readonly #clock: StallClock;
 
   constructor(options: ClusterStoreOptions = {}) {
     this.#now = options.now ?? (() => performance.now());
     this.#sweepIntervalMs = options.sweepIntervalMs ?? 1000;
     this.#maxKeys = options.maxKeys ?? STORE_LIMITS.maxKeys;
     this.#maxBytes = options.maxBytes ?? STORE_LIMITS.maxBytes;
+    this.#clock = new StallClock(this.#now, options.onStall);
   }
 
   /** Keys held and their bytes, for the message of a full store. */
@@ -102,14 +109,21 @@ export class ClusterStore {
     return { keys: this.#items.size, bytes: this.#bytes };
   }
 
-  /** Starts the expiry sweep; idempotent. */
+  /** Starts the expiry sweep and the stall sampler; idempotent. */
   start(): void {
+    this.#clock.start();
     this.#timer ??= setInterval(() => this.sweep(), this.#sweepIntervalMs);
   }
 
   stop(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#clock.stop();
     this.#timer = undefined;
+  }
+
+  /** Milliseconds of stalls left uncharged to TTLs since the store started. */
+  get stalledMs(): number {
+    return this.#clock.stalledMs;
   }
 
   /** False when the key exists and overwriting was not asked for (upstream's answer). */
@@ -129,7 +143,7 @@ export class ClusterStore {
         );
       }
     }
-    const now = this.#now();
+    const now = this.#clock.now();
     // expire_time is in the store's own clock (upstream's key_time); either way at most maxTtlSeconds away.
     const expiresAt =
       request.expireTime >= 0
@@ -154,7 +168,7 @@ export class ClusterStore {
   expire(key: string, ttlSeconds: number): boolean {
     const item = this.#live(key);
     if (item === undefined) return false;
-    this.#items.set(key, { ...item, expiresAt: this.#now() + cappedMs(ttlSeconds) });
+    this.#items.set(key, { ...item, expiresAt: this.#clock.now() + cappedMs(ttlSeconds) });
     return true;
   }
 
@@ -192,7 +206,7 @@ export class ClusterStore {
 
   /** Every live item, for the process taking over from this one. */
   handOver(): HandedItem[] {
-    const now = this.#now();
+    const now = this.#clock.now();
     return this.items("").map((item) => ({
       key: item.key,
       value: item.value,
@@ -208,7 +222,8 @@ export class ClusterStore {
   adopt(items: readonly HandedItem[]): number {
     let added = 0;
     for (const handed of items) {
-      const expiresAt = handed.ttlMs === undefined ? undefined : this.#now() + Math.min(handed.ttlMs, STORE_LIMITS.maxTtlSeconds * 1000);
+      const expiresAt =
+        handed.ttlMs === undefined ? undefined : this.#clock.now() + Math.min(handed.ttlMs, STORE_LIMITS.maxTtlSeconds * 1000);
       const held = this.#live(handed.key);
       if (held !== undefined) {
         const later = held.expiresAt === undefined || expiresAt === undefined ? undefined : Math.max(held.expiresAt, expiresAt);
@@ -245,7 +260,7 @@ export class ClusterStore {
 
   /** Drops every expired item, each with a delete event. */
   sweep(): void {
-    const now = this.#now();
+    const now = this.#clock.now();
     for (const item of this.#items.values()) {
       if (item.expiresAt !== undefined && item.expiresAt < now) {
         this.#drop(item);
@@ -257,7 +272,7 @@ export class ClusterStore {
   #live(key: string): StorageItem | undefined {
     const item = this.#items.get(key);
     if (item === undefined) return undefined;
-    if (item.expiresAt === undefined || item.expiresAt > this.#now()) return item;
+    if (item.expiresAt === undefined || item.expiresAt > this.#clock.now()) return item;
     this.#drop(item);
     this.#notify({ kind: "delete", item });
     return undefined;

@@ -20,6 +20,9 @@ export const LONG_TIME_BUCKETS: readonly number[] = Object.freeze([
   0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920,
 ]);
 
+/** Stalls worth counting start at half a second (stall-clock.ts); a paused VM may stop for minutes. */
+const STALL_BUCKETS: readonly number[] = Object.freeze([0.5, 1, 2, 5, 10, 30, 60, 300]);
+
 /** Upstream's role prefixes (`ROLE_TO_CLIENT_TYPE`). */
 export const ROLE_PREFIX: Readonly<Record<Role, "ctx" | "gen">> = { context: "ctx", generation: "gen" };
 
@@ -61,6 +64,7 @@ export interface OwnFamilies {
   readonly handoffsSettled: Counter<"reason">;
   readonly handoffsUnsettled: Counter<"reason">;
   readonly requestTraceLines: Gauge<"result">;
+  readonly storeStalls: Histogram;
 }
 
 function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
@@ -183,6 +187,12 @@ export function ownFamilies(registry: Registry): OwnFamilies {
       "disagg_proxy_handoffs_unsettled_total",
       "Hand-offs the proxy tried to settle and could not (left to the context worker's kv_transfer_timeout_ms), by reason",
       ["reason"],
+    ),
+    storeStalls: histogram(
+      registry,
+      "disagg_proxy_store_stall_seconds",
+      "Stalls of the proxy's event loop the HTTP cluster storage found and charged to no key's TTL (the TTLs were extended by them)",
+      STALL_BUCKETS,
     ),
   };
 }

@@ -72,6 +72,8 @@ export interface ProxyMetrics {
   clientDisconnected(route: string): void;
   /** A hand-off the proxy settled (`settled`) or failed to, by why it had to. */
   handoffSettled(reason: string, settled: boolean): void;
+  /** A stall of the event loop that the HTTP cluster storage left uncharged to its TTLs. */
+  storeStalled(seconds: number): void;
   /** Text exposition (Prometheus 0.0.4) for /prometheus/metrics and /metrics. */
   render(): Promise<string>;
   /** The same values as data, for another event loop to add up with its own (`renderAll`). */
@@ -184,6 +186,10 @@ export function createMetrics(source: ScrapeGaugeSource): ProxyMetrics {
     streamClosed: () => own.streamsOpen.dec(),
     clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
     handoffSettled: (reason, settled) => (settled ? own.handoffsSettled : own.handoffsUnsettled).inc({ reason }),
+    storeStalled: (stall) => {
+      const value = seconds(stall);
+      if (value !== undefined) own.storeStalls.observe(value);
+    },
     async render() {
       refreshScrapeGauges(own, source);
       return exposition(await registry.metrics());

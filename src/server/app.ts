@@ -200,7 +200,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     clusterStorage:
       config.discovery?.kind === "cluster" && config.discovery.storage === "http"
         ? {
-            store: new ClusterStore(),
+            store: new ClusterStore({
+              onStall: (ms) => {
+                logger.warn("the proxy stalled: cluster storage TTLs extended by the stall", { stall_ms: Math.round(ms) });
+                metrics.storeStalled(ms / 1000);
+              },
+            }),
             access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }),
           }
         : undefined,
