@@ -6,7 +6,6 @@ import type { RequestContext } from "../request/context.ts";
 import type { RoutedPlacement } from "../routing/placement.ts";
 import { withPromptTokenIds, type RoutingRequest } from "../routing/routing-request.ts";
 import {
-  benchmarkGenerationBody,
   contextBody,
   generationBody,
   handOffParams,
@@ -15,31 +14,24 @@ import {
   withoutHandOff,
   type BodyOptions,
 } from "./bodies.ts";
-import { runContextLeg, runGenerationLeg, type ContextLegResult } from "./legs.ts";
+import { runContextLeg, runGenerationLeg, withFirstBytes, type ContextLegResult, type GenerationLegResult } from "./legs.ts";
 import { outputLengthTimeout } from "./leg-runner.ts";
 import type { JsonAnswer } from "../workers/client.ts";
-import type { HandoffWatch } from "./handoff/watch.ts";
-import type { SettleReason, UnclaimedHandoff } from "./handoff/settler.ts";
+import { contextWatch, generationWatch, settleReason } from "./handoff/watch.ts";
+import type { UnclaimedHandoff } from "./handoff/settler.ts";
 import { asProxyError } from "../errors.ts";
-import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
 import { responsesUnsupported } from "./responses-support.ts";
+import { restartable } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
  * Context first (reference §2.5): the context worker prefills, then the generation worker
  * continues from its hand-off. With conditional disaggregation (§1.5) a generation worker is
- * reserved first, and a prompt it already holds nearly all of skips the context phase.
+ * reserved first, and a prompt it already holds nearly all of skips the context phase. One
+ * run under `id`; `avoid`: a generation worker a first run failed on (orchestrate.ts).
  */
-export async function contextFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
-  if (deps.config.benchmarkGenerationOnly) {
-    return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
-  }
-  return restartingOnce(deps, ctx, (id, avoid) => contextFirstOnce(deps, ctx, input, id, avoid));
-}
-
-/** One run of the context-first pipeline under `id`; `avoid`: a generation worker a first run failed on. */
-async function contextFirstOnce(
+export async function contextFirst(
   deps: PipelineDeps,
   ctx: RequestContext,
   input: PipelineInput,
@@ -54,7 +46,7 @@ async function contextFirstOnce(
       id,
       ...(reserved === undefined ? {} : { exclude: reserved.worker.origin }),
       body: (sentId) => contextBody(input, sentId, "context_first", options),
-      handoff: contextWatch(deps, ctx, input, options),
+      handoff: contextWatch(deps.handoffs, ctx, (answer, attempt) => leftByAnswer(deps, input, options, answer, attempt)),
     });
     if (input.api === "responses" && handOffParams(input.api, leg.answer) === undefined) {
       // The worker's version claimed Responses disaggregation, yet it answered the request whole.
@@ -69,7 +61,7 @@ async function contextFirstOnce(
     const { body, source } = generationBodyOf(deps, input, leg, continueId, options);
     const routing = withContextTokens(input.routing, leg.answer, leg.keptTokenIds);
     const handoff: UnclaimedHandoff = { api: input.api, body, source, routing, disaggRequestId: continueId, contextWorker: leg.origin };
-    const watch = generationWatch(deps, ctx, handoff);
+    const watch = generationWatch(deps.handoffs, ctx, handoff);
     const generation = {
       exclude: leg.origin,
       body,
@@ -80,7 +72,7 @@ async function contextFirstOnce(
       ...(reserved === undefined ? {} : { first: reserved }),
     };
     const generationStarted = performance.now();
-    let result: Awaited<ReturnType<typeof runGenerationLeg>>;
+    let result: GenerationLegResult;
     try {
       result = await runGenerationLeg(deps, ctx, input, generation);
     } catch (error) {
@@ -126,40 +118,6 @@ function generationBodyOf(
   return { body, source: own.source };
 }
 
-/**
- * A client that left during the context phase: the phase gets this long to begin answering.
- * One that does (its KV committed: an abort would free nothing, emulator/kv/held-kv.ts cites
- * upstream) is read to its end and its hand-off settled; one that does not is aborted then, so
- * a long prefill stops costing. Aborting at once left the hand-offs of clients that left as
- * the phase ended (5 of 20 in bench/faults/handoff-leave.ts); letting every phase finish cost
- * the context worker 135 ms a client on a 300 ms prefill (bench/RESULTS.md, "Hand-offs of
- * clients that leave"). The grace bounds that cost and covers the answer's way to the proxy.
- */
-const CONTEXT_ABORT_GRACE_MS = 100;
-
-/** The context leg's watch, for a client that leaves during the context phase (see CONTEXT_ABORT_GRACE_MS). */
-function contextWatch(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput, options: BodyOptions): HandoffWatch | undefined {
-  const settler = deps.handoffs;
-  if (settler === undefined) return undefined;
-  return {
-    reached: false,
-    adopt(pending, abort, attempt) {
-      // A phase that has not begun answering within the grace is far from done: abort it then.
-      if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
-      settler.adopt(
-        pending,
-        abort,
-        {
-          reason: settleReason(ctx, ctx.signal.reason),
-          follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftByAnswer(deps, input, options, value, attempt) : undefined),
-          onFailure: () => undefined,
-        },
-        { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId },
-      );
-    },
-  };
-}
-
 /** The hand-off a context answer leaves for a generation request, if it leaves one. */
 function leftByAnswer(
   deps: PipelineDeps,
@@ -179,39 +137,6 @@ function leftByAnswer(
   const { body, source } = generationBodyOf(deps, input, leg, continueId, options);
   const routing = withContextTokens(input.routing, answer.body, answer.keptTokenIds);
   return { api: input.api, body, source, routing, disaggRequestId: continueId, contextWorker: attempt.origin };
-}
-
-function isJsonAnswer(value: unknown): value is JsonAnswer {
-  return typeof value === "object" && value !== null && "body" in value && "bytes" in value && !(value instanceof Response);
-}
-
-/** The generation leg's watch: an attempt the request's end leaves in flight runs until it claimed the hand-off. */
-function generationWatch(deps: PipelineDeps, ctx: RequestContext, handoff: UnclaimedHandoff): HandoffWatch {
-  const settler = deps.handoffs;
-  return {
-    reached: false,
-    adopt(pending, abort, attempt) {
-      if (settler === undefined) abort(ctx.signal.reason);
-      else {
-        // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
-        const outcome = settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason));
-        settler.adopt(pending, abort, outcome, {
-          role: "generation",
-          origin: attempt.origin,
-          requestKey: ctx.disaggRequestId,
-          releaseAdmission: ctx.keepAdmission(),
-        });
-      }
-    },
-  };
-}
-
-function settleReason(ctx: RequestContext, thrown: unknown): SettleReason {
-  const code = ctx.signal.aborted ? asProxyError(ctx.signal.reason).code : asProxyError(thrown).code;
-  if (code === "DRAINING") return "draining";
-  if (code === "CLIENT_GONE") return "client_gone";
-  if (code === "NO_WORKER" || code === "OVERLOADED" || code === "MODEL_NOT_FOUND") return "no_generation_worker";
-  return "generation_unsent";
 }
 
 export function bodyOptions(deps: PipelineDeps): BodyOptions {

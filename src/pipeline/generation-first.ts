@@ -3,36 +3,24 @@ import type { JsonObject } from "../json/json.ts";
 import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
 import { bodyOptions } from "./context-first.ts";
-import { runContextLeg, runGenerationLeg } from "./legs.ts";
+import { runContextLeg, runGenerationLeg, withFirstBytes, type GenerationLegResult } from "./legs.ts";
 import { outputLengthTimeout } from "./leg-runner.ts";
-import { restartable, restartingOnce, withFirstBytes } from "./first-byte-restart.ts";
 import { outcomeOf } from "./outcome.ts";
-import { workerStarting } from "./retry.ts";
+import { restartable, workerStarting } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
  * Both legs at once; the generation worker waits for the KV hand-off keyed by the id. A
  * failed leg cancels its pair, which is drained before the failure is reported; a completed
- * non-streamed generation answer is kept even when the context leg fails after it.
+ * non-streamed generation answer is kept even when the context leg fails after it. One run
+ * under `id`; `avoid`: a generation worker a first run failed on (orchestrate.ts restarts).
  *
- * A generation leg that fails before any of its bytes reached the client runs once more on a
- * fresh pair, as in context-first order (first-byte-restart.ts). Nothing is settled here, and
- * nothing could be: the generation request is sent first and registers to receive the KV keyed
- * by its id; the context worker waits for that registration and pushes the KV to it
- * (openai_disagg_service.py `_send_disagg_request_gen_first` @ 00bb903d, reference §2.6 step 3).
- * So there is no pulled hand-off for a one-token generation_only request to claim: a context
- * worker never holds KV for a generation request that was not sent, and when the generation
- * request fails or is aborted, the context request is aborted with it (the pair is cancelled).
- * What a context phase that had already begun its push still holds is released by the
- * worker's own transfer timeout (upstream's lifecycle v1 "context artifacts" revocation is the
- * only other way, and trtllm-serve's drop-in proxy does not use it).
+ * Nothing is settled here, and nothing could be: the context worker pushes the KV to the
+ * generation request registered for it (openai_disagg_service.py
+ * `_send_disagg_request_gen_first` @ 00bb903d, reference §2.6 step 3), so no pulled hand-off is
+ * left to claim (docs/failure-semantics.md, "Hand-off settling").
  */
-export async function generationFirst(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
-  return restartingOnce(deps, ctx, (id, avoid) => generationFirstOnce(deps, ctx, input, id, avoid));
-}
-
-/** One run under `id`; `avoid`: a generation worker a first run failed on. */
-async function generationFirstOnce(
+export async function generationFirst(
   deps: PipelineDeps,
   ctx: RequestContext,
   input: PipelineInput,
@@ -91,12 +79,7 @@ async function generationFirstOnce(
   return withFirstBytes(deps, ctx, genResult.value, id, generationStarted);
 }
 
-function verifyOrCancel(
-  input: PipelineInput,
-  answer: JsonObject,
-  sentId: bigint,
-  gen: PromiseSettledResult<Awaited<ReturnType<typeof runGenerationLeg>>>,
-): void {
+function verifyOrCancel(input: PipelineInput, answer: JsonObject, sentId: bigint, gen: PromiseSettledResult<GenerationLegResult>): void {
   try {
     verifyContextAnswer(input.api, answer, sentId);
   } catch (error) {

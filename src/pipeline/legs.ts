@@ -1,4 +1,5 @@
-import type { ProxyError } from "../errors.ts";
+import { streamOf } from "../bytes.ts";
+import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { KeptList } from "../json/json-bytes.ts";
 import type { JsonSource } from "../json/json-source.ts";
@@ -9,8 +10,9 @@ import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { HandoffWatch } from "./handoff/watch.ts";
 import { runJsonLeg, runStreamLeg, type LegPlan } from "./leg-runner.ts";
-import { contextLegRetryable, generationLegRetryable } from "./retry.ts";
-import { WORKER_PATH, type PipelineDeps, type PipelineInput } from "./types.ts";
+import { contextLegRetryable, generationLegRetryable, restartable } from "./retry.ts";
+import { withDeadline } from "../timers.ts";
+import { WORKER_PATH, type PipelineDeps, type PipelineInput, type PipelineOutcome } from "./types.ts";
 
 export interface ContextLegResult {
   readonly answer: JsonObject;
@@ -63,6 +65,11 @@ export async function runContextLeg(
   return { answer: answered.result.body, origin: answered.origin, sentId: answered.id, keptTokenIds: answered.result.keptTokenIds };
 }
 
+/** The generation leg's answer: a whole JSON one, or the worker's stream (its attempt ends with the request). */
+export type GenerationLegResult =
+  | { kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers }
+  | { kind: "stream"; response: Response; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined };
+
 export async function runGenerationLeg(
   deps: PipelineDeps,
   ctx: RequestContext,
@@ -82,10 +89,7 @@ export async function runGenerationLeg(
     /** Generation workers to prefer not to use. */
     avoid?: readonly string[] | undefined;
   },
-): Promise<
-  | { kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers }
-  | { kind: "stream"; response: Response; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined }
-> {
+): Promise<GenerationLegResult> {
   const codec = deps.bodyCodec ?? JSON_CODEC;
   const plan: LegPlan = {
     role: "generation",
@@ -121,4 +125,40 @@ export async function runGenerationLeg(
   ctx.legServed("generation", origin);
   ctx.perf?.workerAnswered("gen", origin, result.headers);
   return { kind: "json", body: result.body, bytes: result.bytes, headers: result.headers };
+}
+
+/**
+ * A streamed generation leg has answered once its first bytes are read: a worker that breaks
+ * or stalls before them costs the client nothing but time (the request runs once more). The
+ * relay is handed the read already made. Bounded by --first-token-timeout-ms from `startedAt`
+ * (the leg's start), else by the request timeout.
+ */
+export async function withFirstBytes(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  result: GenerationLegResult,
+  id: bigint,
+  startedAt: number,
+): Promise<PipelineOutcome> {
+  if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };
+  const body = result.response.body ?? streamOf([]);
+  const reader = body.getReader();
+  const firstTokenMs = deps.config.firstTokenTimeoutMs;
+  const boundMs = firstTokenMs > 0 ? Math.max(1, firstTokenMs - (performance.now() - startedAt)) : deps.config.requestTimeoutMs;
+  let failure: ProxyError;
+  try {
+    const read = await withDeadline(reader.read(), boundMs);
+    if (read !== "late" && !read.done) return { kind: "stream", body, first: { reader, read } };
+    failure =
+      read === "late"
+        ? new ProxyError("WORKER_TIMEOUT", 504, `The generation worker sent nothing within ${firstTokenMs > 0 ? firstTokenMs : boundMs} ms`)
+        : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream ended before its first byte");
+  } catch (cause) {
+    failure = ctx.signal.aborted
+      ? asProxyError(ctx.signal.reason)
+      : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke before its first byte", { cause });
+  }
+  void reader.cancel(failure).catch(() => {});
+  result.endEarly?.(failure);
+  throw restartable(ctx, failure, result.origin, id);
 }

@@ -1,12 +1,17 @@
 import type { RequestContext } from "../request/context.ts";
+import { benchmarkGenerationBody } from "./bodies.ts";
 import { contextFirst } from "./context-first.ts";
 import { generationFirst } from "./generation-first.ts";
+import { runGenerationLeg } from "./legs.ts";
+import { outcomeOf } from "./outcome.ts";
 import { canDisaggregateResponses, responsesWithoutDisaggregation } from "./responses-support.ts";
+import { EarlyGenerationFailure } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
  * The disaggregated pipeline: context then generation, or both at once in generation-first
- * order. Knows no client dialect; throws ProxyError on failure.
+ * order, either restarted once before its first byte. Knows no client dialect; throws
+ * ProxyError on failure.
  */
 export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
   // --max-worker-queue: saturated workers refuse the request here, before its first leg (a rejection, as a leg's failure).
@@ -14,5 +19,44 @@ export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input
   if (input.api === "responses" && !deps.config.benchmarkGenerationOnly && !canDisaggregateResponses(deps.placement.pool)) {
     return responsesWithoutDisaggregation(deps, ctx, input);
   }
-  return deps.config.schedule === "generation_first" ? generationFirst(deps, ctx, input) : contextFirst(deps, ctx, input);
+  if (deps.config.schedule === "generation_first") {
+    return restartingOnce(deps, ctx, (id, avoid) => generationFirst(deps, ctx, input, id, avoid));
+  }
+  if (deps.config.benchmarkGenerationOnly) {
+    return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
+  }
+  return restartingOnce(deps, ctx, (id, avoid) => contextFirst(deps, ctx, input, id, avoid));
+}
+
+/** One run of a pipeline under `id`; `avoid`: the generation worker a first run failed on. */
+export type PipelineRun = (id: bigint, avoid: string | undefined) => Promise<PipelineOutcome>;
+
+/**
+ * Restart before the first byte, for both schedule styles: a generation leg that failed before
+ * any of its bytes reached the client (retry.ts, restartsBeforeFirstByte) runs once more, on a
+ * fresh context and generation pair under a new disagg_request_id, the failed generation worker
+ * avoided. The client's own ids (Responses, Anthropic) live in its body, sent unchanged, so
+ * they do not change. Never after the first bytes: from then on a failure is reported in-band.
+ */
+async function restartingOnce(deps: PipelineDeps, ctx: RequestContext, run: PipelineRun): Promise<PipelineOutcome> {
+  try {
+    return await run(ctx.disaggRequestId, undefined);
+  } catch (thrown) {
+    if (!(thrown instanceof EarlyGenerationFailure)) throw thrown;
+    const id = deps.ids.next();
+    deps.logger.info("generation failed before any byte reached the client: once more on a fresh context and generation pair", {
+      disagg_request_id: ctx.disaggRequestId,
+      failed_id: thrown.id,
+      restart_id: id,
+      worker: thrown.worker,
+      code: thrown.error.code,
+      error: thrown.error.message,
+    });
+    ctx.retried();
+    try {
+      return await run(id, thrown.worker);
+    } catch (again) {
+      throw again instanceof EarlyGenerationFailure ? again.error : again;
+    }
+  }
 }

@@ -1,13 +1,13 @@
 import type { RequestContext } from "../request/context.ts";
 import { streamOf } from "../bytes.ts";
-import type { runGenerationLeg } from "./legs.ts";
+import type { GenerationLegResult } from "./legs.ts";
 import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 
 /**
  * The generation leg's answer as the pipeline's outcome. When the generation worker answered
  * alone (no disaggregated id was sent), its own engine request id names the reply.
  */
-export function outcomeOf(result: Awaited<ReturnType<typeof runGenerationLeg>>, alone?: RequestContext): PipelineOutcome {
+export function outcomeOf(result: GenerationLegResult, alone?: RequestContext): PipelineOutcome {
   const named = alone === undefined ? undefined : result.headers.get(ENGINE_REQUEST_ID_HEADER);
   if (alone !== undefined && named) alone.namedByWorker(named);
   if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };

@@ -1,4 +1,5 @@
-import type { ProxyError } from "../errors.ts";
+import { asProxyError, type ProxyError } from "../errors.ts";
+import type { RequestContext } from "../request/context.ts";
 
 /**
  * Retry rules (reference §4.5, tightened): a context leg is retried on transport failures,
@@ -79,7 +80,7 @@ export function workerStarting(error: ProxyError): boolean {
 
 /**
  * A generation leg that failed so, before any byte of it reached the client, is run again once
- * on a fresh context and generation pair (first-byte-restart.ts): the worker broke, stalled or
+ * on a fresh context and generation pair (orchestrate.ts, restartingOnce): the worker broke, stalled or
  * refused for a reason of its own (5xx, timeout, lost connection, a broken answer or stream).
  * Not a 4xx (the request itself would fail again), nor an overload, a client gone or a drain.
  */
@@ -98,4 +99,24 @@ export function restartsBeforeFirstByte(error: ProxyError): boolean {
     default:
       return false;
   }
+}
+
+/** A generation leg that failed before any of its bytes reached the client, and may run again. */
+export class EarlyGenerationFailure extends Error {
+  readonly error: ProxyError;
+  readonly worker: string | undefined;
+  readonly id: bigint;
+
+  constructor(error: ProxyError, worker: string | undefined, id: bigint) {
+    super(error.message, { cause: error });
+    this.error = error;
+    this.worker = worker;
+    this.id = id;
+  }
+}
+
+/** A generation leg's failure as thrown: marked for the one restart when it happened before any byte reached the client. */
+export function restartable(ctx: RequestContext, thrown: unknown, worker: string | undefined, id: bigint): unknown {
+  const error = asProxyError(thrown);
+  return !ctx.signal.aborted && restartsBeforeFirstByte(error) ? new EarlyGenerationFailure(error, worker, id) : thrown;
 }

@@ -1,9 +1,13 @@
 /**
- * The watch on a context-first hand-off's legs: whether an attempt may have reached a worker
- * (so may have claimed the hand-off), and what becomes of an attempt still in flight when its
- * request ends. The settler (./handoff-settler.ts) decides; the leg runner only reports.
+ * The watch on a context-first hand-off's legs (one built here for each): whether an attempt
+ * may have reached a worker (so may have claimed the hand-off), and what becomes of an attempt
+ * still in flight when its request ends. The settler (./settler.ts) decides; the leg runner
+ * only reports.
  */
-import type { WorkerPost } from "../../workers/client.ts";
+import { asProxyError } from "../../errors.ts";
+import type { RequestContext } from "../../request/context.ts";
+import type { JsonAnswer, WorkerPost } from "../../workers/client.ts";
+import type { HandoffSettler, SettleReason, UnclaimedHandoff } from "./settler.ts";
 
 /** An attempt in flight when its request ended. */
 export interface AdoptedAttempt {
@@ -68,4 +72,74 @@ export async function watchedCall<T>(
 function stopAtRequestEnd(request: AbortSignal, own: AbortController): void {
   if (request.aborted) own.abort(request.reason);
   else request.addEventListener("abort", () => own.abort(request.reason), { once: true });
+}
+
+/**
+ * A client that left during the context phase: the phase gets this long to begin answering.
+ * One that does (its KV committed: an abort would free nothing, emulator/kv/held-kv.ts cites
+ * upstream) is read to its end and its hand-off settled; one that does not is aborted then, so
+ * a long prefill stops costing. Aborting at once left the hand-offs of clients that left as
+ * the phase ended (5 of 20 in bench/faults/handoff-leave.ts); letting every phase finish cost
+ * the context worker 135 ms a client on a 300 ms prefill (bench/RESULTS.md, "Hand-offs of
+ * clients that leave"). The grace bounds that cost and covers the answer's way to the proxy.
+ */
+const CONTEXT_ABORT_GRACE_MS = 100;
+
+/** The context leg's watch, for a client that leaves during the context phase (see CONTEXT_ABORT_GRACE_MS). */
+export function contextWatch(
+  settler: HandoffSettler | undefined,
+  ctx: RequestContext,
+  leftBy: (answer: JsonAnswer, attempt: AdoptedAttempt) => UnclaimedHandoff | undefined,
+): HandoffWatch | undefined {
+  if (settler === undefined) return undefined;
+  return {
+    reached: false,
+    adopt(pending, abort, attempt) {
+      // A phase that has not begun answering within the grace is far from done: abort it then.
+      if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
+      settler.adopt(
+        pending,
+        abort,
+        {
+          reason: settleReason(ctx, ctx.signal.reason),
+          follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftBy(value, attempt) : undefined),
+          onFailure: () => undefined,
+        },
+        { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId },
+      );
+    },
+  };
+}
+
+function isJsonAnswer(value: unknown): value is JsonAnswer {
+  return typeof value === "object" && value !== null && "body" in value && "bytes" in value && !(value instanceof Response);
+}
+
+/** The generation leg's watch: an attempt the request's end leaves in flight runs until it claimed the hand-off. */
+export function generationWatch(settler: HandoffSettler | undefined, ctx: RequestContext, handoff: UnclaimedHandoff): HandoffWatch {
+  return {
+    reached: false,
+    adopt(pending, abort, attempt) {
+      if (settler === undefined) abort(ctx.signal.reason);
+      else {
+        // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
+        const outcome = settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason));
+        settler.adopt(pending, abort, outcome, {
+          role: "generation",
+          origin: attempt.origin,
+          requestKey: ctx.disaggRequestId,
+          releaseAdmission: ctx.keepAdmission(),
+        });
+      }
+    },
+  };
+}
+
+/** Why a hand-off the request leaves is settled: the request's end, else the failure `thrown`. */
+export function settleReason(ctx: RequestContext, thrown: unknown): SettleReason {
+  const code = ctx.signal.aborted ? asProxyError(ctx.signal.reason).code : asProxyError(thrown).code;
+  if (code === "DRAINING") return "draining";
+  if (code === "CLIENT_GONE") return "client_gone";
+  if (code === "NO_WORKER" || code === "OVERLOADED" || code === "MODEL_NOT_FOUND") return "no_generation_worker";
+  return "generation_unsent";
 }
