@@ -83,7 +83,7 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
       if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
       runStart = -1;
       text += `${first ? "" : ","}${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:`;
-      if (source.longStrings.length === 0) text += JSON.stringify(value);
+      if (!holdsLongString(value, source)) text += JSON.stringify(value);
       else text = writeAroundLongStrings(pieces, text, value, source);
     }
     first = false;
@@ -111,6 +111,31 @@ function writeAroundLongStrings(pieces: (string | Uint8Array)[], text: string, v
     }
   }
   return pending;
+}
+
+/**
+ * Whether `value` holds a string as long as one of the client's long strings: only then is it
+ * written through the replacer below, which costs a JS call per value (a 2,591-id list, written
+ * through it, took 215 µs; plainly, 6).
+ */
+function holdsLongString(value: JsonValue, source: JsonSource): boolean {
+  if (source.longStrings.length === 0) return false;
+  const shortest = Math.min(...source.longStrings.map((long) => long.value.length));
+  // Iterative: the nesting is bounded by the client body's guard, not by the call stack.
+  const pending: JsonValue[] = [value];
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    if (typeof item === "string") {
+      if (item.length >= shortest) return true;
+    } else if (Array.isArray(item)) {
+      for (const element of item) if (typeof element === "object" || typeof element === "string") pending.push(element);
+    } else if (typeof item === "object" && item !== null && !isRawJson(item)) {
+      for (const key in item) {
+        const member = item[key];
+        if (member !== undefined && (typeof member === "object" || typeof member === "string")) pending.push(member);
+      }
+    }
+  }
+  return false;
 }
 
 /**
