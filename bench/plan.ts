@@ -1,6 +1,7 @@
 /** `bun bench/run.ts` options and what each scenario runs with, full or `--quick`. */
 
 import { parseArgs } from "node:util";
+import type { AgentPlan } from "./scenarios/agent.ts";
 import type { ClosePlan } from "./scenarios/close.ts";
 import { ROUTING_SETUPS, type ConversationsPlan } from "./scenarios/conversations.ts";
 import type { LatencyPlan } from "./scenarios/latency.ts";
@@ -9,7 +10,7 @@ import type { SoakPlan } from "./scenarios/soak.ts";
 import type { StreamingPlan } from "./scenarios/streaming.ts";
 import type { TtfbPlan } from "./scenarios/ttfb.ts";
 
-export const SCENARIOS = ["latency", "streaming", "memory", "close", "ttfb", "soak", "conversations"] as const;
+export const SCENARIOS = ["latency", "agent", "streaming", "memory", "close", "ttfb", "soak", "conversations"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -26,6 +27,7 @@ export interface BenchOptions {
 
 export interface BenchPlan {
   readonly latency: LatencyPlan;
+  readonly agent: AgentPlan;
   readonly streaming: StreamingPlan;
   readonly memory: MemoryPlan;
   readonly close: ClosePlan;
@@ -34,7 +36,7 @@ export interface BenchPlan {
   readonly conversations: ConversationsPlan;
 }
 
-export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,streaming,memory,close,ttfb,soak,conversations] [--binary PATH] [--profile] [--note TEXT]`;
+export const USAGE = `Usage: npm run bench -- [--quick] [--soak-minutes N] [--only latency,agent,streaming,memory,close,ttfb,soak,conversations] [--binary PATH] [--profile] [--note TEXT]`;
 
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const { values } = parseArgs({
@@ -78,6 +80,14 @@ export function benchPlan(options: BenchOptions, maxStreams: number, logDir: str
       roundSeconds: quick ? 1 : 2,
       warmupSeconds: quick ? 0.5 : 1.5,
       tokens: 16,
+    },
+    agent: {
+      sizesKb: [1, 10, 100, 300],
+      clients: 16,
+      rounds: quick ? 2 : 4,
+      roundSeconds: quick ? 1 : 2,
+      warmupSeconds: quick ? 0.5 : 1,
+      tokens: 64,
     },
     streaming: {
       concurrency: 16,

@@ -20,6 +20,7 @@ import { describeMachine } from "./report/machine.ts";
 import type { Baseline } from "./report/baseline.ts";
 import type { BenchResults } from "./report/results.ts";
 import { resultsMarkdown } from "./report/results-md.ts";
+import { AGENT_WORKER_FLAGS, runAgent } from "./scenarios/agent.ts";
 import { runClose } from "./scenarios/close.ts";
 import { runConversationsScenario } from "./scenarios/conversations.ts";
 import { runLatency } from "./scenarios/latency.ts";
@@ -58,6 +59,10 @@ async function main(): Promise<void> {
     const started = performance.now();
     if (scenario === "latency")
       results.latency = await withCluster(spec("latency", { withFloor: true }), (c) => runLatency(c, plan.latency, cores));
+    if (scenario === "agent") {
+      const agentSpec = spec("agent", { withFloor: true, workerFlags: ["--max-records", "1000", ...AGENT_WORKER_FLAGS] });
+      results.agent = await withCluster(agentSpec, (c) => runAgent(c, plan.agent, cores));
+    }
     if (scenario === "streaming")
       results.streaming = await withCluster(spec("streaming", { withFloor: true, withJsFloor: true }), (c) =>
         runStreaming(c, plan.streaming, cores),

@@ -49,3 +49,23 @@ export function messagesStream(tokens: number, directives = ""): Workload {
     },
   };
 }
+
+const AGENT_PROSE = "You are a coding agent. Read the repository, plan the change, edit the files, run the tests and report what you did. ";
+
+/** An agent's turn: a system message of `kb` KB of prose (its tools and history), then a short user line. */
+export function agentChat(kb: number, tokens: number): Workload {
+  const bytes = kb * 1024;
+  const system = AGENT_PROSE.repeat(Math.ceil(bytes / AGENT_PROSE.length)).slice(0, bytes);
+  return {
+    route: "/v1/chat/completions",
+    api: "chat",
+    body: {
+      model: MODEL,
+      messages: [
+        { role: "system", content: system },
+        { role: "user", content: `What is the next step? [[emu tokens=${tokens}]]` },
+      ],
+      max_tokens: tokens,
+    },
+  };
+}

@@ -54,6 +54,7 @@ export function resultsMarkdown(r: BenchResults, baseline?: Baseline): string {
     ``,
     ...targetsTable(verdicts),
     ...latencySection(r),
+    ...agentSection(r),
     ...streamingSection(r),
     ...memorySection(r),
     ...closeSection(r),
@@ -122,6 +123,40 @@ function latencySection(r: BenchResults): string[] {
     latencyTable(r.latency),
     ``,
     `![added latency against concurrency](latency.svg)`,
+    ``,
+  ];
+}
+
+function agentSection(r: BenchResults): string[] {
+  if (!r.agent) return [];
+  const p = r.plan.agent;
+  return [
+    `## (h) Agent-sized prompts`,
+    ``,
+    `Non-streamed chat: a system message of the given size of prose (an agent's tools and history) before a short user line, \`max_tokens\` ${p.tokens}, ${p.clients} closed-loop clients, ${p.rounds} rounds of ${p.roundSeconds} s per size, proxy and floor in rotating order. The workers tokenize at 4 bytes a token (\`--bytes-per-token 4\`), so the context answer carries floor(prompt bytes / 4) \`prompt_token_ids\`, which both relays send on to the generation worker. CPU per request: the median over rounds. The phases of one request are measured alone by \`bun bench/micro/agent-phases.ts\`.`,
+    ``,
+    table(
+      [
+        "system prompt",
+        "body bytes",
+        "proxy µs/req",
+        "floor µs/req",
+        "proxy ÷ floor",
+        "p50 ms proxy / floor",
+        "requests/s proxy / floor",
+        "other load",
+      ],
+      r.agent.map((a) => [
+        `${a.sizeKb} KB`,
+        a.bodyBytes.toLocaleString("en-US"),
+        a.proxyCpuUs.toFixed(0),
+        a.floorCpuUs.toFixed(0),
+        `${a.cpuOverFloor.toFixed(2)} ×`,
+        `${(a.proxyP50Us / 1000).toFixed(1)} / ${(a.floorP50Us / 1000).toFixed(1)}`,
+        `${a.proxyRequestsPerSecond.toFixed(0)} / ${a.floorRequestsPerSecond.toFixed(0)}`,
+        `${(a.foreignLoad * 100).toFixed(0)} %${a.errors > 0 ? ` (${a.errors} errors)` : ""}`,
+      ]),
+    ),
     ``,
   ];
 }

@@ -1,6 +1,7 @@
 /** Everything one benchmark run produced (bench/out/results.json). */
 
 import type { BenchOptions, BenchPlan } from "../plan.ts";
+import type { AgentPoint } from "../scenarios/agent.ts";
 import type { CloseResult } from "../scenarios/close.ts";
 import type { ConversationsResult } from "../scenarios/conversations.ts";
 import type { LatencyPoint } from "../scenarios/latency.ts";
@@ -16,6 +17,7 @@ export interface BenchResults {
   readonly options: BenchOptions;
   readonly plan: BenchPlan;
   latency?: LatencyPoint[];
+  agent?: AgentPoint[];
   streaming?: StreamingResult;
   memory?: MemoryResult;
   close?: CloseResult;

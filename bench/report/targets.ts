@@ -24,6 +24,15 @@ export function judgeFloorTargets(r: BenchResults): TargetVerdict[] {
       limit: FLOOR_LIMITS.cpu(p.proxy.relayCpuUs, p.floor.relayCpuUs),
     });
   }
+  const agent = r.agent?.find((a) => a.sizeKb === 100);
+  if (agent) {
+    verdicts.push({
+      target: "CPU per agent-sized request (100 KB system prompt, 16 clients) ≤ the floor's",
+      figure: `${Math.round(agent.proxyCpuUs)} vs ${Math.round(agent.floorCpuUs)} µs (${agent.cpuOverFloor.toFixed(2)} ×)`,
+      pass: agent.cpuOverFloor <= 1,
+      limit: AGENT_LIMIT,
+    });
+  }
   const s = r.streaming;
   if (s) {
     const at = s.firstEvents.find((f) => f.clients === s.plan.concurrency);
@@ -81,6 +90,10 @@ export function judgeFloorTargets(r: BenchResults): TargetVerdict[] {
     });
   return verdicts;
 }
+
+/** What is left of the agent-sized request's cost over the floor's (bench/micro/agent-phases.ts, the CPU profile in bench/README.md). */
+const AGENT_LIMIT =
+  "In one process the proxy's own JSON work on such a request is below the floor's (bench/micro/agent-phases.ts: the client body read with its bounds and layout, the context answer's shape check and the token ids kept as bytes, both bodies spliced from the client's bytes); what is left over the floor is the fixed cost of every request (the 16-client chat row) and the native work of larger buffers: both legs' fetch calls, the copies into the worker bodies and the page faults of fresh buffers (bench/README.md, issue #37).";
 
 /** Why a floor target is missed: the floor's own cost there, and what the proxy does on top, as measured. */
 const FLOOR_LIMITS = {
