@@ -15,7 +15,9 @@ const REFERENCE = /(`{1,2})([\w./-]+\.test\.ts) › (.+?)\1/g;
 function titlesOf(source: string): { literal: string[]; patterns: RegExp[] } {
   const literal: string[] = [];
   const patterns: RegExp[] = [];
-  for (const match of source.matchAll(/(?:test|describe)(?:\.each\([\s\S]*?\))?\(\s*(["`])((?:\\.|(?!\1)[^\\])*)\1/g)) {
+  for (const match of source.matchAll(
+    /(?:test|describe)(?:\.concurrent|\.serial)?(?:\.each\([\s\S]*?\))?\(\s*(["`])((?:\\.|(?!\1)[^\\])*)\1/g,
+  )) {
     const [, quote, text = ""] = match;
     if (quote === "`" && text.includes("${")) {
       const escaped = text.split(/\$\{[^}]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
