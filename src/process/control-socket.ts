@@ -13,10 +13,11 @@
  * Messages are one JSON object per line, each way; a request gets one reply.
  */
 
-import { rmSync } from "node:fs";
+import { lstatSync, rmSync, type Stats } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { isJsonObject } from "../json/json.ts";
+import { fileDistrust } from "../security/private-paths.ts";
 
 /** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger reply ends the connection. */
 const MAX_REPLY_BYTES = 64 * 1024 * 1024;
@@ -144,8 +145,18 @@ export interface ControlClient {
   close(): void;
 }
 
-/** A connection to the holder, or undefined when nobody holds the path (no file, or a dead holder's). */
+/**
+ * A connection to the holder, or undefined when nobody holds the path (no file, or a dead
+ * holder's). A socket file another user made is never spoken to: it rejects, naming its owner.
+ */
 export function connectControlSocket(path: string): Promise<ControlClient | undefined> {
+  const stat = lstatOrUndefined(path);
+  const distrust = stat === undefined ? undefined : fileDistrust("control socket", path, stat, process.getuid?.());
+  if (distrust !== undefined) {
+    return Promise.reject(
+      new Error(`${distrust}: it was not made by a disagg-proxy of this user; remove it, and check who can write its directory`),
+    );
+  }
   return new Promise((resolve, reject) => {
     const socket = net.createConnection(path);
     const waiting: { resolve(body: Record<string, unknown>): void; reject(error: Error): void }[] = [];
@@ -204,5 +215,13 @@ export async function claimControlSocket(path: string): Promise<{ readonly held:
       const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
       if (code !== "EADDRINUSE" || attempt > 0) throw error;
     }
+  }
+}
+
+function lstatOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
   }
 }

@@ -3,9 +3,10 @@
  * write, so that no other user can plant a socket there that a take-over would believe.
  */
 
-import { lstatSync, mkdirSync, statSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { directoryDistrust } from "../security/private-paths.ts";
 
 /** Where a runtime directory may go when none is configured: the shared temporary directory, and the user's home. */
 export interface RuntimePlaces {
@@ -21,10 +22,12 @@ export interface RuntimeDir {
 
 /**
  * --runtime-dir, else systemd's RuntimeDirectory=, else the user's runtime directory, else one
- * of its own in /tmp; made (0700) if needed. /tmp is shared: when another user made the name
- * first (or a link, or left it writable to others), that one is not used, and the directory is
- * `~/.cache/disagg-proxy` instead, which no other user can make. Every copy of the proxy of
- * this user makes the same choice, as it depends on the /tmp name's owner alone.
+ * of its own in /tmp; made (0700) if needed. A given directory that another user owns or that
+ * its group or others may write is refused (the error names its mode and owner). /tmp is
+ * shared: when another user made the name first (or a link, or left it writable to others),
+ * that one is not used, and the directory is `~/.cache/disagg-proxy` instead, which no other
+ * user can make; every copy of this user makes that same choice. Without a usable home, it is a
+ * fresh private directory in /tmp, and the note says that a take-over must name it.
  */
 export function runtimeDirOf(
   configured: string | undefined,
@@ -40,38 +43,37 @@ export function runtimeDirOf(
     ensureRuntimeDir(chosen);
     return { dir: chosen };
   }
-  const shared = join(places.tmp, `disagg-proxy-${process.getuid?.() ?? "user"}`);
+  const uid = process.getuid?.();
+  const shared = join(places.tmp, `disagg-proxy-${uid ?? "user"}`);
   try {
-    mkdirSync(shared, { recursive: true, mode: 0o700 });
+    mkdirSync(shared, { mode: 0o700 });
   } catch {
-    // A file or a dangling link by that name: distrustOf says which (or lstat why not).
+    // Already there, or a file or a dangling link by that name: the distrust says which.
   }
-  const distrust = distrustOf(shared);
+  const distrust = directoryDistrust("runtime directory", shared, lstatSync(shared), uid, "group or others");
   if (distrust === undefined) return { dir: shared };
   const own = join(places.home, ".cache", "disagg-proxy");
   try {
     ensureRuntimeDir(own);
+    return { dir: own, note: `${distrust}: the control socket is in ${own} instead` };
   } catch (error) {
-    throw new Error(`${distrust}, and ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    const fresh = mkdtempSync(join(places.tmp, `disagg-proxy-${uid ?? "user"}-`));
+    const why = error instanceof Error ? error.message : String(error);
+    return {
+      dir: fresh,
+      note:
+        `${distrust}, and ${why}: the control socket is in ${fresh} instead, a fresh directory of this process's own (0700); ` +
+        `a --take-over of this process must be given --runtime-dir ${fresh}`,
+    };
   }
-  return { dir: own, note: `${distrust}: the control socket is in ${own} instead` };
 }
 
-/** Why a directory in /tmp could hold a socket that another user put there, or undefined. */
-function distrustOf(dir: string): string | undefined {
-  const stat = lstatSync(dir);
-  const uid = process.getuid?.();
-  if (!stat.isDirectory()) return `runtime directory ${dir} is not a directory (a link?)`;
-  if (uid !== undefined && stat.uid !== uid) return `runtime directory ${dir} belongs to uid ${stat.uid}, not to this process (uid ${uid})`;
-  if ((stat.mode & 0o022) !== 0) return `runtime directory ${dir} may be written by other users (mode ${(stat.mode & 0o777).toString(8)})`;
-  return undefined;
-}
-
-/** Makes the directory (0700) if needed; one owned by another user could hold a socket that lies. */
+/**
+ * Makes the directory (0700) if needed and refuses one that is not private: another user's,
+ * or one its group or others may write, could hold a socket that lies.
+ */
 export function ensureRuntimeDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const owner = statSync(dir).uid;
-  const uid = process.getuid?.();
-  if (uid !== undefined && owner !== uid)
-    throw new Error(`runtime directory ${dir} belongs to uid ${owner}, not to this process (uid ${uid}): give --runtime-dir`);
+  const distrust = directoryDistrust("runtime directory", dir, statSync(dir), process.getuid?.(), "group or others");
+  if (distrust !== undefined) throw new Error(`${distrust}: make it private (chmod 700, this user's) or give another --runtime-dir`);
 }

@@ -297,8 +297,9 @@ export const SERVE_RUN_OPTIONS = [
     kind: "string",
     arg: "DIR",
     default:
-      "$RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/disagg-proxy or /tmp/disagg-proxy-<uid> (~/.cache/disagg-proxy when that one is not this user's alone)",
-    description: "Directory (mode 0700) of the per-port control socket that refuses a second copy on the port and carries a take-over",
+      "$RUNTIME_DIRECTORY or $XDG_RUNTIME_DIR/disagg-proxy or /tmp/disagg-proxy-<uid> (~/.cache/disagg-proxy when that one is not this user's alone, else a fresh one in /tmp)",
+    description:
+      "Directory (made 0700) of the per-port control socket that refuses a second copy on the port and carries a take-over; one another user owns, or its group or others may write, is refused",
   },
   {
     section: "serve",
