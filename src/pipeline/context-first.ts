@@ -15,14 +15,13 @@ import {
   type BodyOptions,
 } from "./bodies.ts";
 import { runContextLeg, runGenerationLeg, withFirstBytes, type ContextLegResult, type GenerationLegResult } from "./legs.ts";
-import { outputLengthTimeout } from "./leg-runner.ts";
 import type { JsonAnswer } from "../workers/client.ts";
 import { contextWatch, generationWatch, settleReason } from "./handoff/watch.ts";
 import type { UnclaimedHandoff } from "./handoff/settler.ts";
 import { asProxyError } from "../errors.ts";
 import { outcomeOf } from "./outcome.ts";
 import { responsesUnsupported } from "./responses-support.ts";
-import { restartable } from "./retry.ts";
+import { outputLengthTimeout, restartable } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**

@@ -4,9 +4,8 @@ import type { RequestContext } from "../request/context.ts";
 import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.ts";
 import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg, withFirstBytes, type GenerationLegResult } from "./legs.ts";
-import { outputLengthTimeout } from "./leg-runner.ts";
 import { outcomeOf } from "./outcome.ts";
-import { restartable, workerStarting } from "./retry.ts";
+import { outputLengthTimeout, restartable, workerStarting } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**

@@ -15,21 +15,16 @@ import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { outlierFailureOf } from "../workers/outlier-detector.ts";
 import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
 import { affinityHeaders, type Affinity } from "./affinity.ts";
-import { dropRejectedField, fitToWorker } from "./protocol-fit.ts";
+import { dropField, fitToWorker, rejectedField } from "./protocol-fit.ts";
 import { watchedCall, type HandoffWatch } from "./handoff/watch.ts";
-import { lostUnread, neverReachedEngine, workerStarting } from "./retry.ts";
+import { neverReachedEngine, nextAttempt, type NextAttempt } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /** One upstream leg: which worker, which body under which id, what may be retried. */
 export interface LegPlan {
   readonly role: Role;
   readonly path: string;
-  /** The paired leg's worker, never used for this leg. */
-  readonly exclude: string | undefined;
-  /** A worker already chosen for the first attempt (generation-first picks the context worker early). */
-  readonly first: Placed | undefined;
-  /** Retries stay on the first worker (a generation-first hand-off names it). */
-  readonly pinned: boolean;
+  readonly workers: LegWorkers;
   /** What the routers know of the request; learning routers hear how each attempt ended. */
   readonly routing: RoutingRequest;
   readonly signal: AbortSignal;
@@ -40,24 +35,38 @@ export interface LegPlan {
   readonly id: bigint;
   /** A retry is sent under a fresh id (a context retry), else under `id` again. */
   readonly freshIdOnRetry: boolean;
-  /**
-   * The body of an attempt sent under `id`, as the newest worker takes it: each attempt's
-   * worker is sent it cut to its protocol (protocol-fit.ts), then encoded with `codec`.
-   */
-  readonly body: (id: bigint) => JsonObject;
+  readonly body: LegBody;
+  /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
+  readonly affinity: Affinity | undefined;
+  /** A streamed generation leg's bound on its wait for headers (before its first token); 0 or unset: the request timeout. */
+  readonly firstTokenTimeoutMs?: number | undefined;
+  /** A leg of a context-first hand-off (its context leg, its generation leg): whether it reached a worker, and who takes over an attempt the request's end leaves in flight. */
+  readonly handoff?: HandoffWatch | undefined;
+}
+
+/** Which workers a leg's attempts may go to. */
+export interface LegWorkers {
+  /** The paired leg's worker, never used for this leg. */
+  readonly exclude: string | undefined;
+  /** A worker already chosen for the first attempt (generation-first picks the context worker early). */
+  readonly first?: Placed | undefined;
+  /** Retries stay on the first worker (a generation-first hand-off names it). */
+  readonly pinned?: boolean;
+  /** Workers to prefer not to use (a restarted request's failed generation worker). */
+  readonly avoid?: readonly string[] | undefined;
+  /** Only workers with this capability take the leg (a disaggregated Responses request). */
+  readonly requires?: Capability | undefined;
+}
+
+/**
+ * The body of an attempt sent under `id`, as the newest worker takes it: each attempt's worker
+ * is sent it cut to its protocol (protocol-fit.ts), then encoded with `codec`.
+ */
+export interface LegBody {
+  readonly of: (id: bigint) => JsonObject;
   readonly codec: BodyCodec;
   /** The client's body bytes, whose unchanged members the codec may send as they came. */
   readonly source?: JsonSource | undefined;
-  /** Sub-agent affinity: signed per attempt, as the signature covers the attempt's id. */
-  readonly affinity: Affinity | undefined;
-  /** Only workers with this capability take the leg (a disaggregated Responses request). */
-  readonly requires?: Capability | undefined;
-  /** A streamed generation leg's bound on its wait for headers (before its first token); 0 or unset: the request timeout. */
-  readonly firstTokenTimeoutMs?: number | undefined;
-  /** Workers to prefer not to use (a restarted request's failed generation worker). */
-  readonly avoid?: readonly string[] | undefined;
-  /** A leg of a context-first hand-off (its context leg, its generation leg): whether it reached a worker, and who takes over an attempt the request's end leaves in flight. */
-  readonly handoff?: HandoffWatch | undefined;
 }
 
 /** The answering attempt: its worker, the id it was sent under, and what came back. */
@@ -89,7 +98,21 @@ export function runOneShotLeg(
   return runAttempts(deps, ctx, plan, (post) => fetchAnswer({ ...post, method }), "answer");
 }
 
-/** Runs a leg's attempts: placement, the call, retries; each attempt is one LegAttempt. */
+/** The next attempt of a leg: its number, the id it is sent under, and how it goes. */
+interface Step {
+  readonly attempt: number;
+  readonly id: bigint;
+  /** Attempts so far outside --max-retries. */
+  readonly freeRetries: number;
+  /** Sent on a fresh connection (a resend of a request a reused one lost unread). */
+  readonly resend: boolean;
+  /** An optional field a worker rejected was dropped: not twice. */
+  readonly fieldDropped: boolean;
+  /** Its worker, reserved again, when it stays on the last one. */
+  readonly again: Placed | undefined;
+}
+
+/** Runs a leg's attempts: placement, the call, and what nextAttempt decides after a failure; each attempt is one LegAttempt. */
 async function runAttempts<T>(
   deps: PipelineDeps,
   ctx: RequestContext,
@@ -98,26 +121,14 @@ async function runAttempts<T>(
   lastsUntil: "answer" | "request end",
 ): Promise<LegResult<T>> {
   const failedOn: string[] = [];
-  // A worker that rejected an optional field gets one more attempt without it (a 400 ran nothing).
-  let again: Placed | undefined;
-  let protocolRetried = false;
-  // A request a reused connection lost unread goes once more to the same worker, on a fresh
-  // connection, under the same id, outside the retry budget (retry.ts, lostUnread).
-  let fresh = false;
-  // Retries outside --max-retries: fresh-connection resends, and workers that answered "starting".
-  let freeRetries = 0;
-  let lastId = plan.id;
-  for (let attempt = 0; ; attempt++) {
-    const id = fresh ? lastId : attempt === 0 || !plan.freshIdOnRetry ? plan.id : deps.ids.next();
-    lastId = id;
-    const leg = new LegAttempt(deps, ctx, plan, again ?? placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
-    again = undefined;
-    const sent = fitToWorker(plan.body(id), leg.worker.protocol.accepts);
+  let step: Step = { attempt: 0, id: plan.id, freeRetries: 0, resend: false, fieldDropped: false, again: undefined };
+  for (;;) {
+    const { attempt, id } = step;
+    const leg = new LegAttempt(deps, ctx, plan, step.again ?? placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
+    const sent = fitToWorker(plan.body.of(id), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
-    const resend = fresh;
     try {
-      const post = leg.post(plan, plan.codec.encode(sent, plan.source), fresh);
-      fresh = false;
+      const post = leg.post(plan, plan.body.codec.encode(sent, plan.body.source), step.resend);
       const result = await (plan.handoff === undefined ? call(post) : watchedCall(call, post, plan.signal, plan.handoff, id));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") {
@@ -128,50 +139,67 @@ async function runAttempts<T>(
     } catch (thrown) {
       const error = asProxyError(thrown);
       if (plan.handoff !== undefined && neverReachedEngine(error)) plan.handoff.reached = reachedBefore;
-      if (lostUnread(error) && !plan.signal.aborted) {
-        leg.lostUnread(error);
-        ctx.retried();
-        fresh = true;
-        freeRetries++;
-        again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
-        continue;
-      }
-      if (workerStarting(error) && !plan.signal.aborted) {
-        leg.answeredStarting(plan.pinned);
-        // A pinned leg cannot move: it fails, and its request restarts on a fresh pair (retry.ts).
-        if (plan.pinned) {
-          leg.failed(error, undefined);
-          throw error;
-        }
-        leg.movesOn(error);
-        ctx.retried();
-        freeRetries++;
-        failedOn.push(leg.origin);
-        continue;
-      }
-      if (!protocolRetried && !plan.signal.aborted && dropRejectedField(deps.logger, leg.worker, error, sent, plan.path)) {
-        protocolRetried = true;
-        leg.failed(error, attempt + 1);
-        ctx.retried();
-        again = deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
-        continue;
-      }
-      const last = attempt - freeRetries >= deps.config.maxRetries || plan.signal.aborted || !plan.retryable(error);
-      // Stopped by the request's end or its paired leg's failure (generation-first aborts the
-      // pair with that failure): nothing said of this worker.
-      // Nor a non-streamed generation cut by the timeout of the whole call (outputLengthTimeout),
-      // nor a resend's 5xx on a generation leg (resentAfterPull).
-      const saysNothing =
-        plan.signal.aborted ||
-        (lastsUntil === "answer" && outputLengthTimeout(plan.role, error)) ||
-        (resend && resentAfterPull(plan.role, error));
-      leg.failed(error, last ? undefined : attempt + 1, saysNothing);
-      if (last) throw error;
-      failedOn.push(leg.origin);
-      ctx.retried();
-      await pause(deps.config.retryDelayMs, plan.signal);
+      const next = nextAttempt(error, {
+        role: plan.role,
+        attempt,
+        freeRetries: step.freeRetries,
+        maxRetries: deps.config.maxRetries,
+        aborted: plan.signal.aborted,
+        pinned: plan.workers.pinned ?? false,
+        wholeAnswer: lastsUntil === "answer",
+        resend: step.resend,
+        rejectedField: step.fieldDropped ? undefined : rejectedField(error, sent, plan.path),
+        retryable: plan.retryable,
+      });
+      const again = await afterFailure(deps, ctx, plan, { leg, error, next, attempt }, failedOn);
+      step = {
+        attempt: attempt + 1,
+        id: next.kind === "resend" ? id : plan.freshIdOnRetry ? deps.ids.next() : plan.id,
+        freeRetries: step.freeRetries + (next.kind === "resend" || next.kind === "elsewhere" ? 1 : 0),
+        resend: next.kind === "resend",
+        fieldDropped: step.fieldDropped || next.kind === "without field",
+        again,
+      };
     }
   }
+}
+
+/** Carries out what follows a failed attempt: the worker reserved again when the next attempt stays on it; throws when the leg fails. */
+async function afterFailure(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  plan: LegPlan,
+  failed: { readonly leg: LegAttempt; readonly error: ProxyError; readonly next: NextAttempt; readonly attempt: number },
+  failedOn: string[],
+): Promise<Placed | undefined> {
+  const { leg, error, next } = failed;
+  const sameWorker = (): Placed => deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
+  // The number of the retry that follows, for the log line.
+  const retry = failed.attempt + 1;
+  if (next.kind === "fail") {
+    if (next.starting) leg.answeredStarting(true);
+    leg.failed(error, undefined, next.saysNothing);
+    throw error;
+  }
+  if (next.kind === "resend") {
+    leg.lostUnread(error);
+    ctx.retried();
+    return sameWorker();
+  }
+  if (next.kind === "without field") {
+    dropField(deps.logger, leg.worker, next.field);
+    leg.failed(error, retry);
+    ctx.retried();
+    return sameWorker();
+  }
+  if (next.kind === "elsewhere") {
+    leg.answeredStarting(false);
+    leg.movesOn(error);
+  } else leg.failed(error, retry, next.saysNothing);
+  failedOn.push(leg.origin);
+  ctx.retried();
+  if (next.kind === "retry") await pause(deps.config.retryDelayMs, plan.signal);
+  return undefined;
 }
 
 /**
@@ -344,37 +372,17 @@ class LegAttempt {
 }
 
 function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {
-  if (plan.first && (attempt === 0 || plan.pinned)) {
-    if (attempt === 0) return plan.first;
-    return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, plan.first.worker, plan.routing);
+  const { first, pinned, avoid } = plan.workers;
+  if (first && (attempt === 0 || pinned === true)) {
+    if (attempt === 0) return first;
+    return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, first.worker, plan.routing);
   }
   return deps.placement.place({
     role: plan.role,
     requestKey: ctx.disaggRequestId,
-    exclude: plan.exclude,
-    avoid: plan.avoid === undefined ? failedOn : [...plan.avoid, ...failedOn],
+    exclude: plan.workers.exclude,
+    avoid: avoid === undefined ? failedOn : [...avoid, ...failedOn],
     routing: plan.routing,
-    requires: plan.requires,
+    requires: plan.workers.requires,
   });
-}
-
-/**
- * A non-streamed generation call's timeout bounds the whole output, whose length the client
- * chose (max_tokens): a long answer, not a wedged worker. Counted against the worker, a client
- * asking for more than --request-timeout's worth ejected healthy generation workers (binary,
- * --request-timeout 1 and 2 s answers: both generation workers ejected in turn).
- */
-export function outputLengthTimeout(role: Role, error: ProxyError): boolean {
-  return role === "generation" && error.code === "WORKER_TIMEOUT";
-}
-
-/**
- * A generation request resent on a fresh connection (retry.ts, lostUnread) that the worker
- * answers with a 5xx: when a middlebox reset the first copy after forwarding it whole, that
- * copy pulled the KV, and the resend's KV transfer fails (a 500) on a healthy worker. Which of
- * the two it was cannot be told from the answer, so a resend's 5xx counts toward no ejection;
- * a worker failing so for its own reasons still fails its other requests.
- */
-export function resentAfterPull(role: Role, error: ProxyError): boolean {
-  return role === "generation" && error.code === "WORKER_HTTP_ERROR" && error.status >= 500;
 }

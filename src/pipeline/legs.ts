@@ -43,9 +43,12 @@ export async function runContextLeg(
   const answered = await runJsonLeg(deps, ctx, {
     role: "context",
     path: WORKER_PATH[input.api],
-    exclude: options.exclude,
-    first: options.first,
-    pinned,
+    workers: {
+      exclude: options.exclude,
+      first: options.first,
+      pinned,
+      requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+    },
     routing: input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: contextLegRetryable,
@@ -53,11 +56,8 @@ export async function runContextLeg(
     // A context retry gets a fresh id, unless it is pinned (generation-first: the hand-off names the id).
     id: options.id ?? ctx.disaggRequestId,
     freshIdOnRetry: !pinned,
-    codec,
-    body: options.body,
-    source: input.source,
+    body: { of: options.body, codec, source: input.source },
     affinity: input.affinity,
-    requires: input.api === "responses" ? "responses_disaggregation" : undefined,
     handoff: options.handoff,
   });
   ctx.legServed("context", answered.origin);
@@ -94,25 +94,25 @@ export async function runGenerationLeg(
   const plan: LegPlan = {
     role: "generation",
     path: WORKER_PATH[input.api],
-    exclude: options.exclude,
-    first: options.first,
-    pinned: options.first !== undefined,
+    workers: {
+      exclude: options.exclude,
+      first: options.first,
+      pinned: options.first !== undefined,
+      avoid: options.avoid,
+      // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
+      requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
+    },
     routing: options.routing ?? input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: generationLegRetryable,
     headers: { ...codec.headers, ...disaggAuthOf(deps.config.internalAuthKey, options.body) },
     id: ctx.engineRequestId,
     freshIdOnRetry: false,
-    codec,
-    body: () => options.body,
-    source: options.source ?? input.source,
+    body: { of: () => options.body, codec, source: options.source ?? input.source },
     // subagent_affinity_scope "context": the generation fleet places a sub-agent by its own
     // conversation, so its worker gets no parent key ("both": it does).
     affinity: deps.config.subagentAffinityScope === "both" ? input.affinity : undefined,
-    // An aggregated Responses request (the fallback, a skipped context phase) may go to any worker.
-    requires: input.api === "responses" && options.body["disaggregated_params"] !== undefined ? "responses_disaggregation" : undefined,
     handoff: options.handoff,
-    avoid: options.avoid,
     firstTokenTimeoutMs: input.stream ? deps.config.firstTokenTimeoutMs : undefined,
   };
   if (input.stream) {

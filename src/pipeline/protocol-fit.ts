@@ -73,11 +73,10 @@ export function capabilitiesUsed(body: JsonObject): Set<Capability> {
 
 /**
  * A worker's 400 naming an optional field it was sent (pydantic extra="forbid"): its version
- * claimed a capability it lacks. The capability goes off for that worker (logged once, since it
- * is gone afterwards) and the caller retries without it.
+ * claimed a capability it lacks. That capability, if so (the caller drops it and retries).
  */
-export function dropRejectedField(logger: Logger, worker: WorkerEntry, error: ProxyError, sent: JsonObject, path: string): boolean {
-  if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return false;
+export function rejectedField(error: ProxyError, sent: JsonObject, path: string): Capability | undefined {
+  if (error.code !== "WORKER_HTTP_ERROR" || error.status !== 400) return undefined;
   const used = capabilitiesUsed(sent);
   // Only ChatCompletionRequest has injected_chat_template_kwargs and prompt_token_ids_b64: a
   // request to another route refused for one says nothing of the worker's version.
@@ -85,13 +84,15 @@ export function dropRejectedField(logger: Logger, worker: WorkerEntry, error: Pr
     used.delete("injected_chat_template_kwargs");
     used.delete("prompt_token_ids_b64");
   }
-  const capability = rejectedCapability(error.message, used);
-  if (capability === undefined) return false;
+  return rejectedCapability(error.message, used);
+}
+
+/** The capability goes off for that worker (logged once, since it is gone afterwards). */
+export function dropField(logger: Logger, worker: WorkerEntry, capability: Capability): void {
   worker.protocol.accepts.delete(capability);
   logger.warn("worker rejected an optional field; no longer sending it to this worker", {
     worker: worker.origin,
     version: worker.protocol.version ?? "unknown",
     field: capability,
   });
-  return true;
 }

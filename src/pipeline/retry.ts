@@ -1,5 +1,7 @@
+import type { Role } from "../config/types.ts";
 import { asProxyError, type ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
+import type { Capability } from "../workers/protocol.ts";
 
 /**
  * Retry rules (reference §4.5, tightened): a context leg is retried on transport failures,
@@ -53,7 +55,7 @@ export function neverReachedEngine(error: ProxyError): boolean {
  * - context leg: the worker runs the prefill twice under the same id: one wasted prefill;
  * - generation leg: the resend finds the KV already pulled by the first copy and gets a 500
  *   (KV cache transfer failed), which counts toward no ejection of the healthy worker
- *   (leg-runner.ts, resentAfterPull), and the request restarts before its first byte on a fresh pair
+ *   (resentAfterPull), and the request restarts before its first byte on a fresh pair
  *   (restartsBeforeFirstByte): a second prefill, and a correct answer.
  * Resending only losses before the body was fully written would need the transport to say so.
  * A transport that knows the connection was new reports no such loss (ProxyError.unread is
@@ -119,4 +121,77 @@ export class EarlyGenerationFailure extends Error {
 export function restartable(ctx: RequestContext, thrown: unknown, worker: string | undefined, id: bigint): unknown {
   const error = asProxyError(thrown);
   return !ctx.signal.aborted && restartsBeforeFirstByte(error) ? new EarlyGenerationFailure(error, worker, id) : thrown;
+}
+
+/**
+ * A non-streamed generation call's timeout bounds the whole output, whose length the client
+ * chose (max_tokens): a long answer, not a wedged worker. Counted against the worker, a client
+ * asking for more than --request-timeout's worth ejected healthy generation workers (binary,
+ * --request-timeout 1 and 2 s answers: both generation workers ejected in turn).
+ */
+export function outputLengthTimeout(role: Role, error: ProxyError): boolean {
+  return role === "generation" && error.code === "WORKER_TIMEOUT";
+}
+
+/**
+ * A generation request resent on a fresh connection (lostUnread) that the worker answers with
+ * a 5xx: when a middlebox reset the first copy after forwarding it whole, that copy pulled the
+ * KV, and the resend's KV transfer fails (a 500) on a healthy worker. Which of the two it was
+ * cannot be told from the answer, so a resend's 5xx counts toward no ejection; a worker
+ * failing so for its own reasons still fails its other requests.
+ */
+export function resentAfterPull(role: Role, error: ProxyError): boolean {
+  return role === "generation" && error.code === "WORKER_HTTP_ERROR" && error.status >= 500;
+}
+
+/** Where a leg stands when one of its attempts failed: what nextAttempt decides on. */
+export interface AttemptState {
+  readonly role: Role;
+  /** The failed attempt's number (0: the first). */
+  readonly attempt: number;
+  /** How many attempts before it were outside --max-retries (fresh-connection resends, workers starting). */
+  readonly freeRetries: number;
+  readonly maxRetries: number;
+  /** The leg was stopped: its request ended, or its paired leg failed (generation-first aborts the pair). */
+  readonly aborted: boolean;
+  /** The leg stays on its first worker (a generation-first hand-off names it). */
+  readonly pinned: boolean;
+  /** The leg's answer comes whole (not a stream that lasts until the request's end). */
+  readonly wholeAnswer: boolean;
+  /** The failed attempt was a fresh-connection resend (lostUnread). */
+  readonly resend: boolean;
+  /** The optional field the worker's 400 rejected (protocol-fit.ts), unless one was dropped already. */
+  readonly rejectedField: Capability | undefined;
+  readonly retryable: (error: ProxyError) => boolean;
+}
+
+/** What follows a failed attempt. `saysNothing`: the failure counts against no worker. */
+export type NextAttempt =
+  /** Once more to the same worker on a fresh connection, under the same id, outside --max-retries. */
+  | { readonly kind: "resend" }
+  /** The worker is starting: it leaves rotation and the leg moves to another, outside --max-retries. */
+  | { readonly kind: "elsewhere" }
+  /** Once more to the same worker without the field it rejected (a 400 ran nothing). */
+  | { readonly kind: "without field"; readonly field: Capability }
+  /** Another worker, after --retry-delay-ms, within --max-retries. */
+  | { readonly kind: "retry"; readonly saysNothing: boolean }
+  /** The leg fails; `starting`: its pinned worker answered that it is starting (the request restarts on a fresh pair). */
+  | { readonly kind: "fail"; readonly saysNothing: boolean; readonly starting: boolean };
+
+const RESEND: NextAttempt = { kind: "resend" };
+const ELSEWHERE: NextAttempt = { kind: "elsewhere" };
+
+/** The one retry decision of a leg: the rules above, in their order. */
+export function nextAttempt(error: ProxyError, state: AttemptState): NextAttempt {
+  if (!state.aborted) {
+    if (lostUnread(error)) return RESEND;
+    if (workerStarting(error)) return state.pinned ? { kind: "fail", saysNothing: false, starting: true } : ELSEWHERE;
+    if (state.rejectedField !== undefined) return { kind: "without field", field: state.rejectedField };
+  }
+  // Stopped by the proxy, a whole generation answer cut by its call's timeout, a resend's 5xx
+  // on a generation leg: nothing said of this worker.
+  const saysNothing =
+    state.aborted || (state.wholeAnswer && outputLengthTimeout(state.role, error)) || (state.resend && resentAfterPull(state.role, error));
+  const last = state.attempt - state.freeRetries >= state.maxRetries || state.aborted || !state.retryable(error);
+  return last ? { kind: "fail", saysNothing, starting: false } : { kind: "retry", saysNothing };
 }

@@ -1,0 +1,67 @@
+import { describe, expect, test } from "bun:test";
+import { ProxyError } from "../errors.ts";
+import { contextLegRetryable, generationLegRetryable, nextAttempt, type AttemptState } from "./retry.ts";
+
+const lostUnread = new ProxyError("WORKER_UNREACHABLE", 502, "reset", { unread: true });
+const starting = new ProxyError("WORKER_HTTP_ERROR", 503, "starting", { starting: true });
+const refused = new ProxyError("WORKER_UNREACHABLE", 502, "refused", { neverSent: true });
+const serverError = new ProxyError("WORKER_HTTP_ERROR", 500, "boom");
+const timeout = new ProxyError("WORKER_TIMEOUT", 504, "slow");
+const badRequest = new ProxyError("WORKER_HTTP_ERROR", 400, "Extra inputs are not permitted");
+
+/** A context leg's first attempt, not stopped, with retries left. */
+const first: AttemptState = {
+  role: "context",
+  attempt: 0,
+  freeRetries: 0,
+  maxRetries: 2,
+  aborted: false,
+  pinned: false,
+  wholeAnswer: true,
+  resend: false,
+  rejectedField: undefined,
+  retryable: contextLegRetryable,
+};
+
+describe("nextAttempt: what follows a failed attempt", () => {
+  test("a request a reused connection lost unread is resent, even with no retry left", () => {
+    expect(nextAttempt(lostUnread, { ...first, attempt: 2 })).toEqual({ kind: "resend" });
+  });
+
+  test("a worker that is starting is left for another, but a pinned leg fails so its request restarts", () => {
+    expect(nextAttempt(starting, first)).toEqual({ kind: "elsewhere" });
+    expect(nextAttempt(starting, { ...first, pinned: true })).toEqual({ kind: "fail", saysNothing: false, starting: true });
+  });
+
+  test("a rejected optional field is dropped and the same worker asked again", () => {
+    const state = { ...first, rejectedField: "ctx_usage" as const };
+    expect(nextAttempt(badRequest, state)).toEqual({ kind: "without field", field: "ctx_usage" });
+  });
+
+  test("a stopped leg fails at once and says nothing of its worker, whatever the error", () => {
+    for (const error of [lostUnread, starting, serverError, badRequest]) {
+      const state = { ...first, aborted: true, rejectedField: "ctx_usage" as const };
+      expect(nextAttempt(error, state)).toEqual({ kind: "fail", saysNothing: true, starting: false });
+    }
+  });
+
+  test("a retryable failure is retried within --max-retries, free retries not counted", () => {
+    expect(nextAttempt(serverError, first)).toEqual({ kind: "retry", saysNothing: false });
+    expect(nextAttempt(serverError, { ...first, attempt: 2 })).toEqual({ kind: "fail", saysNothing: false, starting: false });
+    expect(nextAttempt(serverError, { ...first, attempt: 2, freeRetries: 1 })).toEqual({ kind: "retry", saysNothing: false });
+  });
+
+  test("a generation leg is retried only when its request never reached the worker", () => {
+    const generation = { ...first, role: "generation" as const, retryable: generationLegRetryable };
+    expect(nextAttempt(refused, generation)).toEqual({ kind: "retry", saysNothing: false });
+    expect(nextAttempt(serverError, generation)).toEqual({ kind: "fail", saysNothing: false, starting: false });
+  });
+
+  test("a whole generation answer cut by its timeout, and a resend's 5xx on a generation leg, count against no worker", () => {
+    const generation = { ...first, role: "generation" as const, retryable: generationLegRetryable };
+    expect(nextAttempt(timeout, generation)).toEqual({ kind: "fail", saysNothing: true, starting: false });
+    expect(nextAttempt(timeout, { ...generation, wholeAnswer: false })).toEqual({ kind: "fail", saysNothing: false, starting: false });
+    expect(nextAttempt(serverError, { ...generation, resend: true })).toEqual({ kind: "fail", saysNothing: true, starting: false });
+    expect(nextAttempt(serverError, { ...first, resend: true })).toEqual({ kind: "retry", saysNothing: false });
+  });
+});
