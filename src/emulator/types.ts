@@ -139,6 +139,8 @@ export interface EmulatedWorker {
   waitFor(predicate: (r: RecordedRequest) => boolean, timeoutMs?: number): Promise<RecordedRequest>;
   /** Number of model requests still running (for leak checks). */
   running(): number;
+  /** The most model requests that ran at once since the start. */
+  peakRunning(): number;
   /** Context-first hand-offs whose KV no generation request has pulled yet (GET /metrics reports it too). */
   heldKvHandoffs(): number;
   /** What the connection faults did: connections accepted, idle ones closed, kept-alive requests reset. */

@@ -128,6 +128,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     return this.log.running();
   }
 
+  peakRunning(): number {
+    return this.log.peakRunning();
+  }
+
   heldKvHandoffs(): number {
     return this.heldKv.size;
   }
@@ -225,7 +229,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     if (path === "/perf_metrics") return perfMetrics(this);
     if (path === "/metrics") return iterationStats(this);
     if (path === PREFILL_TALLY_PATH) return Response.json(this.prefill.toJson());
-    if (path === RUNNING_PATH) return Response.json({ running: this.log.running() });
+    if (path === RUNNING_PATH) return Response.json({ running: this.log.running(), peak: this.log.peakRunning() });
     if (path === PROMETHEUS_PATH) return loadGauges(this);
     return version(this.generation);
   }

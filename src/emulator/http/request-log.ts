@@ -22,6 +22,7 @@ export class RequestLog {
   readonly #waiters = new Set<Waiter>();
   readonly #maxRecords: number;
   #runningModelRequests = 0;
+  #peakModelRequests = 0;
   #nextSeq = 0;
 
   constructor(maxRecords = Number.POSITIVE_INFINITY) {
@@ -33,7 +34,10 @@ export class RequestLog {
     this.records.push(record);
     // Dropped in batches (once twice the cap is reached), so the trimming is O(1) per record.
     if (this.records.length > Math.max(1, 2 * this.#maxRecords)) this.records.splice(0, this.records.length - this.#maxRecords);
-    if (record.phase !== "other") this.#runningModelRequests++;
+    if (record.phase !== "other") {
+      this.#runningModelRequests++;
+      this.#peakModelRequests = Math.max(this.#peakModelRequests, this.#runningModelRequests);
+    }
     this.#offer(record);
     return record;
   }
@@ -48,6 +52,11 @@ export class RequestLog {
 
   running(): number {
     return this.#runningModelRequests;
+  }
+
+  /** The most model requests that ran at once (a per-worker limit's check). */
+  peakRunning(): number {
+    return this.#peakModelRequests;
   }
 
   waitFor(predicate: (record: RecordedRequest) => boolean, timeoutMs = DEFAULT_WAIT_MS): Promise<RecordedRequest> {
