@@ -93,6 +93,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
   checkConditionalDisagg(config);
   checkSubagentAffinity(config);
   checkWorkerProtocol(config);
+  checkCoordinatorUrl(config.disaggCoordinatorUrl);
   const loops = oneLoopReason(config);
   const served = loops === undefined ? config : { ...config, numWorkers: 1 };
   const warnings = warningsOf(file, served, noRetry);
@@ -174,6 +175,14 @@ function checkWorkerProtocol(config: ProxyConfig): void {
   throw new ConfigError(
     `Invalid config: --worker-protocol must be auto or a TensorRT-LLM version such as 1.3.0rc18, not ${JSON.stringify(config.workerProtocol)}`,
   );
+}
+
+/** A coordinator is reached over HTTP(S) or a Unix socket (`unix:/abs/path.sock`, upstream's COORDINATOR_UDS_SCHEME). */
+function checkCoordinatorUrl(url: string | undefined): void {
+  if (url === undefined) return;
+  if (url.startsWith("unix:/")) return;
+  if (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)) return;
+  throw new ConfigError(`Invalid config: disagg_coordinator_url must be an http(s):// URL or unix:/path.sock, not ${JSON.stringify(url)}`);
 }
 
 function requireWorkers(config: ProxyConfig, file: TrtllmYaml | undefined): void {

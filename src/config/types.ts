@@ -187,6 +187,13 @@ export interface ProxyConfig {
   readonly workerLoadIntervalMs: number;
   /** --max-worker-queue: with reports on, a role whose every worker reports more waiting requests is refused (429/529); 0 = never. */
   readonly maxWorkerQueue: number;
+  /**
+   * --disagg-coordinator-url / disagg_coordinator_url: the coordinator that places the stateful
+   * routers' legs (`POST /select`, `/finish`, routing/coordinator-client.ts); unset: placed here.
+   */
+  readonly disaggCoordinatorUrl: string | undefined;
+  /** --coordinator-timeout-ms: one placement's wait on the coordinator before it is placed here; also how often an unreachable one is asked again. */
+  readonly coordinatorTimeoutMs: number;
 }
 
 export const DEFAULTS = {
@@ -263,4 +270,6 @@ export const DEFAULTS = {
   subagentAffinityScope: "context",
   workerLoadIntervalMs: 0,
   maxWorkerQueue: 0,
+  disaggCoordinatorUrl: undefined,
+  coordinatorTimeoutMs: 1000,
 } as const satisfies Partial<Record<keyof ProxyConfig, unknown>>;

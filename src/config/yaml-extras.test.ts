@@ -53,8 +53,12 @@ describe("upstream keys beyond the worker lists", () => {
     expect(() => parseTrtllmYaml("allow_request_chat_template: 1", "f")).toThrow("allow_request_chat_template");
   });
 
-  test("an external coordinator is refused; num_workers is read as the event loops to run", () => {
-    expect(() => parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toThrow("disagg_coordinator_url");
+  test("an external coordinator's URL is read; num_workers is read as the event loops to run", () => {
+    expect(parseTrtllmYaml("disagg_coordinator_url: http://c:1", "f")).toMatchObject({
+      warnings: [],
+      settings: { disaggCoordinatorUrl: "http://c:1" },
+    });
+    expect(parseTrtllmYaml("disagg_coordinator_url: null", "f").settings.disaggCoordinatorUrl).toBeUndefined();
     expect(parseTrtllmYaml("num_workers: 4", "f")).toMatchObject({ warnings: [], settings: { numWorkers: 4 } });
     expect(() => parseTrtllmYaml("num_workers: 0", "f")).toThrow("num_workers");
     expect(() => parseTrtllmYaml("num_workers: 65", "f")).toThrow("num_workers");

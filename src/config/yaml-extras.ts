@@ -7,7 +7,6 @@
 import { clusterDiscovery } from "./discovery-config.ts";
 import { invalidConfig } from "./errors.ts";
 import type { ProxyConfig } from "./types.ts";
-import { ConfigError } from "./errors.ts";
 import { modelAliasesOf } from "./model-aliases.ts";
 import { isMapping, optBoolean, optChoice, optInt, optPositive, optString, type Mapping } from "./yaml-values.ts";
 
@@ -36,6 +35,7 @@ export type ExtraSettings = Partial<
     | "subagentAffinityScope"
     | "workerLoadIntervalMs"
     | "maxWorkerQueue"
+    | "disaggCoordinatorUrl"
   >
 >;
 
@@ -90,8 +90,8 @@ export function readExtras(doc: Mapping): ExtraSettings {
     subagentAffinityScope: optChoice(doc, "subagent_affinity_scope", "subagent_affinity_scope", ["context", "both"] as const),
     workerLoadIntervalMs: optInt(doc, "worker_load_interval_ms", "worker_load_interval_ms", 0),
     maxWorkerQueue: optInt(doc, "max_worker_queue", "max_worker_queue", 0),
+    disaggCoordinatorUrl: optString(doc, "disagg_coordinator_url", "disagg_coordinator_url"),
   };
-  refuseFleetKeys(doc);
   const drain = optInt(doc, "drain_timeout", "drain_timeout", 0);
   if (drain !== undefined) settings["drainTimeoutMs"] = drain * 1000;
   if (doc["disagg_cluster"] !== undefined && doc["disagg_cluster"] !== null)
@@ -127,17 +127,4 @@ function otlpEndpoint(block: unknown): string | undefined {
     throw invalidConfig("otlp_config.otlp_traces_endpoint", `an http(s):// URL, not ${JSON.stringify(endpoint)}`);
   }
   return endpoint;
-}
-
-/**
- * An external coordinator changes how ids and placement are shared between processes; this
- * proxy cannot honour it silently. (num_workers is only warned about: one process serves.)
- */
-function refuseFleetKeys(doc: Mapping): void {
-  const coordinator = doc["disagg_coordinator_url"];
-  if (coordinator !== undefined && coordinator !== null) {
-    throw new ConfigError(
-      "Invalid config: disagg_coordinator_url (fleet mode) is not supported; run replicas with distinct node ids instead",
-    );
-  }
 }

@@ -20,6 +20,7 @@ import { contextWatch, generationWatch, settleReason } from "./handoff/watch.ts"
 import type { UnclaimedHandoff } from "./handoff/settler.ts";
 import { asProxyError } from "../errors.ts";
 import { outcomeOf } from "./outcome.ts";
+import { placeForRequest } from "./placing.ts";
 import { responsesUnsupported } from "./responses-support.ts";
 import { outputLengthTimeout, restartable } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
@@ -38,7 +39,7 @@ export async function contextFirst(
   avoid: string | undefined,
 ): Promise<PipelineOutcome> {
   const options = bodyOptions(deps);
-  const reserved = reserveGenerationWorker(deps, ctx, input);
+  const reserved = await reserveGenerationWorker(deps, ctx, input);
   if (reserved !== undefined && !contextNeeded(deps, reserved)) return generationAlone(deps, ctx, input, reserved);
   try {
     const leg = await runContextLeg(deps, ctx, input, {
@@ -142,9 +143,13 @@ export function bodyOptions(deps: PipelineDeps): BodyOptions {
   return { tokenIdsAsBytes: deps.config.genTokidsCtxbytes, stripMessageHistory: deps.config.genStripMessageHistory };
 }
 
-function reserveGenerationWorker(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): RoutedPlacement | undefined {
+async function reserveGenerationWorker(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  input: PipelineInput,
+): Promise<RoutedPlacement | undefined> {
   if (deps.config.conditionalDisagg === undefined) return undefined;
-  const placed = deps.placement.place({
+  const placed = await placeForRequest(deps, ctx, {
     role: "generation",
     requestKey: ctx.disaggRequestId,
     exclude: undefined,

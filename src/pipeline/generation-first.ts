@@ -5,6 +5,7 @@ import { contextBody, generationFirstBody, verifyContextAnswer } from "./bodies.
 import { bodyOptions } from "./context-first.ts";
 import { runContextLeg, runGenerationLeg, withFirstBytes, type GenerationLegResult } from "./legs.ts";
 import { outcomeOf } from "./outcome.ts";
+import { placeForRequest } from "./placing.ts";
 import { outputLengthTimeout, restartable, workerStarting } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
@@ -28,7 +29,7 @@ export async function generationFirst(
 ): Promise<PipelineOutcome> {
   // The generation leg's attempts are sent under the request's engine id.
   ctx.continuesAs(id);
-  const contextPlaced = deps.placement.place({
+  const contextPlaced = await placeForRequest(deps, ctx, {
     role: "context",
     requestKey: ctx.disaggRequestId,
     exclude: undefined,

@@ -17,6 +17,7 @@ import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswe
 import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { dropField, fitToWorker, rejectedField } from "./protocol-fit.ts";
 import { watchedCall, type HandoffWatch } from "./handoff/watch.ts";
+import { placeForRequest } from "./placing.ts";
 import { neverReachedEngine, nextAttempt, type NextAttempt } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
 
@@ -124,7 +125,9 @@ async function runAttempts<T>(
   let step: Step = { attempt: 0, id: plan.id, freeRetries: 0, resend: false, fieldDropped: false, again: undefined };
   for (;;) {
     const { attempt, id } = step;
-    const leg = new LegAttempt(deps, ctx, plan, step.again ?? placeAttempt(deps, ctx, plan, attempt, failedOn), attempt, id);
+    // oxlint-disable-next-line no-await-in-loop -- each attempt is placed after the one before failed
+    const placed = step.again ?? (await placeAttempt(deps, ctx, plan, attempt, failedOn));
+    const leg = new LegAttempt(deps, ctx, plan, placed, attempt, id);
     const sent = fitToWorker(plan.body.of(id), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
     try {
@@ -295,6 +298,7 @@ class LegAttempt {
   /** A non-streamed answer: the worker is free again. */
   answered(): void {
     this.#deps.outliers?.observed(this.#role, this.origin, undefined);
+    this.#placed.reservation.completed?.();
     this.#placed.reservation.release();
     this.#learn(true);
     this.#span.end();
@@ -316,6 +320,7 @@ class LegAttempt {
 
   /** The request whose stream this attempt served ended (its reservation goes with it). */
   streamEnded(error: ProxyError | undefined): void {
+    if (error === undefined) this.#placed.reservation.completed?.();
     this.#observe(error);
     this.#learn(error === undefined);
     this.#span.end(error);
@@ -371,13 +376,19 @@ class LegAttempt {
   }
 }
 
-function placeAttempt(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, attempt: number, failedOn: readonly string[]): Placed {
+function placeAttempt(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  plan: LegPlan,
+  attempt: number,
+  failedOn: readonly string[],
+): Placed | Promise<Placed> {
   const { first, pinned, avoid } = plan.workers;
   if (first && (attempt === 0 || pinned === true)) {
     if (attempt === 0) return first;
     return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, first.worker, plan.routing);
   }
-  return deps.placement.place({
+  return placeForRequest(deps, ctx, {
     role: plan.role,
     requestKey: ctx.disaggRequestId,
     exclude: plan.workers.exclude,

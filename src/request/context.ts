@@ -6,6 +6,7 @@ import type { TraceHandle } from "../observability/request-trace.ts";
 import type { ModelNames } from "../routing/model-choice.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
+import type { PlacedBy } from "../routing/coordination.ts";
 
 const NO_MODEL: ModelNames = { model: undefined, requestedModel: undefined };
 
@@ -20,6 +21,8 @@ export interface RequestSummary {
   readonly generationWorker: string | undefined;
   /** The worker the last failed attempt went to (of either role), if an attempt failed. */
   readonly failedWorker: string | undefined;
+  /** With a coordinator: which placed the request's legs (`coordinator`, `local`, or per role when they differ). */
+  readonly placedBy: string | undefined;
   /** The served model it was placed on, and the client's name when that differs (routing/model-choice.ts's ModelNames). */
   readonly model: string | undefined;
   readonly requestedModel: string | undefined;
@@ -110,6 +113,7 @@ export class RequestContext {
   #contextWorker: string | undefined;
   #generationWorker: string | undefined;
   #failedWorker: string | undefined;
+  #placedBy: Partial<Record<Role, PlacedBy>> | undefined;
   #models: ModelNames = NO_MODEL;
   #retries = 0;
   #bytesOut = 0;
@@ -187,6 +191,11 @@ export class RequestContext {
     else this.#generationWorker = origin;
   }
 
+  /** With a coordinator configured: which placed the role's leg (the last placement counts). */
+  placedBy(role: Role, by: PlacedBy): void {
+    this.#placedBy = { ...this.#placedBy, [role]: by };
+  }
+
   /** The model the request goes to, as placement chose it, for the log line and the server span. */
   modelChosen(names: ModelNames): void {
     this.#models = names;
@@ -223,6 +232,7 @@ export class RequestContext {
         this.#reservations.delete(reservation);
         reservation.release();
       },
+      completed: () => reservation.completed?.(),
     };
   }
 
@@ -308,6 +318,7 @@ export class RequestContext {
       contextWorker: this.#contextWorker,
       generationWorker: this.#generationWorker,
       failedWorker: this.#failedWorker,
+      placedBy: placedByText(this.#placedBy),
       model: this.#models.model,
       requestedModel: this.#models.requestedModel,
       status,
@@ -322,4 +333,11 @@ export class RequestContext {
       bytesOut: this.#bytesOut,
     };
   }
+}
+
+function placedByText(by: Partial<Record<Role, PlacedBy>> | undefined): string | undefined {
+  if (by === undefined) return undefined;
+  const { context, generation } = by;
+  if (context === undefined || generation === undefined || context === generation) return context ?? generation;
+  return `context:${context} generation:${generation}`;
 }

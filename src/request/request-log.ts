@@ -13,6 +13,7 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     context_worker: s.contextWorker,
     generation_worker: s.generationWorker,
     failed_worker: s.failedWorker,
+    placed_by: s.placedBy,
     model: s.model,
     requested_model: s.requestedModel,
     status: s.status,

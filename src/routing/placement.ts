@@ -10,6 +10,7 @@ import { leastLoadedOf, roundRobinCursor } from "./simple-routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
 import { inRotation, WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
+import type { Coordination, PlacedBy } from "./coordination.ts";
 
 export interface PlacementRequest {
   readonly role: Role;
@@ -35,6 +36,8 @@ export interface RoutedPlacement extends Placed {
   readonly matchedTokens: number;
   /** The prompt's tokens (estimated from text when the ids are unknown). */
   readonly totalTokens: number;
+  /** With a coordinator configured: whether it or this proxy placed the leg. */
+  readonly placedBy?: PlacedBy;
 }
 
 export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
@@ -75,6 +78,8 @@ export interface PlacementDeps {
   readonly onLoadReporting?: ReportingChange;
   /** The load every event loop of the process shares (num_workers > 1); this loop's own table when absent. */
   readonly shared?: SharedLoad | undefined;
+  /** disagg_coordinator_url: the coordinator that places the stateful routers' legs. */
+  readonly coordinator?: Coordination | undefined;
 }
 
 /** A report older than this many poll intervals is stale: the proxy's own counts stand. */
@@ -86,6 +91,8 @@ export class Placement {
   readonly table: ReservationTable;
   /** Workers' own load reports, when they are polled (--worker-load-interval-ms). */
   readonly loads: WorkerLoads | undefined;
+  /** disagg_coordinator_url: places the stateful routers' legs (coordinated-placement.ts). */
+  readonly coordinator: Coordination | undefined;
   /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
   readonly #routers = new Map<string, Record<Role, Router>>();
   readonly #newRouters: (model: string) => Record<Role, Router>;
@@ -129,6 +136,7 @@ export class Placement {
     const first = this.#routersOf(UNKNOWN_MODEL);
     this.#learns = { context: first.context.finished !== undefined, generation: first.generation.finished !== undefined };
     this.#aliases = config.modelAliases ?? [];
+    this.coordinator = deps.coordinator;
   }
 
   /** Which workers a request for `model` may use (routing/model-choice.ts). */
@@ -160,10 +168,7 @@ export class Placement {
     // that way is left out of the next pick.
     for (;;) {
       const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
-      const pick = this.#routersOf(choice.key)[role].pick(
-        preferred.length > 0 ? preferred : ready,
-        this.#routingFor(role, request.routing),
-      );
+      const pick = this.#routersOf(choice.key)[role].pick(preferred.length > 0 ? preferred : ready, this.routingFor(role, request.routing));
       if (!pick) {
         const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
         throw new ProxyError("NO_WORKER", 503, `No ${role} worker${serving} is available`);
@@ -215,6 +220,8 @@ export class Placement {
    * The promise settles when that learning is done and never rejects: callers need not await it.
    */
   finished(role: Role, origin: string, routing: RoutingRequest | undefined, success: boolean): Promise<void> {
+    // A replica that delegates learns nothing itself: the coordinator reads each worker's KV events, once.
+    if (this.coordinator?.delegates(role) === true) return Promise.resolve();
     const choice = this.chooseModel(routing?.model);
     if (choice.kind === "unknown") return Promise.resolve();
     const router = this.#routersOf(choice.key)[role];
@@ -247,7 +254,7 @@ export class Placement {
   }
 
   /** What the role's router sees: outside the affinity scope, a sub-agent is placed by its own conversation. */
-  #routingFor(role: Role, routing: RoutingRequest | undefined): RoutingRequest | undefined {
+  routingFor(role: Role, routing: RoutingRequest | undefined): RoutingRequest | undefined {
     return routing === undefined || role === "context" || this.#generationByParent ? routing : withoutSubagentAffinity(routing);
   }
 

@@ -72,6 +72,8 @@ export interface Reservation {
   readonly origin: string;
   /** Idempotent: only the first call counts. */
   release(): void;
+  /** The leg completed (before or in the turn of its release): a coordinator's /finish reports success. */
+  completed?(): void;
 }
 
 /**

@@ -7,6 +7,7 @@ import { RequestContext, type RequestHooks } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
+import { Coordination } from "../routing/coordination.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
 import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
 import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
@@ -95,6 +96,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   });
   const placement = new Placement(config, {
     shared: loop?.shared,
+    coordinator: coordinationOf(config, logger),
     fetch: workerFetch,
     onWarning: (message, fields) => logger.warn(message, fields),
     // Once per change, not per poll: a worker built without iteration stats never reports.
@@ -331,4 +333,26 @@ function ownNames(config: ProxyConfig): string[] {
     }
   }
   return names;
+}
+
+/** disagg_coordinator_url: the coordinator's client, and what it tells the log (one warning per outage). */
+function coordinationOf(config: ProxyConfig, logger: Logger): Coordination | undefined {
+  const url = config.disaggCoordinatorUrl;
+  if (url === undefined) return undefined;
+  return new Coordination(
+    { ...config, url },
+    {
+      onUnreachable: (coordinator, error) =>
+        logger.warn("coordinator unreachable: this proxy places every leg on its own routers until it answers again", {
+          coordinator,
+          error,
+          retry_ms: config.coordinatorTimeoutMs,
+        }),
+      onBack: (coordinator) => logger.info("coordinator answers again: it places the legs of its routers", { coordinator }),
+      onFinishLost: (role, reqId, error) =>
+        logger.debug("coordinator finish not delivered: its reservation expires there", { role, disagg_request_id: reqId, error }),
+      onUnusable: (role, server) =>
+        logger.warn("the coordinator placed a leg on a worker this proxy cannot use; placed here instead", { role, worker: server }),
+    },
+  );
 }

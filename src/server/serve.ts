@@ -116,6 +116,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
   const stop = async (): Promise<void> => {
     stopping.abort();
+    app.placement.coordinator?.client.close();
     dashboard?.stop();
     app.handoffs.stop();
     await Promise.all([...servers.map((server) => server.stop(true)), discovery?.stop()]);
@@ -138,6 +139,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const ready = await waitForWorkers(app.placement.pool, monitor, settings, logger, stopping.signal);
       void monitorWorkers(monitor, config.healthCheckIntervalMs, stopping.signal);
       void pollWorkerLoads(app.placement, app.workerFetch, config.workerLoadIntervalMs, config.healthCheckTimeoutMs, stopping.signal);
+      app.placement.coordinator?.client.start();
       return ready;
     },
     reloadTls() {

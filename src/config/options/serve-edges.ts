@@ -240,6 +240,27 @@ export const SERVE_EDGE_OPTIONS = [
   },
   {
     section: "serve",
+    name: "disagg-coordinator-url",
+    spellings: ["disagg_coordinator_url"],
+    key: "disaggCoordinatorUrl",
+    kind: "string",
+    arg: "URL",
+    description:
+      "A coordinator (http://host:port or unix:/path.sock) places the legs of conversation and kv_cache_aware routers, in trtllm-serve's protocol; unreachable, this proxy places them itself until it answers (disagg_coordinator_url in the YAML)",
+  },
+  {
+    section: "serve",
+    name: "coordinator-timeout-ms",
+    key: "coordinatorTimeoutMs",
+    kind: "int",
+    arg: "MS",
+    min: 1,
+    default: "1000",
+    description:
+      "How long a placement waits on the coordinator before this proxy places it itself; an unreachable coordinator is asked again this often",
+  },
+  {
+    section: "serve",
     name: "max-body-bytes",
     key: "maxBodyBytes",
     kind: "int",

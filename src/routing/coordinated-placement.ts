@@ -1,0 +1,104 @@
+/**
+ * A leg's placement when a coordinator is configured (disagg_coordinator_url): the stateful
+ * routers' legs (conversation, kv_cache_aware, as upstream's CoordinatorClient._maybe_delegate,
+ * tensorrt_llm/serve/disagg_coordinator.py @ 0186c597) are asked of the coordinator; the
+ * others, and every leg while it is unreachable, are placed by this proxy's own routers. The
+ * coordinator's pick is reserved here too (the dashboard, /cluster_info and load_balancing
+ * read it), and the reservation's release sends the leg's one /finish.
+ */
+
+import type { Role } from "../config/types.ts";
+import { ProxyError } from "../errors.ts";
+import { normaliseUrl } from "../config/urls.ts";
+import { inRotation, type WorkerEntry } from "../workers/worker-pool.ts";
+import type { CoordinatorLease } from "./coordinator-client.ts";
+import { serverOf } from "./coordination.ts";
+import type { WireMap } from "./coordinator-wire.ts";
+import { modelNotFoundMessage, servesChoice } from "./model-choice.ts";
+import type { Placement, PlacementRequest, RoutedPlacement } from "./placement.ts";
+import type { Reservation } from "./reservations.ts";
+import { contentWeight, estimatedPromptTokens } from "./routing-request.ts";
+
+/**
+ * Places a leg: through the coordinator when one is configured and the role's router delegates,
+ * else (and whenever it is unreachable) here. A refusal of the coordinator (no worker, every
+ * worker at its limit) is the client's answer, as a local refusal would be.
+ */
+export async function placeLeg(placement: Placement, request: PlacementRequest): Promise<RoutedPlacement> {
+  const coordinator = placement.coordinator;
+  if (coordinator === undefined) return placement.place(request);
+  if (!coordinator.client.reachable || !coordinator.delegates(request.role)) return { ...placement.place(request), placedBy: "local" };
+  const choice = placement.chooseModel(request.routing?.model);
+  if (choice.kind === "unknown")
+    throw new ProxyError("MODEL_NOT_FOUND", 404, modelNotFoundMessage(choice.requested, placement.pool.servedModels()));
+  const routing = placement.routingFor(request.role, request.routing);
+  const outcome = await coordinator.client.select({
+    role: request.role,
+    routingKey: coordinator.keyFor(request.role, routing),
+    reqId: request.requestKey,
+    excludeServer: request.exclude === undefined ? undefined : serverOf(request.exclude),
+  });
+  if (outcome.kind === "unreachable") return { ...placement.place(request), placedBy: "local" };
+  if (outcome.kind === "refused") {
+    if (outcome.status === 429)
+      throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
+    throw new ProxyError("NO_WORKER", 503, `No ${request.role} worker is available (coordinator: ${outcome.message})`);
+  }
+  const worker = workerOf(placement, request.role, outcome.server);
+  const usable =
+    worker !== undefined &&
+    inRotation(worker) &&
+    servesChoice(worker, choice) &&
+    (request.requires === undefined || worker.protocol.accepts.has(request.requires));
+  if (!usable) {
+    // A worker this proxy does not list, or cannot use for this request: placed here instead.
+    outcome.lease.finish(false);
+    coordinator.unusable(request.role, outcome.server);
+    return { ...placement.place(request), placedBy: "local" };
+  }
+  const local = placement.table.reserve(
+    request.requestKey,
+    request.role,
+    worker.origin,
+    request.routing === undefined ? 0 : contentWeight(request.routing),
+  );
+  return {
+    worker,
+    reservation: leased(local, outcome.lease),
+    matchedTokens: matchedTokensOf(outcome.info),
+    totalTokens: estimatedPromptTokens(request.routing),
+    placedBy: "coordinator",
+  };
+}
+
+function workerOf(placement: Placement, role: Role, server: string): WorkerEntry | undefined {
+  const origin = normaliseUrl(server);
+  return origin === undefined ? undefined : placement.pool.entry(role, origin);
+}
+
+/** kv_cache_aware's answer says how much of the prompt the worker holds (upstream's info.match_length, in tokens). */
+function matchedTokensOf(info: WireMap): number {
+  const matched = info["match_length"];
+  return typeof matched === "bigint" ? Number(matched) : typeof matched === "number" ? matched : 0;
+}
+
+/**
+ * The local reservation and the coordinator's lease as one: released once, the lease finished
+ * with it. Its success is read at the end of the turn: a streamed leg's request end releases
+ * its reservations before the attempt says it completed (request/context.ts `end`).
+ */
+function leased(local: Reservation, lease: CoordinatorLease): Reservation {
+  let completed = false;
+  return {
+    requestKey: local.requestKey,
+    role: local.role,
+    origin: local.origin,
+    completed: () => {
+      completed = true;
+    },
+    release: () => {
+      local.release();
+      lease.finish(() => completed);
+    },
+  };
+}
