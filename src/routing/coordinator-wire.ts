@@ -41,8 +41,9 @@ export const TEXT_HASH_ALGO = "disagg_proxy_text_v1";
 /**
  * What `routing_key` carries. Upstream's conversation router sends the conversation id (a str)
  * or nil; its kv_cache_aware router a map `{block_hashes_by_algo: {algo: [[int]]}, conv_key,
- * num_tokens}` (router.py _routing_key_sync). `conversation_id` in that map is ours: a key that
- * asks both for stickiness and for a prefix match.
+ * num_tokens}` (router.py _routing_key_sync). `conversation_id` and `model` in that map are
+ * ours: a key that asks both for stickiness and for a prefix match, and the served model (a fleet
+ * of several models places each on its own workers).
  */
 export type RoutingKey =
   | { readonly kind: "none" }
@@ -54,6 +55,7 @@ export type RoutingKey =
       readonly convKey: bigint | undefined;
       readonly numTokens: number | undefined;
       readonly conversationId: string | undefined;
+      readonly model?: string | undefined;
     };
 
 export interface SelectRequest {
@@ -236,12 +238,15 @@ function routingKeyOf(value: MsgpackValue | undefined): RoutingKey | WireRefusal
     return { error: "routing_key.num_tokens must be a non-negative integer" };
   const conversationId = value["conversation_id"] ?? null;
   if (conversationId !== null && typeof conversationId !== "string") return { error: "routing_key.conversation_id must be a string" };
+  const model = value["model"] ?? null;
+  if (model !== null && typeof model !== "string") return { error: "routing_key.model must be a string" };
   return {
     kind: "blocks",
     hashesByAlgo,
     convKey: convKey ?? undefined,
     numTokens: numTokens === null ? undefined : Number(numTokens),
     conversationId: conversationId === null || conversationId === "" ? undefined : conversationId,
+    ...(model === null ? {} : { model }),
   };
 }
 

@@ -103,7 +103,7 @@ export class KvCacheAwareRouter implements Router {
   /** Remembers a successful prompt's text blocks on the worker, then reads the worker's events. */
   finished(worker: WorkerEntry, request: RoutingRequest, success: boolean): Promise<void> {
     const cache = this.#cache(worker.origin);
-    if (success && request.promptText.length > 1) {
+    if (success && (request.knownBlocks?.text !== undefined || request.promptText.length > 1)) {
       const text = promptBlocks(request, { tokensPerBlock: this.#tokensPerBlock, preferTokenIds: false, skipTokens: 0 });
       addDeepestFirst(cache.placedText, text.hashes);
     }

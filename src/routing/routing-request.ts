@@ -29,6 +29,16 @@ export interface RoutingRequest {
   readonly promptTokenCount?: number | undefined;
   /** The body's `model`: placement keeps to the workers serving it (routing/model-choice.ts). */
   readonly model?: string | undefined;
+  /**
+   * Block hashes the serving process already made (a coordinator's /select key,
+   * routing/coordinator-wire.ts), used instead of hashing the prompt: over token ids, over text.
+   */
+  readonly knownBlocks?: KnownBlocks | undefined;
+}
+
+export interface KnownBlocks {
+  readonly tokens?: readonly bigint[] | undefined;
+  readonly text?: readonly bigint[] | undefined;
 }
 
 /** The RoutingRequest of a worker-bound body; the conversation id comes from the caller. */
@@ -156,6 +166,8 @@ export interface BlockOptions {
 
 /** O(prompt length). */
 export function promptBlocks(request: RoutingRequest, options: BlockOptions): PromptBlocks {
+  const known = request.knownBlocks;
+  if (known !== undefined) return knownPromptBlocks(request, known, options);
   const ids = options.preferTokenIds ? request.promptTokenIds : undefined;
   if (ids !== undefined) {
     return {
@@ -169,6 +181,18 @@ export function promptBlocks(request: RoutingRequest, options: BlockOptions): Pr
   return {
     hashes: blockHashes(text, options.tokensPerBlock * CHARS_PER_TOKEN, options.skipTokens * CHARS_PER_TOKEN),
     kind: "text",
+    blockTokens: options.tokensPerBlock,
+    totalTokens: estimatedPromptTokens(request),
+  };
+}
+
+/** The hashes a serving process sent: token-id hashes when the router prefers them and they came, else text hashes. */
+function knownPromptBlocks(request: RoutingRequest, known: KnownBlocks, options: BlockOptions): PromptBlocks {
+  const tokens = options.preferTokenIds ? known.tokens : undefined;
+  const hashes = tokens ?? known.text ?? [];
+  return {
+    hashes,
+    kind: tokens === undefined ? "text" : "tokens",
     blockTokens: options.tokensPerBlock,
     totalTokens: estimatedPromptTokens(request),
   };
