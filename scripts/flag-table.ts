@@ -9,6 +9,7 @@ import { describe, flagWords } from "../src/config/usage.ts";
 
 const TITLES: ReadonlyArray<readonly [Section, string]> = [
   ["serve", "`disagg-proxy [serve]`: the proxy (default command)"],
+  ["coordinator", "`disagg-proxy coordinator`: the routing brain of several serving processes (it takes every serve flag too)"],
   ["worker", "`disagg-proxy worker`: an emulated TensorRT-LLM worker"],
   ["demo", "`disagg-proxy demo`: emulated workers plus a proxy, on this machine"],
   ["global", "Every command"],

@@ -297,10 +297,43 @@ describe("commands", () => {
   });
 });
 
+function coordinator(argv: readonly string[], env: Record<string, string> = {}): Extract<Command, { kind: "coordinator" }> {
+  const command = parseCommandLine(["coordinator", ...argv], { ...DEPS, env });
+  if (command.kind !== "coordinator") throw new Error(`expected coordinator, got ${command.kind}`);
+  return command;
+}
+
+describe("coordinator", () => {
+  test("it reads serve's config and listens on its port - 1, as upstream's implicit coordinator, unless --port says where", () => {
+    const command = coordinator(["-c", "disagg.yaml", "--generation-router", "conversation", "--max-inflight-per-worker", "4"]);
+    expect(command.port).toBe(7999);
+    expect(command.config.generationServers).toEqual(["http://localhost:8003"]);
+    expect(command.config.generationRouter).toBe("conversation");
+    expect(command.config.maxInflightPerWorker).toBe(4);
+    expect(coordinator(["-c", "disagg.yaml", "--port", "9100"]).port).toBe(9100);
+  });
+
+  test("a placement's lease is 180 s unless --reservation-timeout or TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT says otherwise", () => {
+    expect(coordinator(WORKERS).reservationTimeoutMs).toBe(180_000);
+    expect(coordinator(WORKERS, { TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT: "2.5" }).reservationTimeoutMs).toBe(2500);
+    expect(
+      coordinator([...WORKERS, "--reservation-timeout", "30"], { TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT: "2.5" })
+        .reservationTimeoutMs,
+    ).toBe(30_000);
+    expect(() => coordinator(WORKERS, { TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT: "soon" })).toThrow(ConfigError);
+  });
+
+  test("its help page lists its own flag and serve's", () => {
+    const command = parse("coordinator", "--help");
+    expect(command.kind === "help" ? command.text : "").toContain("--reservation-timeout S");
+    expect(command.kind === "help" ? command.text : "").toContain("--max-inflight-per-worker N");
+  });
+});
+
 describe("mistakes", () => {
   test.each([
     [["--nope"], "Unknown option '--nope'"],
-    [["frobnicate"], 'Unknown command "frobnicate" (expected serve, worker or demo)'],
+    [["frobnicate"], 'Unknown command "frobnicate" (expected serve, coordinator, worker or demo)'],
     [["--port", "1", "serve"], "Unexpected argument 'serve'"],
     [["--port", "abc"], 'Invalid value for --port: "abc" (expected an integer from 0 to 65535)'],
     [["--port", "65536"], 'Invalid value for --port: "65536" (expected an integer from 0 to 65535)'],

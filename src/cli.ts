@@ -23,6 +23,7 @@ export { VERSION };
 
 export type Command =
   | { kind: "serve"; config: ProxyConfig; warnings: string[]; notes: StartupNote[] }
+  | { kind: "coordinator"; config: ProxyConfig; port: number; reservationTimeoutMs: number; warnings: string[]; notes: StartupNote[] }
   | { kind: "worker"; role: NonNullable<WorkerFlags["role"]>; flags: EmulatedWorkerFlags; register: WorkerRegistrationSettings | undefined }
   | { kind: "demo"; port: number }
   | { kind: "help"; text: string }
@@ -32,6 +33,7 @@ export type Command =
 const COMMAND_WORDS: Readonly<Record<string, CommandName>> = {
   serve: "serve",
   disaggregated: "serve",
+  coordinator: "coordinator",
   worker: "worker",
   demo: "demo",
 };
@@ -56,14 +58,19 @@ export function parseCommandLine(argv: readonly string[], deps: LoadDeps = syste
 function commandOf(word: string): CommandName {
   const command = COMMAND_WORDS[word];
   if (command === undefined) {
-    throw new UsageError(`Unknown command "${word}" (expected serve, worker or demo)`, usageText(VERSION));
+    throw new UsageError(`Unknown command "${word}" (expected serve, coordinator, worker or demo)`, usageText(VERSION));
   }
   return command;
 }
 
 type Parser = (args: readonly string[], named: boolean, deps: LoadDeps) => Command;
 
-const PARSERS: Readonly<Record<CommandName, Parser>> = { serve: parseServe, worker: parseWorker, demo: parseDemo };
+const PARSERS: Readonly<Record<CommandName, Parser>> = {
+  serve: parseServe,
+  coordinator: parseCoordinator,
+  worker: parseWorker,
+  demo: parseDemo,
+};
 
 function parseFor(command: CommandName, args: readonly string[], named: boolean, deps: LoadDeps): Command {
   return PARSERS[command](args, named, deps);
@@ -92,6 +99,42 @@ function launchLineNotes(args: readonly string[], metricsLogIntervalS: number | 
     });
   }
   return notes;
+}
+
+/** Upstream's reservation timeout (disagg_coordinator.py @ 0186c597 COORDINATOR_RESERVATION_TIMEOUT_DEFAULT_S). */
+const RESERVATION_TIMEOUT_MS = 180_000;
+
+function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDeps): Command {
+  const {
+    help,
+    version,
+    telemetry: _telemetry,
+    noTelemetry: _noTelemetry,
+    metricsLogIntervalS: _interval,
+    reservationTimeoutMs,
+    ...flags
+  } = parseSection("coordinator", args);
+  if (help === true) return { kind: "help", text: usageText(VERSION, "coordinator") };
+  if (version === true) return { kind: "version" };
+  const { config, warnings, notes } = loadConfig(flags, deps);
+  if (config.discovery?.kind === "cluster" && config.discovery.storage === "http") {
+    throw new ConfigError(
+      "Invalid config: the coordinator does not serve an http:// disagg_cluster.cluster_uri (workers register with a serving process there); use etcd:// or static urls",
+    );
+  }
+  // Without --port, upstream's implicit coordinator's address: the serving processes' port - 1 (docs: "Coordinator and Worker Fleet").
+  const port = flags.port ?? Math.max(config.port - 1, 0);
+  const timeout = reservationTimeoutMs ?? envSeconds(deps.env, "TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT") ?? RESERVATION_TIMEOUT_MS;
+  return { kind: "coordinator", config, port, reservationTimeoutMs: timeout, warnings, notes };
+}
+
+/** A positive number of seconds from the environment, in ms; unset or empty: undefined. */
+function envSeconds(env: LoadDeps["env"], name: string): number | undefined {
+  const text = env[name];
+  if (text === undefined || text.trim() === "") return undefined;
+  const seconds = Number(text);
+  if (!(seconds > 0) || !Number.isFinite(seconds)) throw new ConfigError(`Invalid ${name}: "${text}" (expected a number of seconds > 0)`);
+  return Math.round(seconds * 1000);
 }
 
 function parseWorker(args: readonly string[]): Command {

@@ -8,6 +8,7 @@ import { ensureHttpCapacity, type CapacityState } from "./http-capacity.ts";
 import { batchedStdout, createLogger, type Logger } from "./observability/logger.ts";
 import { ListenError } from "./server/listener.ts";
 import { startProxy, type RunningProxy } from "./server/serve.ts";
+import { startCoordinator, type RunningCoordinator } from "./coordinator/run.ts";
 import { withLoops } from "./loops/all-loops.ts";
 import { EventLoops, isLoopData } from "./loops/event-loops.ts";
 import { runExtraLoop } from "./loops/extra-loop.ts";
@@ -46,6 +47,9 @@ async function main(argv: readonly string[]): Promise<void> {
       return;
     case "demo":
       await runDemo(command.port, capacity);
+      return;
+    case "coordinator":
+      await runCoordinator(command, argv);
       return;
     case "serve":
       await runServe(command, argv, capacity);
@@ -243,6 +247,51 @@ function reload(proxy: RunningProxy, argv: readonly string[], logger: Logger): v
   } catch (error) {
     logger.error("reload failed: keeping the current workers", { error });
   }
+}
+
+/** `disagg-proxy coordinator`: listens at once, then waits for the workers as serve does; SIGTERM stops it, SIGHUP re-reads the worker lists. */
+async function runCoordinator(command: Extract<Command, { kind: "coordinator" }>, argv: readonly string[]): Promise<void> {
+  const { config } = command;
+  const logger = createLogger(config.logLevel, batchedStdout());
+  keepServingOnStrayRejections(logger);
+  for (const note of command.notes) logger[note.level](note.text);
+  for (const warning of command.warnings) logger.warn(warning);
+  let coordinator: RunningCoordinator;
+  try {
+    coordinator = startCoordinator(config, { port: command.port, reservationTimeoutMs: command.reservationTimeoutMs }, logger, VERSION);
+  } catch (error) {
+    if (error instanceof ListenError) exit(2, error.message);
+    throw error;
+  }
+  announce(coordinator.url, command.port);
+  logger.info("coordinator listening", {
+    url: coordinator.url.origin,
+    context_router: config.contextRouter,
+    generation_router: config.generationRouter,
+    reservation_timeout_s: command.reservationTimeoutMs / 1000,
+    node_id: config.nodeId,
+  });
+  const stop = (): void => {
+    coordinator.stop().then(
+      () => exit(0),
+      () => exit(1),
+    );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  process.on("SIGHUP", () => {
+    try {
+      const next = parseCommandLine([...argv]);
+      if (next.kind === "coordinator") coordinator.replaceWorkers(next.config.contextServers, next.config.generationServers);
+    } catch (error) {
+      logger.error("reload failed: keeping the current workers", { error });
+    }
+  });
+  if (await coordinator.waitForWorkers()) return;
+  if (config.discovery !== undefined) return logger.warn("not enough workers ready yet; waiting for more to register");
+  logger.error("Timeout waiting for context and generation servers to be ready");
+  await coordinator.stop();
+  exit(1);
 }
 
 /** The emulator is imported only here and by the demo: `serve` never loads it. */

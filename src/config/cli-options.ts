@@ -4,6 +4,7 @@
  */
 
 import type { OptionSpec, Section } from "./option-spec.ts";
+import { COORDINATOR_OPTIONS } from "./options/coordinator.ts";
 import { SERVE_EDGE_OPTIONS } from "./options/serve-edges.ts";
 import { SERVE_RUN_OPTIONS } from "./options/serve-run.ts";
 import { WORKER_OPTIONS } from "./options/worker.ts";
@@ -15,6 +16,7 @@ export const OPTIONS = [
   { section: "global", name: "version", key: "version", kind: "flag", description: "Print the version" },
   ...SERVE_RUN_OPTIONS,
   ...SERVE_EDGE_OPTIONS,
+  ...COORDINATOR_OPTIONS,
   ...WORKER_OPTIONS,
 ] as const satisfies readonly OptionSpec[];
 
@@ -30,17 +32,28 @@ type ValueOf<E extends Entry> = E extends { kind: "enum"; choices: readonly (inf
         ? boolean
         : number;
 
+/** The coordinator reads the same config as serve, so it takes serve's flags beside its own. */
+type Inherited<S extends Section> = S extends "coordinator" ? "serve" : never;
+const INHERITED: Readonly<Partial<Record<Section, Section>>> = { coordinator: "serve" };
+
 /** What a section's flags parse to: only the flags the user gave are present. */
 export type OptionValues<S extends Section> = {
-  [E in Extract<Entry, { section: S }> as E["key"]]?: ValueOf<E>;
+  [E in Extract<Entry, { section: S | Inherited<S> }> as E["key"]]?: ValueOf<E>;
 };
 
 export type ServeFlags = OptionValues<"serve">;
 export type WorkerFlags = OptionValues<"worker">;
+export type CoordinatorFlags = OptionValues<"coordinator">;
 
 /** The table seen as plain specs, for code that walks it without caring about literals. */
 export const OPTION_SPECS: readonly OptionSpec[] = OPTIONS;
 
 export function specsOf(section: Section): OptionSpec[] {
   return OPTION_SPECS.filter((spec) => spec.section === section);
+}
+
+/** Every flag a command takes: its own, then those of the command it inherits from. */
+export function commandSpecs(section: Section): OptionSpec[] {
+  const inherited = INHERITED[section];
+  return inherited === undefined ? specsOf(section) : [...specsOf(section), ...specsOf(inherited)];
 }

@@ -1,7 +1,7 @@
 /** Command-line words → typed option values, driven by the option table. */
 
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import { specsOf, type OptionSpec, type OptionValues, type Section } from "./cli-options.ts";
+import { commandSpecs, specsOf, type OptionSpec, type OptionValues, type Section } from "./cli-options.ts";
 import { UsageError } from "./errors.ts";
 import { normaliseUrlList } from "./urls.ts";
 
@@ -11,7 +11,7 @@ type Value = string | number | boolean | string[];
 /** The parseArgs configuration of one command: its own flags plus --help/--version. */
 export function parseArgsConfig(section: Section): ParseArgsOptionsConfig {
   const config: ParseArgsOptionsConfig = {};
-  for (const spec of [...specsOf(section), ...specsOf("global")]) {
+  for (const spec of [...commandSpecs(section), ...specsOf("global")]) {
     const type = spec.kind === "flag" ? "boolean" : "string";
     // Every spelling collects its words as a list, so the last one given wins whichever spelling it used.
     const multiple = spec.kind !== "flag";
@@ -28,11 +28,11 @@ export function parseArgsConfig(section: Section): ParseArgsOptionsConfig {
 export function parseSection<S extends Section>(section: S, args: readonly string[]): OptionValues<S> & OptionValues<"global"> {
   const { values, tokens } = parseWords(section, args);
   const out: Record<string, Value> = {};
-  for (const spec of [...specsOf(section), ...specsOf("global")]) {
+  for (const spec of [...commandSpecs(section), ...specsOf("global")]) {
     const raw = wordsOf(spec, values, tokens);
     if (raw !== undefined) out[spec.key] = convert(spec, raw);
   }
-  for (const spec of specsOf(section)) {
+  for (const spec of commandSpecs(section)) {
     // --help and --version need no other flag, so a missing required one only matters without them.
     if (spec.required === true && out[spec.key] === undefined && out["help"] !== true && out["version"] !== true) {
       throw new UsageError(`${section} needs --${spec.name}`);
@@ -44,7 +44,7 @@ export function parseSection<S extends Section>(section: S, args: readonly strin
 
 /** Proves to the type checker what convert() guarantees: each value fits its spec's kind. */
 function fitsSection<S extends Section>(section: S, out: Record<string, Value>): out is OptionValues<S> & OptionValues<"global"> {
-  const byKey = new Map([...specsOf(section), ...specsOf("global")].map((spec) => [spec.key, spec]));
+  const byKey = new Map([...commandSpecs(section), ...specsOf("global")].map((spec) => [spec.key, spec]));
   return Object.entries(out).every(([key, value]) => {
     const spec = byKey.get(key);
     return spec !== undefined && fitsKind(spec, value);

@@ -1,6 +1,6 @@
 /** What one row of the option table (cli-options.ts) says of a flag. */
 
-export type Section = "serve" | "worker" | "demo" | "global";
+export type Section = "serve" | "coordinator" | "worker" | "demo" | "global";
 
 /** How a flag's text becomes a value: `seconds` takes seconds (floats ok) and yields ms. */
 export type ValueKind = "string" | "int" | "number" | "seconds" | "enum" | "urls" | "list" | "flag";

@@ -1,22 +1,25 @@
 /** Help text, rendered from the option table. */
 
-import { specsOf, type OptionSpec, type Section } from "./cli-options.ts";
+import { commandSpecs, specsOf, type OptionSpec, type Section } from "./cli-options.ts";
 
-export type Command = "serve" | "worker" | "demo";
+export type Command = "serve" | "coordinator" | "worker" | "demo";
 
 const SYNOPSIS: Record<Command, string> = {
   serve: "disagg-proxy [serve] [-c disagg_config.yaml] [--context URL]... [--generation URL]... [options]",
+  coordinator: "disagg-proxy coordinator [-c disagg_config.yaml] [--port PORT] [serve's options]",
   worker: "disagg-proxy worker --role context|generation|mixed --port PORT [options]",
   demo: "disagg-proxy demo [--port PORT]",
 };
 
 const PURPOSE: Record<Command, string> = {
   serve: "Run the proxy in front of context and generation workers (the default command; `disaggregated` works too).",
+  coordinator:
+    "Run the routing brain several serving processes share, in upstream's coordinator protocol (POST /select, /finish): the workers, their health, the routers and their KV-block index, in one process. It listens on --port, else the config's port - 1.",
   worker: "Run an emulated TensorRT-LLM worker, for tests and demos.",
   demo: "Start emulated workers and a proxy on this machine, ready for curl.",
 };
 
-const COMMANDS: readonly Command[] = ["serve", "worker", "demo"];
+const COMMANDS: readonly Command[] = ["serve", "coordinator", "worker", "demo"];
 
 /** `<flag words>` as docs/configuration.md and help show them, e.g. `-c, --config FILE`. */
 export function flagWords(spec: OptionSpec): string {
@@ -37,13 +40,17 @@ export function describe(spec: OptionSpec, withDefault = true): string {
 }
 
 function optionLines(...sections: Section[]): string[] {
-  const specs = sections.flatMap((section) => specsOf(section));
+  return linesOf(sections.flatMap((section) => specsOf(section)));
+}
+
+function linesOf(specs: readonly OptionSpec[]): string[] {
   const width = Math.max(...specs.map((spec) => flagWords(spec).length));
   return specs.map((spec) => `  ${flagWords(spec).padEnd(width)}  ${describe(spec)}`);
 }
 
 function commandText(command: Command): string {
-  return [`Usage: ${SYNOPSIS[command]}`, "", PURPOSE[command], "", "Options:", ...optionLines(command, "global")].join("\n");
+  const specs = [...commandSpecs(command), ...specsOf("global")];
+  return [`Usage: ${SYNOPSIS[command]}`, "", PURPOSE[command], "", "Options:", ...linesOf(specs)].join("\n");
 }
 
 /** Help for one command, or (no command) the overview followed by every command's options. */

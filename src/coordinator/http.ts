@@ -1,0 +1,92 @@
+/**
+ * The coordinator's HTTP API, as upstream's CoordinatorServer serves it (coordinator_server.py
+ * [id 56726411408]): POST /select, POST /finish, GET /cluster_info, GET /version in MessagePack
+ * (any request content type is read as msgpack, as upstream reads it), GET /health with no body
+ * (200 ready, 503 not). A bad body is a 400 `{error}` in upstream's words, logged, and places
+ * nothing. Like upstream's, it has no authentication: serve it on a trusted network only
+ * (docs/cluster.md).
+ */
+
+import type { Logger } from "../observability/logger.ts";
+import {
+  encodeWire,
+  isRefusal,
+  MSGPACK_CONTENT_TYPE,
+  readFinishRequest,
+  readSelectRequest,
+  readWireBody,
+  type WireMap,
+} from "../routing/coordinator-wire.ts";
+import type { CoordinatorService } from "./service.ts";
+
+/** Extra routes served beside the API (the HTTP cluster storage), by path. */
+export type ExtraRoutes = ReadonlyMap<string, (request: Request, peer: string | undefined) => Response | Promise<Response>>;
+
+export interface CoordinatorHttp {
+  handle(request: Request, peer: string | undefined): Promise<Response>;
+}
+
+const METHODS: Readonly<Record<string, string>> = {
+  "/select": "POST",
+  "/finish": "POST",
+  "/cluster_info": "GET",
+  "/health": "GET",
+  "/version": "GET",
+};
+
+export function coordinatorHttp(
+  service: CoordinatorService,
+  version: string,
+  logger: Logger,
+  extra: ExtraRoutes = new Map(),
+): CoordinatorHttp {
+  const routes = async (request: Request, path: string): Promise<Response> => {
+    if (path === "/health") return new Response(null, { status: service.ready() ? 200 : 503 });
+    if (path === "/version") return msgpack({ version });
+    if (path === "/cluster_info") return msgpack(service.clusterInfo(version));
+    const read = await readWireBody(request.body);
+    if (!read.ok) return refused(path, read.error);
+    if (path === "/select") {
+      const select = readSelectRequest(read.value);
+      if (isRefusal(select)) return refused(path, select.error);
+      const answer = service.select(select);
+      if (answer.status !== 200)
+        logger.warn("coordinator placement refused", {
+          role: select.role,
+          req_id: select.reqId?.toString() ?? null,
+          status: answer.status,
+          error: answer.body["error"],
+        });
+      return msgpack(answer.body, answer.status);
+    }
+    const finish = readFinishRequest(read.value);
+    if (isRefusal(finish)) return refused(path, finish.error);
+    service.finish(finish);
+    return msgpack({});
+  };
+  const refused = (path: string, error: string): Response => {
+    logger.warn("coordinator request refused", { path, error });
+    return msgpack({ error }, 400);
+  };
+  return {
+    async handle(request, peer) {
+      const path = new URL(request.url).pathname;
+      const route = extra.get(path);
+      if (route !== undefined) return route(request, peer);
+      const method = METHODS[path];
+      // FastAPI's answers for a path or method it has no route for.
+      if (method === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
+      if (request.method !== method) return Response.json({ detail: "Method Not Allowed" }, { status: 405, headers: { allow: method } });
+      try {
+        return await routes(request, path);
+      } catch (error) {
+        logger.error("coordinator request failed", { path, error });
+        return msgpack({ error: error instanceof Error ? error.message : String(error) }, 500);
+      }
+    },
+  };
+}
+
+function msgpack(body: WireMap, status = 200): Response {
+  return new Response(encodeWire(body), { status, headers: { "content-type": MSGPACK_CONTENT_TYPE } });
+}

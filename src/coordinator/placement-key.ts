@@ -1,0 +1,42 @@
+/**
+ * A /select's routing key as what the routers know of a request, and workers as upstream names
+ * them on this wire: `host:port` without a scheme (an https worker keeps its `https://`, which
+ * upstream's clients keep too: router.py `_ensure_url` adds http:// only when there is none).
+ */
+
+import type { Role } from "../config/types.ts";
+import { TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "../routing/coordinator-wire.ts";
+import type { RoutingRequest } from "../routing/routing-request.ts";
+import type { WorkerEntry, WorkerPool } from "../workers/worker-pool.ts";
+
+/**
+ * What the routers may know of a request placed by its key: a conversation id places by
+ * stickiness alone (as upstream's coordinator: no content match for it); a block-hash map by its
+ * hashes, token-id hashes first and our text hashes for a prompt the serving process could not
+ * tokenize. A batched prompt is matched by its first prompt. Nil: placed as a request with no
+ * content (least loaded, round robin).
+ */
+export function routingOf(key: RoutingKey): RoutingRequest | undefined {
+  if (key.kind === "none") return undefined;
+  if (key.kind === "conversation") return { conversationId: key.id, promptText: "", promptLength: 0, promptTokenIds: undefined };
+  return {
+    conversationId: key.conversationId,
+    model: key.model,
+    promptText: "",
+    promptLength: 0,
+    promptTokenIds: undefined,
+    promptTokenCount: key.numTokens,
+    knownBlocks: { tokens: key.hashesByAlgo.get(TOKEN_HASH_ALGO)?.[0], text: key.hashesByAlgo.get(TEXT_HASH_ALGO)?.[0] },
+  };
+}
+
+/** The worker as /select names it. */
+export function serverNameOf(origin: string): string {
+  return origin.startsWith("http://") ? origin.slice("http://".length) : origin;
+}
+
+/** The worker of the role that `server` names (`host:port` or a URL), if the pool lists it. */
+export function workerNamed(pool: WorkerPool, role: Role, server: string): WorkerEntry | undefined {
+  const name = serverNameOf(server.replace(/\/+$/, ""));
+  return pool.all(role).find((worker) => serverNameOf(worker.origin) === name);
+}
