@@ -72,7 +72,7 @@ describe("TLS", () => {
       },
     });
     const origin = worker.url.origin;
-    const trusted = createWorkerFetch({ caFile: pair.cert, apiKey: "worker-secret" });
+    const trusted = createWorkerFetch({ workerCaFile: pair.cert, workerApiKey: "worker-secret" });
     expect((await trusted(`${origin}/health`)).status).toBe(200);
     expect(seen).toEqual(["Bearer worker-secret"]);
     const untrusted = createWorkerFetch({});

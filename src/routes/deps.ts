@@ -7,7 +7,7 @@ import type { StreamTimings } from "../streaming/stream-request.ts";
 import type { BodyLimits } from "./client-body.ts";
 import type { ClusterStore } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { TracedRequestInput } from "../observability/request-trace.ts";
+import type { TraceInput } from "../request/requests.ts";
 import type { ClusterAccess } from "../security/cluster-access.ts";
 import type { ProxyError } from "../errors.ts";
 
@@ -57,9 +57,6 @@ export interface RouteDeps {
   /** For the few lines a route writes itself (cluster storage refusals). */
   readonly logger: Logger;
 }
-
-/** What a request trace records of a request beside its route and headers (which the server adds). */
-export type TraceInput = Omit<TracedRequestInput, "route" | "headers">;
 
 /** The store and who may use it. */
 export interface ClusterStorageDeps {

@@ -11,7 +11,8 @@ import { respondWithStream } from "../streaming/client-relay.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
-import type { KeepOpen, RouteDeps, TraceInput } from "./deps.ts";
+import type { TraceInput } from "../request/requests.ts";
+import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { readClientJson } from "./client-body.ts";
 import { checkNumericBounds } from "./numeric-bounds.ts";
 

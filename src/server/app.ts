@@ -1,53 +1,37 @@
 import { hostname } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
-import { ProxyError } from "../errors.ts";
+import type { DashboardRecorder } from "../dashboard/recorder.ts";
+import { ClusterStore, type DiscoveryStatus, type RegisteredWorker } from "../discovery/index.ts";
 import type { Logger } from "../observability/logger.ts";
+import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
+import { openRequestTrace, type RequestTraceWriter } from "../observability/request-trace.ts";
+import { Telemetry } from "../observability/telemetry.ts";
+import { HandoffSettler } from "../pipeline/handoff/settler.ts";
+import { callOneWorker } from "../pipeline/one-shot.ts";
+import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { PipelineDeps } from "../pipeline/types.ts";
-import { RequestContext, type RequestHooks } from "../request/context.ts";
+import { Admission, SharedAdmission, type AdmissionControl } from "../request/admission.ts";
+import type { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
+import { modelGauges, workerGauges } from "../request/metrics-hooks.ts";
+import type { RequestEnds } from "../request/request-end.ts";
+import { Requests } from "../request/requests.ts";
 import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
 import { Coordination } from "../routing/coordination.ts";
-import { createWorkerFetch } from "../workers/transport.ts";
-import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
-import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
-import { Telemetry } from "../observability/telemetry.ts";
-import { ClusterStore, type DiscoveryStatus, type RegisteredWorker } from "../discovery/index.ts";
-import { ClusterAccess } from "../security/cluster-access.ts";
-import { HostCheck } from "../security/browser-guard.ts";
-import { createMetrics, type ProxyMetrics } from "../observability/metrics.ts";
-import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import type { RouteDeps } from "../routes/deps.ts";
-import { runPipeline } from "../pipeline/orchestrate.ts";
-import { callOneWorker } from "../pipeline/one-shot.ts";
-import { HandoffSettler } from "../pipeline/handoff/settler.ts";
+import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
+import { HostCheck } from "../security/browser-guard.ts";
+import { ClusterAccess } from "../security/cluster-access.ts";
+import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
 import { OutlierDetector } from "../workers/outlier-detector.ts";
+import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
+import { createWorkerFetch, type WorkerFetch } from "../workers/transport.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
-import { modelListOf, modelReadyOf } from "./model-list.ts";
-import { Admission, SharedAdmission, type AdmissionControl } from "../request/admission.ts";
+import { dashboardOf } from "./dashboard-source.ts";
+import type { RunningDiscovery } from "./discovery.ts";
 import type { LoopShare } from "./loop-share.ts";
-import { metricsHooks, modelGauges, workerGauges } from "../request/metrics-hooks.ts";
-import { DashboardRecorder } from "../dashboard/recorder.ts";
-import { dashboardSource } from "./dashboard-source.ts";
-import { requestEnds, type RequestEnds } from "../request/request-end.ts";
-import { openRequestTrace, type RequestTraceWriter, type TraceEnd } from "../observability/request-trace.ts";
-import type { RequestSummary } from "../request/context.ts";
-import type { TraceInput } from "../routes/deps.ts";
-
-/** How a request ended, as its trace's terminal line records it. */
-function traceEndOf(summary: RequestSummary): TraceEnd {
-  return {
-    httpStatus: summary.status,
-    errorCode: summary.errorCode,
-    outcome: summary.outcome,
-    message: summary.error,
-    disaggRequestId: summary.disaggRequestId,
-  };
-}
-
-function drainingError(): ProxyError {
-  return new ProxyError("DRAINING", 503, "The proxy is shutting down; retry on another replica");
-}
+import { modelListOf, modelReadyOf } from "./model-list.ts";
 
 /**
  * The server's own state, built once per server (no module state): what the routes declared
@@ -61,12 +45,6 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly ends: RequestEnds;
   /** Client keys; undefined when client authentication is off. */
   readonly clientKeys: ClientKeys | undefined;
-  /** etcd discovery's connection state, when workers are discovered (shown by /cluster_info). */
-  discoveryStatus: (() => DiscoveryStatus) | undefined;
-  /** disagg_cluster's registered workers (upstream's current_workers), when a cluster is configured. */
-  discoveredWorkers: (() => RegisteredWorker[]) | undefined;
-  /** The port the listener bound (a requested 0 is a chosen port), once listening: /cluster_info advertises it with `hostname`. */
-  boundPort: number | undefined;
   /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
   readonly clusterStorage: { readonly store: ClusterStore; readonly access: ClusterAccess } | undefined;
   /** Which Host names the routes that check it answer to. */
@@ -87,27 +65,21 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly outliers: OutlierDetector;
 }
 
-/** `loop`: with num_workers > 1, what this event loop shares with the others (load, admission, metrics). */
-export function createApp(config: ProxyConfig, logger: Logger, version: string, loop?: LoopShare): App {
-  const workerFetch = createWorkerFetch({
-    caFile: config.workerCaFile,
-    apiKey: config.workerApiKey,
-    keepAliveMs: config.workerKeepAliveMs,
-  });
-  const placement = new Placement(config, {
-    shared: loop?.shared,
-    coordinator: coordinationOf(config, logger),
-    fetch: workerFetch,
-    onWarning: (message, fields) => logger.warn(message, fields),
-    // Once per change, not per poll: a worker built without iteration stats never reports.
-    onLoadReporting: (origin, reporting) =>
-      reporting
-        ? logger.info("worker reports its load", { worker: origin })
-        : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
-  });
-  // Each loop its own process id in the snowflake (loops/event-loops.ts).
-  const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
-  const active = new Set<RequestContext>();
+/** What the app reads of the server around it, known only once that runs (server/serve.ts). */
+export interface AppSurroundings {
+  /** num_workers > 1: what this event loop shares with the others (load, admission, metrics). */
+  readonly loop?: LoopShare | undefined;
+  /** The port the listener bound (a requested 0 is a chosen port), once listening: /cluster_info advertises it. */
+  readonly boundPort?: () => number | undefined;
+  /** etcd discovery or disagg_cluster, once started: /cluster_info and the dashboard show its state. */
+  readonly discovery?: () => RunningDiscovery | undefined;
+}
+
+/** The composition root: builds every collaborator of one event loop's server and wires them once. */
+export function createApp(config: ProxyConfig, logger: Logger, version: string, around: AppSurroundings = {}): App {
+  const { loop } = around;
+  const workerFetch = createWorkerFetch(config);
+  const placement = placementOf(config, logger, workerFetch, loop);
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
   const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
   const metrics = createMetrics({
@@ -117,48 +89,33 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   });
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
-  const admission: AdmissionControl =
-    loop === undefined
-      ? new Admission(config.maxInflight, config.admissionWaitMs)
-      : new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
+  const admission = admissionOf(config, loop);
   loop?.provideMetrics(() => metrics.values());
-  let draining = false;
-  let discoveryStatus: (() => DiscoveryStatus) | undefined;
-  let discoveredWorkers: (() => RegisteredWorker[]) | undefined;
-  let boundPort: number | undefined;
-  // An extra event loop keeps no recorder: its traffic goes to the main loop's (loop-dashboard.ts).
+  const keys = clientKeysOf(config, logger);
+  const discoveryStatus = (): DiscoveryStatus | undefined => around.discovery?.()?.status();
+  const registered = (): RegisteredWorker[] | undefined => around.discovery?.()?.registered?.();
   // With several loops the requests in flight are the process's: admission counts every loop's.
-  const inFlight = loop === undefined ? () => active.size : () => admission.inFlight;
-  const dashboard =
-    config.dashboard && loop?.traffic === undefined
-      ? new DashboardRecorder(
-          dashboardSource({
-            config,
-            version,
-            placement,
-            admission,
-            inFlight,
-            draining: () => draining,
-            discoveryStatus: () => discoveryStatus?.(),
-            registered: () => discoveredWorkers?.(),
-            clientKeysSet: () => clientKeys !== undefined,
-          }),
-        )
-      : undefined;
+  const inFlight = loop === undefined ? () => requests.active.size : () => admission.inFlight;
+  const draining = (): boolean => requests.draining;
+  const clientKeysSet = (): boolean => keys.current() !== undefined;
+  const dashboard = dashboardOf(config, loop, {
+    version,
+    placement,
+    admission,
+    inFlight,
+    draining,
+    discoveryStatus,
+    registered,
+    clientKeysSet,
+  });
+  const telemetry = telemetryOf(config, logger, version, placement, workerFetch);
+  // Each loop its own process id in the snowflake (loops/event-loops.ts).
+  const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const traffic = dashboard ?? loop?.traffic;
-  const ends = requestEnds(metrics, logger, traffic);
+  const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic });
   const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) =>
     metrics.handoffSettled(reason, settled),
   );
-  const hooksByRoute = new Map<string, RequestHooks>();
-  const readKeys = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
-  let clientKeys = readKeys();
-  const telemetry = new Telemetry(config, {
-    logger,
-    version,
-    workerOrigins: () => placement.pool.origins(),
-    fetchWorkerPerfMetrics: (origin) => fetchWorkerPerfMetrics(workerFetch, origin, config.healthCheckTimeoutMs, config.maxAnswerBytes),
-  });
   return {
     config,
     placement,
@@ -167,60 +124,27 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     workerFetch,
     bodyCodec,
     handoffs,
-    outliers: new OutlierDetector(placement.pool, config, logger),
     telemetry,
     requestTrace,
     version,
-    settings: config,
-    active,
     metrics,
-    ends,
+    dashboard,
+    outliers: new OutlierDetector(placement.pool, config, logger),
+    settings: config,
+    active: requests.active,
+    ends: requests.ends,
     bodyLimits: { maxBytes: config.maxBodyBytes, minBytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyGraceMs },
     get draining() {
-      return draining;
+      return requests.draining;
     },
-    get discoveryStatus() {
-      return discoveryStatus;
-    },
-    set discoveryStatus(status) {
-      discoveryStatus = status;
-    },
-    dashboard,
-    get discoveredWorkers() {
-      return discoveredWorkers;
-    },
-    set discoveredWorkers(workers) {
-      discoveredWorkers = workers;
-    },
+    startDraining: () => requests.startDraining(),
+    startRequest: (route, stream, client, traceInput) => requests.start(route, stream, client, traceInput),
     hosts: new HostCheck(ownNames(config)),
-    get boundPort() {
-      return boundPort;
-    },
-    set boundPort(port) {
-      boundPort = port;
-    },
-    clusterStorage:
-      config.discovery?.kind === "cluster" && config.discovery.storage === "http"
-        ? {
-            store: new ClusterStore({
-              onStall: (ms) => {
-                logger.warn("the proxy stalled: cluster storage TTLs extended by the stall", { stall_ms: Math.round(ms) });
-                metrics.storeStalled(ms / 1000);
-              },
-            }),
-            access: new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey }),
-          }
-        : undefined,
+    clusterStorage: clusterStorageOf(config, logger, metrics),
     get clientKeys() {
-      return clientKeys;
+      return keys.current();
     },
-    reloadClientKeys() {
-      try {
-        clientKeys = readKeys();
-      } catch (error) {
-        logger.error("client key reload failed: keeping the current keys", { error });
-      }
-    },
+    reloadClientKeys: () => keys.reload(),
     traceRefused(route, headers, traced, error) {
       requestTrace?.refused({ route, headers, ...traced }, { status: error.status, code: error.code, message: error.message });
     },
@@ -237,8 +161,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     modelReady: (model) => modelReadyOf(placement, model),
     modelList: () => modelListOf(placement, config.modelAliases, startedAt),
     clusterInfo() {
-      const server = { hostname: config.host, bind_host: config.bindHost ?? config.host, port: boundPort ?? config.port };
-      return clusterInfoOf(placement, this.discoveryStatus?.(), this.discoveredWorkers?.(), server);
+      const server = { hostname: config.host, bind_host: config.bindHost ?? config.host, port: around.boundPort?.() ?? config.port };
+      return clusterInfoOf(placement, discoveryStatus(), registered(), server);
     },
     async metricsText() {
       return { contentType: metrics.contentType, text: await (loop === undefined ? metrics.render() : loop.metricsText()) };
@@ -249,71 +173,64 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       keepaliveIntervalMs: config.keepaliveIntervalMs,
       silenceTimeoutMs: config.requestTimeoutMs,
     },
-    startDraining() {
-      draining = true;
-    },
-    async startRequest(route, stream, client, traceInput) {
-      if (draining) throw drainingError();
-      const release = await admission.acquire(client.signal);
-      if (draining) {
-        release();
-        throw drainingError();
-      }
+  };
+}
+
+/** Placement over the configured workers, its load-reporting changes logged once each (not per poll). */
+function placementOf(config: ProxyConfig, logger: Logger, workerFetch: WorkerFetch, loop: LoopShare | undefined): Placement {
+  return new Placement(config, {
+    shared: loop?.shared,
+    coordinator: coordinationOf(config, logger),
+    fetch: workerFetch,
+    onWarning: (message, fields) => logger.warn(message, fields),
+    // A worker built without iteration stats never reports.
+    onLoadReporting: (origin, reporting) =>
+      reporting
+        ? logger.info("worker reports its load", { worker: origin })
+        : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
+  });
+}
+
+/** Perf metrics and spans; /perf_metrics also asks the workers for theirs. */
+function telemetryOf(config: ProxyConfig, logger: Logger, version: string, placement: Placement, workerFetch: WorkerFetch): Telemetry {
+  return new Telemetry(config, {
+    logger,
+    version,
+    workerOrigins: () => placement.pool.origins(),
+    fetchWorkerPerfMetrics: (origin) => fetchWorkerPerfMetrics(workerFetch, origin, config.healthCheckTimeoutMs, config.maxAnswerBytes),
+  });
+}
+
+/** With several event loops the in-flight bound is the process's: every loop's slots are counted together. */
+function admissionOf(config: ProxyConfig, loop: LoopShare | undefined): AdmissionControl {
+  if (loop === undefined) return new Admission(config.maxInflight, config.admissionWaitMs);
+  return new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
+}
+
+/** The client keys (undefined: client authentication is off), read again on SIGHUP; a broken file keeps the old keys. */
+function clientKeysOf(config: ProxyConfig, logger: Logger): { current(): ClientKeys | undefined; reload(): void } {
+  const read = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
+  let keys = read();
+  return {
+    current: () => keys,
+    reload() {
       try {
-        metrics.requestAccepted(route, stream);
-        const ctx = contextFor(route, stream, client, release, traceInput);
-        active.add(ctx);
-        return ctx;
+        keys = read();
       } catch (error) {
-        release();
-        throw error;
+        logger.error("client key reload failed: keeping the current keys", { error });
       }
     },
   };
+}
 
-  // One set of hooks per route, shared by its requests: they hold nothing of a request.
-  function hooksOf(route: string): RequestHooks {
-    let hooks = hooksByRoute.get(route);
-    if (hooks === undefined) {
-      hooks = metricsHooks(metrics, route, traffic);
-      hooksByRoute.set(route, hooks);
-    }
-    return hooks;
-  }
-
-  function contextFor(
-    route: string,
-    stream: boolean,
-    client: Request,
-    release: () => void,
-    traceInput: (() => TraceInput) | undefined,
-  ): RequestContext {
-    const trace = telemetry.traceFor(client.headers);
-    const traced =
-      traceInput === undefined || requestTrace === undefined
-        ? undefined
-        : requestTrace.accepted({ route, headers: client.headers, ...traceInput() });
-    const ctx: RequestContext = new RequestContext({
-      disaggRequestId: ids.next(),
-      route,
-      stream,
-      schedule: config.schedule,
-      trace,
-      hooks: hooksOf(route),
-      perf: telemetry.perfFor(client.headers),
-      spans: telemetry.spansFor(trace, route),
-      traced,
-      releaseAdmission: release,
-      onEnd: (summary) => {
-        active.delete(ctx);
-        if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));
-        telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
-        ctx.spans.end(summary);
-        ends.finished(summary);
-      },
-    });
-    return ctx;
-  }
+function clusterStorageOf(config: ProxyConfig, logger: Logger, metrics: ProxyMetrics): App["clusterStorage"] {
+  if (config.discovery?.kind !== "cluster" || config.discovery.storage !== "http") return undefined;
+  const onStall = (ms: number): void => {
+    logger.warn("the proxy stalled: cluster storage TTLs extended by the stall", { stall_ms: Math.round(ms) });
+    metrics.storeStalled(ms / 1000);
+  };
+  const access = new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey });
+  return { store: new ClusterStore({ onStall }), access };
 }
 
 /**

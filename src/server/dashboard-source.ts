@@ -1,13 +1,16 @@
 import type { ProxyConfig } from "../config/types.ts";
-import type { DashboardSource } from "../dashboard/recorder.ts";
+import { DashboardRecorder, type DashboardSource } from "../dashboard/recorder.ts";
+import type { LoopShare } from "./loop-share.ts";
 import type { DiscoveryView, ModelView, WorkerView } from "../dashboard/snapshot.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import type { AdmissionControl } from "../request/admission.ts";
 
+/** What the dashboard shows of the configuration: whether the page needs a key, and where workers are discovered. */
+export type DashboardSourceSettings = Pick<ProxyConfig, "protectMetrics" | "discovery">;
+
 interface SourceParts {
-  readonly config: ProxyConfig;
   readonly version: string;
   readonly placement: Placement;
   readonly admission: AdmissionControl;
@@ -21,15 +24,27 @@ interface SourceParts {
   readonly clientKeysSet: () => boolean;
 }
 
+/**
+ * The live status page's recorder; undefined with --no-dashboard, and on an extra event loop,
+ * whose traffic goes to the main loop's recorder (loops/loop-dashboard.ts).
+ */
+export function dashboardOf(
+  settings: DashboardSourceSettings & Pick<ProxyConfig, "dashboard">,
+  loop: Pick<LoopShare, "traffic"> | undefined,
+  parts: SourceParts,
+): DashboardRecorder | undefined {
+  return settings.dashboard && loop?.traffic === undefined ? new DashboardRecorder(dashboardSource(settings, parts)) : undefined;
+}
+
 /** The server's live state as the dashboard reads it once a second. */
-export function dashboardSource(parts: SourceParts): DashboardSource {
-  const { config, placement, admission } = parts;
+export function dashboardSource(settings: DashboardSourceSettings, parts: SourceParts): DashboardSource {
+  const { placement, admission } = parts;
   return {
     version: parts.version,
     pid: process.pid,
     inFlight: parts.inFlight,
     draining: parts.draining,
-    protectedByKeys: () => config.protectMetrics && parts.clientKeysSet(),
+    protectedByKeys: () => settings.protectMetrics && parts.clientKeysSet(),
     admission: () => ({ inFlight: admission.inFlight, waiting: admission.waiting, limit: admission.limit }),
     workers: () => {
       const idOf = registeredIds(parts.registered() ?? []);
@@ -55,7 +70,7 @@ export function dashboardSource(parts: SourceParts): DashboardSource {
         inFlight: status.context.inFlight + status.generation.inFlight,
       })),
     discovery: (): DiscoveryView => {
-      const discovery = config.discovery;
+      const discovery = settings.discovery;
       if (discovery === undefined) return { source: "static" };
       const status = parts.discoveryStatus();
       return {

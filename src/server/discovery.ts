@@ -11,6 +11,9 @@ import type { Logger } from "../observability/logger.ts";
 import { workerAddressRefusal, type WorkerAddressRules } from "../security/worker-address.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
 
+/** A started discovery: its connection state, and disagg_cluster's registered workers (upstream's current_workers). */
+export type RunningDiscovery = Discovery & { registered?(): RegisteredWorker[] };
+
 /**
  * Keeps the pool in step with etcd or the proxy's own cluster storage: a registered worker
  * joins after its first healthy check, a deregistered or expired one leaves rotation (its
@@ -25,7 +28,7 @@ export function startDiscovery(
   changed: () => void,
   logger: Logger,
   addressRules: WorkerAddressRules,
-): Discovery & { registered?(): RegisteredWorker[] } {
+): RunningDiscovery {
   const discovery = discoveryOf(config, store, logger);
   discovery
     .start((event) => {
@@ -43,11 +46,7 @@ export function startDiscovery(
   return discovery;
 }
 
-function discoveryOf(
-  config: DiscoveryConfig,
-  store: ClusterStore | undefined,
-  logger: Logger,
-): Discovery & { registered?(): RegisteredWorker[] } {
+function discoveryOf(config: DiscoveryConfig, store: ClusterStore | undefined, logger: Logger): RunningDiscovery {
   if (config.kind === "metadata") {
     return etcdMetadataDiscovery({
       endpoint: config.endpoint,

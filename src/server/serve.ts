@@ -8,7 +8,7 @@ import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import type { LoopShare } from "./loop-share.ts";
-import { startDiscovery } from "./discovery.ts";
+import { startDiscovery, type RunningDiscovery } from "./discovery.ts";
 import { createDispatch, mayCall, type RouteEntry, type RouteTable } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
@@ -74,19 +74,20 @@ export interface RunningProxy {
 
 /** Starts listening at once; /health says 503 until the workers are found ready. */
 export function startProxy(config: ProxyConfig, logger: Logger, appVersion: string, options: ServerOptions = {}): RunningProxy {
-  const app = createApp(config, logger, appVersion, options.loop);
+  const servers: Bun.Server<undefined>[] = [];
+  let discovery: RunningDiscovery | undefined;
+  const app = createApp(config, logger, appVersion, { loop: options.loop, boundPort: () => servers[0]?.port, discovery: () => discovery });
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
   const routes = routesOf(app, allowed, options.loop);
   const dispatch = createDispatch(app, routes);
   let closingConnections = false;
   const listenerOptions: ListenerOptions = { ...options, closeConnections: () => closingConnections };
-  const servers = options.deferListen === true ? [] : [listen(config, config.port, dispatch, logger, listenerOptions)];
+  if (options.deferListen !== true) servers.push(listen(config, config.port, dispatch, logger, listenerOptions));
   const current = (): Bun.Server<undefined> => {
     const server = servers.at(-1);
     if (server === undefined) throw new Error("not listening yet");
     return server;
   };
-  app.boundPort = servers[0]?.port;
   const stopping = new AbortController();
   const dashboard = app.dashboard;
   const monitor = new HealthMonitor(app.placement.pool, config, logger, app.workerFetch, (origin, ok, ready, starting) => {
@@ -105,13 +106,9 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]),
   };
   if (options.registrations !== undefined) app.clusterStorage?.store.adopt(options.registrations);
-  const discovery =
-    config.discovery === undefined
-      ? undefined
-      : startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
+  if (config.discovery !== undefined)
+    discovery = startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
   dashboard?.start();
-  app.discoveryStatus = discovery === undefined ? undefined : () => discovery.status();
-  app.discoveredWorkers = discovery?.registered === undefined ? undefined : () => discovery.registered?.() ?? [];
   if (app.clusterStorage !== undefined)
     logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
   const stop = async (): Promise<void> => {
@@ -131,7 +128,6 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     listen() {
       if (servers.length > 0) return;
       servers.push(listen(config, config.port, dispatch, logger, listenerOptions));
-      app.boundPort = current().port;
     },
     app,
     async waitForWorkers() {

@@ -3,23 +3,24 @@ import { readFileSync } from "node:fs";
 /** fetch as every call to a worker makes it: the worker CA and the worker API key applied. */
 export type WorkerFetch = (url: string, init?: BunFetchRequestInit) => Promise<Response>;
 
-export interface WorkerTransportOptions {
-  /** PEM bundle trusted for https:// workers, in addition to the system's. */
-  readonly caFile?: string | undefined;
-  /** Sent as `Authorization: Bearer` to workers (never the client's own key). */
-  readonly apiKey?: string | undefined;
-  /** A pooled connection idle this long is never reused (--worker-keep-alive-s; default 4 s). */
-  readonly keepAliveMs?: number | undefined;
+/** The transport's settings, named as ProxyConfig names them (the whole config fits). */
+export interface WorkerTransportSettings {
+  /** PEM bundle trusted for https:// workers, in addition to the system's (--worker-ca-file). @default undefined: the system's only */
+  readonly workerCaFile?: string | undefined;
+  /** Sent as `Authorization: Bearer` to workers, never the client's own key (--worker-api-key). @default undefined: none */
+  readonly workerApiKey?: string | undefined;
+  /** A pooled connection idle this long is never reused (--worker-keep-alive-s). @default 4000 */
+  readonly workerKeepAliveMs?: number | undefined;
 }
 
 const DEFAULT_KEEP_ALIVE_MS = 4000;
 /** Origins with a pool of their own; beyond, the longest unused one is closed (workers come and go). */
 const MAX_POOLS = 1024;
 
-export function createWorkerFetch(options: WorkerTransportOptions, readFile = (path: string) => readFileSync(path, "utf8")): WorkerFetch {
-  const ca = options.caFile === undefined ? undefined : readFile(options.caFile);
-  const authorization = options.apiKey === undefined ? undefined : `Bearer ${options.apiKey}`;
-  const pools = new OriginPools(options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS, ca);
+export function createWorkerFetch(settings: WorkerTransportSettings, readFile = (path: string) => readFileSync(path, "utf8")): WorkerFetch {
+  const ca = settings.workerCaFile === undefined ? undefined : readFile(settings.workerCaFile);
+  const authorization = settings.workerApiKey === undefined ? undefined : `Bearer ${settings.workerApiKey}`;
+  const pools = new OriginPools(settings.workerKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS, ca);
   if (authorization === undefined) return (url, init) => pools.sessionFor(url).fetch(url, init);
   return (url, init = {}) => {
     const headers = new Headers(init.headers);
