@@ -38,11 +38,7 @@ export interface RunningCoordinator {
 
 /** Throws ListenError when the port cannot be bound. */
 export function startCoordinator(config: ProxyConfig, options: CoordinatorOptions, logger: Logger, version: string): RunningCoordinator {
-  const workerFetch = createWorkerFetch({
-    caFile: config.workerCaFile,
-    apiKey: config.workerApiKey,
-    keepAliveMs: config.workerKeepAliveMs,
-  });
+  const workerFetch = createWorkerFetch(config);
   const placement = new Placement(config, {
     fetch: workerFetch,
     onWarning: (message, fields) => logger.warn(message, fields),
