@@ -12,14 +12,13 @@
  * per file. Unset, nothing is built at all.
  */
 
-import { mkdirSync } from "node:fs";
-import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ErrorCode } from "../errors.ts";
 import { withDeadline } from "../timers.ts";
 import { AppendQueue, type LostReason } from "./append-queue.ts";
 import { dropWarned, type Logger } from "./logger.ts";
 import { steadySeconds } from "./steady-clock.ts";
+import { privateAppender, traceDirRefusal } from "./trace-files.ts";
 import { TraceHandle } from "./trace-handle.ts";
 import { hourBucket, isoUtc, requestLine, sessionKey } from "./trace-records.ts";
 import { responseLineOf, type TraceEnd } from "./trace-terminal.ts";
@@ -56,7 +55,7 @@ export interface RequestTraceOptions {
   readonly queueLimit?: number;
   readonly maxQueuedBytes?: number;
   readonly maxResponseBytes?: number;
-  /** For tests: where a batch's lines go (default: appended to the file, its directory made). */
+  /** For tests: where a batch's lines go (default: appended to the file, privately: trace-files.ts). */
   readonly append?: (path: string, data: string) => Promise<void>;
 }
 
@@ -106,15 +105,15 @@ type Queued = (
 ) & { readonly bytes: number };
 
 /**
- * The writer for TRTLLM_REQUEST_TRACE_DIR, its directory made at start-up; a directory that
- * cannot be made turns the trace off with an error line, as upstream's writer does ("Disabling
- * request trace output"), and the proxy serves on.
+ * The writer for TRTLLM_REQUEST_TRACE_DIR, its directory made (0700) at start-up; a directory
+ * that cannot be made, or that another user owns or others may write (trace-files.ts), turns
+ * the trace off with upstream's error line (`Disabling request trace output: <why>`,
+ * RequestTraceWriter.start), and the proxy serves on.
  */
 export function openRequestTrace(dir: string, logger: Logger): RequestTraceWriter | undefined {
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (error) {
-    logger.error(`Disabling request trace output: ${REQUEST_TRACE_DIR_ENV} cannot be created`, { dir, error });
+  const refusal = traceDirRefusal(dir);
+  if (refusal !== undefined) {
+    logger.error(`Disabling request trace output: ${refusal}`, { dir, env: REQUEST_TRACE_DIR_ENV });
     return undefined;
   }
   logger.info(`Recording request traces to ${dir}`);
@@ -142,7 +141,7 @@ export class RequestTraceWriter {
       // Lines are built after the request's own work; those of requests ending together share an append.
       startLater: true,
       lines: (batch) => this.#lines(batch),
-      append: options.append ?? appendMakingDirs(),
+      append: options.append ?? privateAppender(),
       lost: (reason, count, error) => this.#drop(reason, count, LOST_MESSAGE[reason], error),
     });
   }
@@ -241,16 +240,4 @@ export class RequestTraceWriter {
       this.#options.logger.warn(message, { reason, dropped_records: this.#dropped[reason], error });
     }
   }
-}
-
-function appendMakingDirs(): (path: string, data: string) => Promise<void> {
-  const made = new Set<string>();
-  return async (path, data) => {
-    const dir = join(path, "..");
-    if (!made.has(dir)) {
-      await mkdir(dir, { recursive: true });
-      made.add(dir);
-    }
-    await appendFile(path, data, "utf8");
-  };
 }
