@@ -68,13 +68,16 @@ describe("request trace over the emulated cluster", () => {
   });
 
   test("a JSON answer: accepted, then completed with the body the client got; credentials redacted, their names kept", async () => {
-    const response = await cluster.post("/v1/chat/completions", chat("first [[emu tokens=2]]", { max_tokens: 2 }), {
+    const response = await cluster.post("/v1/chat/completions", chat("first [[emu tokens=2]]", { max_tokens: 2, api_key: "body-secret" }), {
       headers: {
         "content-type": "application/json",
         authorization: "Bearer sk-secret",
         "x-api-key": "k-secret",
         cookie: "s=secret",
         "x-session-id": "conv/1",
+        "x-auth-key": "cf-secret",
+        "x-hub-signature-256": "sha256=secret",
+        "x-jwt": "jwt-secret",
       },
     });
     const answer = await response.json();
@@ -84,9 +87,11 @@ describe("request trace over the emulated cluster", () => {
     expect(headers.get("authorization")).toBe("[redacted]");
     expect(headers.get("x-api-key")).toBe("[redacted]");
     expect(headers.get("cookie")).toBe("[redacted]");
-    expect(headers.get("x-session-id")).toBe("conv/1");
+    // A session id may be a credential too: its value is redacted, the line's session keeps the key.
+    expect(headers.get("x-session-id")).toBe("[redacted]");
     expect(JSON.stringify(request)).not.toContain("secret");
-    expect(request["body"]).toEqual(chat("first [[emu tokens=2]]", { max_tokens: 2 }));
+    for (const name of ["x-auth-key", "x-hub-signature-256", "x-jwt"]) expect(headers.get(name)).toBe("[redacted]");
+    expect(request["body"]).toEqual(chat("first [[emu tokens=2]]", { max_tokens: 2, api_key: "[redacted]" }));
     expect(terminals).toHaveLength(1);
     expect(terminals[0]).toMatchObject({ event: "response", status: "completed", response: { kind: "json", body: answer } });
     expect(typeof terminals[0]!["disagg_request_id"]).toBe("number");

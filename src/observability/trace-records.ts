@@ -1,33 +1,17 @@
 /**
  * The two JSONL lines of a traced request, written as upstream's request trace writes them
  * (tensorrt_llm/serve/request_trace.py, read_file id 70217114160): field names and order, the
- * hour bucket, header redaction, the session key and the Responses outcome fields. Pure: the
- * writer calls these off the request's path, in its drain.
+ * hour bucket, the session key and the Responses outcome fields, credentials redacted
+ * (trace-redaction.ts). Pure: the writer calls these off the request's path, in its drain.
  */
 
 import { isJsonObject, parseJsonOrUndefined, type JsonObject } from "../json/json.ts";
 import type { CapturedKind } from "./trace-capture.ts";
-
-/** Upstream's `_REDACTED`, and the header names whose values are credentials. */
-const REDACTED = "[redacted]";
-const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie"]);
-const CREDENTIAL_FRAGMENTS = ["api-key", "api_key", "apikey", "token", "secret", "password"] as const;
+import { redactedBodyText, redactedHeaders } from "./trace-redaction.ts";
 
 /** Upstream's `_NO_SESSION`, and its bound on a session key. */
 const NO_SESSION = "_no_session";
 const MAX_SESSION_LENGTH = 128;
-
-export function isCredentialHeader(name: string): boolean {
-  const lowered = name.toLowerCase();
-  return CREDENTIAL_HEADERS.has(lowered) || CREDENTIAL_FRAGMENTS.some((fragment) => lowered.includes(fragment));
-}
-
-/** Headers as ordered `[name, value]` pairs, a credential's value replaced (its name kept: it shows one was sent). */
-export function redactedHeaders(headers: Headers): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (const [name, value] of headers) pairs.push([name, isCredentialHeader(name) ? REDACTED : value]);
-  return pairs;
-}
 
 /** Upstream's `sanitize_session_key`: a client's session id reduced to a stable, bounded key. */
 export function sessionKey(value: string | undefined): string {
@@ -86,7 +70,7 @@ export function requestLine(line: RequestLine): string {
     return `${JSON.stringify(head).slice(0, -1)},"body":${text},"body_parse_error":${JSON.stringify(line.parseError)}${errors}}\n`;
   }
   // The body was parsed by its route: it is JSON, and only its line ends need replacing.
-  return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(decoder.decode(line.body))}${errors}}\n`;
+  return `${JSON.stringify(head).slice(0, -1)},"body":${oneLine(redactedBodyText(decoder.decode(line.body)))}${errors}}\n`;
 }
 
 export interface ResponseLine {
