@@ -311,6 +311,9 @@ describe("coordinator", () => {
     expect(command.config.generationRouter).toBe("conversation");
     expect(command.config.maxInflightPerWorker).toBe(4);
     expect(coordinator(["-c", "disagg.yaml", "--port", "9100"]).port).toBe(9100);
+    // The YAML the replicas share names the coordinator: it listens there.
+    expect(coordinator(["-c", "disagg.yaml", "--disagg-coordinator-url", "http://coord:7100"]).port).toBe(7100);
+    expect(coordinator(["-c", "disagg.yaml", "--disagg-coordinator-url", "http://coord:7100", "--port", "9100"]).port).toBe(9100);
   });
 
   test("a placement's lease is 180 s unless --reservation-timeout or TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT says otherwise", () => {

@@ -122,10 +122,24 @@ function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDe
       "Invalid config: the coordinator does not serve an http:// disagg_cluster.cluster_uri (workers register with a serving process there); use etcd:// or static urls",
     );
   }
-  // Without --port, upstream's implicit coordinator's address: the serving processes' port - 1 (docs: "Coordinator and Worker Fleet").
-  const port = flags.port ?? Math.max(config.port - 1, 0);
+  const port = flags.port ?? coordinatorPortOf(config);
   const timeout = reservationTimeoutMs ?? envSeconds(deps.env, "TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT") ?? RESERVATION_TIMEOUT_MS;
   return { kind: "coordinator", config, port, reservationTimeoutMs: timeout, warnings, notes };
+}
+
+/**
+ * Where the coordinator listens without --port: the port of the YAML's disagg_coordinator_url
+ * (the file the serving processes share names it), else upstream's implicit coordinator's
+ * address, the serving processes' port - 1 (docs: "Coordinator and Worker Fleet").
+ */
+function coordinatorPortOf(config: ProxyConfig): number {
+  const url = config.disaggCoordinatorUrl;
+  if (url !== undefined && /^https?:\/\//.test(url)) {
+    const parsed = new URL(url);
+    if (parsed.port !== "") return Number(parsed.port);
+    return parsed.protocol === "https:" ? 443 : 80;
+  }
+  return Math.max(config.port - 1, 0);
 }
 
 /** A positive number of seconds from the environment, in ms; unset or empty: undefined. */

@@ -14,7 +14,7 @@ const SYNOPSIS: Record<Command, string> = {
 const PURPOSE: Record<Command, string> = {
   serve: "Run the proxy in front of context and generation workers (the default command; `disaggregated` works too).",
   coordinator:
-    "Run the routing brain several serving processes share, in upstream's coordinator protocol (POST /select, /finish): the workers, their health, the routers and their KV-block index, in one process. It listens on --port, else the config's port - 1.",
+    "Run the routing brain several serving processes share, in upstream's coordinator protocol (POST /select, /finish): the workers, their health, the routers and their KV-block index, in one process. It listens on --port, else disagg_coordinator_url's port, else the config's port - 1.",
   worker: "Run an emulated TensorRT-LLM worker, for tests and demos.",
   demo: "Start emulated workers and a proxy on this machine, ready for curl.",
 };
