@@ -11,6 +11,7 @@ import { startEmulatedWorker, type EmulatedWorker, type EmulatorOptions } from "
 import { fullBlockHashes } from "../src/emulator/kv/kv-block-hash.ts";
 import { isMsgpackMap, type MsgpackMap, type MsgpackValue } from "../src/json/msgpack-read.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
+import { startProxy } from "../src/server/serve.ts";
 import {
   decodeWire,
   encodeFinishRequest,
@@ -340,5 +341,58 @@ describe("the coordinator reads the workers' KV events, and is the only one to",
     // Each event went to the coordinator: what the worker still holds for another reader is nothing.
     const left = await fetch(`${cached.url}/kv_cache_events`, { method: "POST" });
     expect(await left.json()).toEqual([]);
+  });
+});
+
+describe("our replicas and our coordinator", () => {
+  test("two replicas delegating to it keep a conversation's turns on one generation worker, and every placement is finished", async () => {
+    const { url, generations, coordinator } = await setup({ generations: 3, config: { generationRouter: "conversation" } });
+    const replicas = [1, 2].map((nodeId) =>
+      startProxy(
+        {
+          ...DEFAULTS,
+          host: "127.0.0.1",
+          port: 0,
+          contextServers: coordinator.service.placement.pool.all("context").map((w) => w.origin),
+          generationServers: generations.map((w) => w.url),
+          generationRouter: "conversation",
+          disaggCoordinatorUrl: url,
+          serverStartTimeoutMs: 5000,
+          serverStartPollMs: 20,
+          nodeId,
+          configFile: undefined,
+        },
+        memoryLogger(),
+        "test",
+      ),
+    );
+    running.push(async () => {
+      await Promise.all(replicas.map((replica) => replica.stop()));
+    });
+    for (const replica of replicas) expect(await replica.waitForWorkers()).toBe(true);
+    for (let turn = 0; turn < 6; turn++) {
+      const replica = replicas[turn % 2];
+      const answer = await fetch(`${replica?.url.origin}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": "conv-shared" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `turn ${turn}` }], max_tokens: 2 }),
+      });
+      expect(answer.status).toBe(200);
+      await answer.text();
+    }
+    // Every generation leg ran where the first went, whichever replica took the turn.
+    const served = generations.map((worker) => worker.requests.filter((r) => r.path === "/v1/chat/completions").length);
+    expect(served.toSorted((a, b) => a - b)).toEqual([0, 0, 6]);
+    // The coordinator placed them: its own conversation map sends the conversation there.
+    const home = generations[served.indexOf(6)];
+    const asked = await select(url, {
+      role: "generation",
+      routingKey: { kind: "conversation", id: "conv-shared" },
+      reqId: 1n,
+      excludeServer: undefined,
+    });
+    expect(asked.body["server"]).toBe(home === undefined ? "" : nameOf(home));
+    await call(url, "/finish", encodeFinishRequest({ role: "generation", reqId: 1n, success: true }));
+    await eventually(async () => (await call(url, "/cluster_info")).body["leases"] === 0n, 3000, "every placed leg finished");
   });
 });
