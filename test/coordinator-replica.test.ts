@@ -72,6 +72,7 @@ describe("a replica with disagg_coordinator_url", () => {
     expect(coordinator.finishes.every((body) => body["success"] === true)).toBe(true);
     await eventually(() => requestLines(cluster).length === 2);
     expect(requestLines(cluster).map((line) => line["placed_by"])).toEqual(["coordinator", "coordinator"]);
+    expect(requestLines(cluster).every((line) => typeof line["placement_us"] === "number")).toBe(true);
   });
 
   test("a failed leg and a client that leaves mid-stream are finished once each, as failed", async () => {

@@ -11,11 +11,12 @@ import type { PlacementRequest, RoutedPlacement } from "../routing/placement.ts"
 import type { PipelineDeps } from "./types.ts";
 
 export async function placeForRequest(deps: PipelineDeps, ctx: RequestContext, request: PlacementRequest): Promise<RoutedPlacement> {
+  const started = performance.now();
   const placed = await placeLeg(deps.placement, request);
   if (ctx.ended) {
     placed.reservation.release();
     throw asProxyError(ctx.signal.reason);
   }
-  if (placed.placedBy !== undefined) ctx.placedBy(request.role, placed.placedBy);
+  if (placed.placedBy !== undefined) ctx.placedBy(request.role, placed.placedBy, performance.now() - started);
   return placed;
 }

@@ -23,6 +23,8 @@ export interface RequestSummary {
   readonly failedWorker: string | undefined;
   /** With a coordinator: which placed the request's legs (`coordinator`, `local`, or per role when they differ). */
   readonly placedBy: string | undefined;
+  /** With a coordinator: how long its placements took, in ms (the coordinator's round trips, or the local routers'). */
+  readonly placementMs: number | undefined;
   /** The served model it was placed on, and the client's name when that differs (routing/model-choice.ts's ModelNames). */
   readonly model: string | undefined;
   readonly requestedModel: string | undefined;
@@ -114,6 +116,7 @@ export class RequestContext {
   #generationWorker: string | undefined;
   #failedWorker: string | undefined;
   #placedBy: Partial<Record<Role, PlacedBy>> | undefined;
+  #placementMs: number | undefined;
   #models: ModelNames = NO_MODEL;
   #retries = 0;
   #bytesOut = 0;
@@ -191,9 +194,10 @@ export class RequestContext {
     else this.#generationWorker = origin;
   }
 
-  /** With a coordinator configured: which placed the role's leg (the last placement counts). */
-  placedBy(role: Role, by: PlacedBy): void {
+  /** With a coordinator configured: which placed the role's leg (the last placement counts), in `ms`. */
+  placedBy(role: Role, by: PlacedBy, ms: number): void {
     this.#placedBy = { ...this.#placedBy, [role]: by };
+    this.#placementMs = (this.#placementMs ?? 0) + ms;
   }
 
   /** The model the request goes to, as placement chose it, for the log line and the server span. */
@@ -319,6 +323,7 @@ export class RequestContext {
       generationWorker: this.#generationWorker,
       failedWorker: this.#failedWorker,
       placedBy: placedByText(this.#placedBy),
+      placementMs: this.#placementMs,
       model: this.#models.model,
       requestedModel: this.#models.requestedModel,
       status,

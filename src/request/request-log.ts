@@ -14,6 +14,7 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     generation_worker: s.generationWorker,
     failed_worker: s.failedWorker,
     placed_by: s.placedBy,
+    placement_us: s.placementMs === undefined ? undefined : Math.round(s.placementMs * 1000),
     model: s.model,
     requested_model: s.requestedModel,
     status: s.status,
