@@ -110,6 +110,27 @@ describe("a replica with disagg_coordinator_url", () => {
     await eventually(() => cluster.contexts.every((w) => w.running() === 0) && cluster.generations.every((w) => w.running() === 0));
   });
 
+  test("a generation the proxy follows after its client left stays placed at the coordinator until the worker ends it", async () => {
+    await using coordinator = startStandInCoordinator([]);
+    await using cluster = await clusterBehind(coordinator);
+    const [context] = cluster.contexts;
+    const [generation] = cluster.generations;
+    if (context === undefined || generation === undefined) throw new Error("workers");
+    coordinator.answer = (body) => ({ server: hostOf(body["role"] === "context" ? context.url : generation.url) });
+    const runningAtFinish: number[] = [];
+    coordinator.onFinish = (body) => {
+      if (body["role"] === "generation") runningAtFinish.push(generation.running());
+    };
+    const leaving = new AbortController();
+    const pending = cluster.post("/v1/chat/completions", chat("conv-d", "[[emu gen.token_ms=40 tokens=10]]"), { signal: leaving.signal });
+    await generation.waitFor((r) => r.phase === "generation");
+    leaving.abort();
+    await pending.catch(() => undefined);
+    await eventually(() => runningAtFinish.length === 1, 3000, "the generation leg's finish");
+    expect(runningAtFinish).toEqual([0]);
+    expect(coordinator.finishes.find((body) => body["role"] === "generation")?.["success"]).toBe(false);
+  });
+
   test("while the coordinator is unreachable it places on its own routers with one warning, and returns to it once it answers", async () => {
     const first = startStandInCoordinator([]);
     const port = first.port;

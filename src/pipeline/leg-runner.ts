@@ -132,7 +132,9 @@ async function runAttempts<T>(
     const reachedBefore = plan.handoff?.reached ?? false;
     try {
       const post = leg.post(plan, plan.body.codec.encode(sent, plan.body.source), step.resend);
-      const result = await (plan.handoff === undefined ? call(post) : watchedCall(call, post, plan.signal, plan.handoff, id));
+      const result = await (plan.handoff === undefined
+        ? call(post)
+        : watchedCall(call, post, plan.signal, plan.handoff, id, (settled) => leg.keepUntil(settled)));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") {
         leg.answered();
@@ -262,6 +264,11 @@ class LegAttempt {
       headers,
       ...(fresh ? { fresh } : {}),
     };
+  }
+
+  /** The request's end leaves this attempt running (a hand-off followed): what it holds at the coordinator lasts as long. */
+  keepUntil(settled: Promise<unknown>): void {
+    this.#placed.reservation.keepUntil?.(settled);
   }
 
   /** A reused connection was lost before any answer: the worker is fine, and is asked again on a fresh one. */

@@ -237,6 +237,7 @@ export class RequestContext {
         reservation.release();
       },
       completed: () => reservation.completed?.(),
+      keepUntil: (settled) => reservation.keepUntil?.(settled),
     };
   }
 

@@ -15,30 +15,51 @@ import type { CoordinatorLease } from "./coordinator-client.ts";
 import { serverOf } from "./coordination.ts";
 import type { WireMap } from "./coordinator-wire.ts";
 import { modelNotFoundMessage, servesChoice } from "./model-choice.ts";
-import type { Placement, PlacementRequest, RoutedPlacement } from "./placement.ts";
+import type { Placed, Placement, PlacementRequest, RoutedPlacement } from "./placement.ts";
 import type { Reservation } from "./reservations.ts";
-import { contentWeight, estimatedPromptTokens } from "./routing-request.ts";
+import { contentWeight, estimatedPromptTokens, type RoutingRequest } from "./routing-request.ts";
 
 /**
  * Places a leg: through the coordinator when one is configured and the role's router delegates,
  * else (and whenever it is unreachable) here. A refusal of the coordinator (no worker, every
  * worker at its limit) is the client's answer, as a local refusal would be.
  */
-export async function placeLeg(placement: Placement, request: PlacementRequest): Promise<RoutedPlacement> {
+export function placeLeg(placement: Placement, request: PlacementRequest): Promise<RoutedPlacement> | RoutedPlacement {
+  if (placement.coordinator === undefined) return placement.place(request);
+  return coordinated(placement, request, () => placement.place(request), request.routing);
+}
+
+/**
+ * A hand-off settle's generation worker (pipeline/handoff/settler.ts): the coordinator's, asked
+ * with no routing key (its routers place it least loaded and learn nothing), so the worker's
+ * limit counts it across replicas; this proxy's least loaded worker when the coordinator is away.
+ */
+export function placeSettle(placement: Placement, request: PlacementRequest): Promise<Placed> | Placed {
+  const local = (): RoutedPlacement => ({ ...placement.placeLeastLoaded(request), matchedTokens: 0, totalTokens: 0 });
+  if (placement.coordinator === undefined) return local();
+  return coordinated(placement, request, local, undefined);
+}
+
+async function coordinated(
+  placement: Placement,
+  request: PlacementRequest,
+  placeHere: () => RoutedPlacement,
+  keyedBy: RoutingRequest | undefined,
+): Promise<RoutedPlacement> {
   const coordinator = placement.coordinator;
-  if (coordinator === undefined) return placement.place(request);
-  if (!coordinator.client.reachable || !coordinator.delegates(request.role)) return { ...placement.place(request), placedBy: "local" };
+  const local = (): RoutedPlacement => ({ ...placeHere(), placedBy: "local" });
+  if (coordinator === undefined || !coordinator.client.reachable || !coordinator.delegates(request.role)) return local();
   const choice = placement.chooseModel(request.routing?.model);
   if (choice.kind === "unknown")
     throw new ProxyError("MODEL_NOT_FOUND", 404, modelNotFoundMessage(choice.requested, placement.pool.servedModels()));
-  const routing = placement.routingFor(request.role, request.routing);
+  const routing = keyedBy === undefined ? undefined : placement.routingFor(request.role, keyedBy);
   const outcome = await coordinator.client.select({
     role: request.role,
     routingKey: coordinator.keyFor(request.role, routing),
     reqId: request.requestKey,
     excludeServer: request.exclude === undefined ? undefined : serverOf(request.exclude),
   });
-  if (outcome.kind === "unreachable") return { ...placement.place(request), placedBy: "local" };
+  if (outcome.kind === "unreachable") return local();
   if (outcome.kind === "refused") {
     if (outcome.status === 429)
       throw new ProxyError("OVERLOADED", 429, `Every ${request.role} worker is at its in-flight limit; retry shortly`);
@@ -54,9 +75,9 @@ export async function placeLeg(placement: Placement, request: PlacementRequest):
     // A worker this proxy does not list, or cannot use for this request: placed here instead.
     outcome.lease.finish(false);
     coordinator.unusable(request.role, outcome.server);
-    return { ...placement.place(request), placedBy: "local" };
+    return local();
   }
-  const local = placement.table.reserve(
+  const reserved = placement.table.reserve(
     request.requestKey,
     request.role,
     worker.origin,
@@ -64,7 +85,7 @@ export async function placeLeg(placement: Placement, request: PlacementRequest):
   );
   return {
     worker,
-    reservation: leased(local, outcome.lease),
+    reservation: leased(reserved, outcome.lease),
     matchedTokens: matchedTokensOf(outcome.info),
     totalTokens: estimatedPromptTokens(request.routing),
     placedBy: "coordinator",
@@ -89,6 +110,7 @@ function matchedTokensOf(info: WireMap): number {
  */
 function leased(local: Reservation, lease: CoordinatorLease): Reservation {
   let completed = false;
+  let kept: Promise<unknown> | undefined;
   return {
     requestKey: local.requestKey,
     role: local.role,
@@ -96,9 +118,18 @@ function leased(local: Reservation, lease: CoordinatorLease): Reservation {
     completed: () => {
       completed = true;
     },
+    // The worker still runs it: the coordinator counts it until it ends (its client is gone: not a success).
+    keepUntil: (settled) => {
+      kept = settled;
+    },
     release: () => {
       local.release();
-      lease.finish(() => completed);
+      if (kept === undefined) lease.finish(() => completed);
+      else
+        void kept.then(
+          () => lease.finish(false),
+          () => lease.finish(false),
+        );
     },
   };
 }

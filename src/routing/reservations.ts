@@ -74,6 +74,8 @@ export interface Reservation {
   release(): void;
   /** The leg completed (before or in the turn of its release): a coordinator's /finish reports success. */
   completed?(): void;
+  /** The attempt runs on past its request's end (a hand-off the settler follows): a coordinator's /finish waits for `settled`. */
+  keepUntil?(settled: Promise<unknown>): void;
 }
 
 /**

@@ -18,6 +18,8 @@ export interface StandInCoordinator extends AsyncDisposable {
   /** What /select answers next (default: the first server of `servers`). */
   answer: (body: MsgpackMap) => StandInAnswer;
   healthy: boolean;
+  /** Called as each /finish arrives, before it is answered. */
+  onFinish: (body: MsgpackMap) => void;
   stop(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
   const state = {
     answer: (_body: MsgpackMap): StandInAnswer => ({ server: servers[0] ?? "127.0.0.1:1" }),
     healthy: true,
+    onFinish: (_body: MsgpackMap): void => {},
   };
   const hung: (() => void)[] = [];
   const server = Bun.serve({
@@ -41,6 +44,7 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
       if (path === "/health") return new Response(null, { status: state.healthy ? 200 : 503 });
       const body = readMsgpack(new Uint8Array(await request.arrayBuffer())) as MsgpackMap;
       if (path === "/finish") {
+        state.onFinish(body);
         finishes.push(body);
         return reply({});
       }
@@ -69,6 +73,12 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
     },
     set answer(fn) {
       state.answer = fn;
+    },
+    get onFinish() {
+      return state.onFinish;
+    },
+    set onFinish(fn) {
+      state.onFinish = fn;
     },
     get healthy() {
       return state.healthy;

@@ -10,6 +10,7 @@ import { neverReachedEngine } from "../retry.ts";
 import { WORKER_PATH, type ApiKind } from "../api-kind.ts";
 import type { ProxyConfig, Role } from "../../config/types.ts";
 import type { Logger } from "../../observability/logger.ts";
+import { placeSettle } from "../../routing/coordinated-placement.ts";
 import type { Placed, Placement } from "../../routing/placement.ts";
 import type { BodyCodec } from "../../workers/body-codec.ts";
 import type { WorkerFetch } from "../../workers/transport.ts";
@@ -228,10 +229,11 @@ export class HandoffSettler {
 
   /**
    * The least loaded generation worker that can take the hand-off (not its context worker), one
-   * not tried yet first (Placement.placeLeastLoaded: not the routers' pick).
+   * not tried yet first (Placement.placeLeastLoaded: not the routers' pick; routing/coordinated-placement.ts placeSettle).
    */
-  #place(handoff: UnclaimedHandoff, tried: readonly string[]): Placed {
-    return this.#deps.placement.placeLeastLoaded({
+  #place(handoff: UnclaimedHandoff, tried: readonly string[]): Placed | Promise<Placed> {
+    // With a coordinator, it places the settle too: the worker's limit counts it across replicas.
+    return placeSettle(this.#deps.placement, {
       role: "generation",
       requestKey: handoff.disaggRequestId,
       exclude: handoff.contextWorker,
@@ -244,7 +246,7 @@ export class HandoffSettler {
   /** One claim: a generation worker placed (not the context worker), the capped request sent. */
   async #claimOnce(handoff: UnclaimedHandoff, remainingMs: number, tried: string[]): Promise<string> {
     const deps = this.#deps;
-    const placed = this.#place(handoff, tried);
+    const placed = await this.#place(handoff, tried);
     tried.push(placed.worker.origin);
     try {
       const codec = deps.bodyCodec ?? JSON_CODEC;

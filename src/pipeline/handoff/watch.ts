@@ -37,6 +37,8 @@ export async function watchedCall<T>(
   request: AbortSignal,
   watch: HandoffWatch,
   id: bigint,
+  /** Told of an attempt the request's end leaves running, so what it holds lasts as long as it (a coordinator's lease). */
+  keep?: (settled: Promise<unknown>) => void,
 ): Promise<T> {
   const own = new AbortController();
   let answering = false;
@@ -44,6 +46,7 @@ export async function watchedCall<T>(
   watch.reached = true;
   const { promise: ended, reject } = Promise.withResolvers<never>();
   const onEnd = (): void => {
+    keep?.(pending);
     watch.adopt(pending, (reason) => own.abort(reason), {
       origin: post.origin,
       id,
