@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { ensureHttpCapacity } from "./http-capacity.ts";
 
 describe("ensureHttpCapacity", () => {
-  test("keeps an operator's own value and does not re-execute", () => {
+  test("keeps an operator's own values and does not re-execute", () => {
     const calls: string[][] = [];
-    const state = ensureHttpCapacity({ BUN_CONFIG_MAX_HTTP_REQUESTS: "1000" }, (_path, args) => {
+    const state = ensureHttpCapacity({ BUN_CONFIG_MAX_HTTP_REQUESTS: "1000", MIMALLOC_PURGE_DELAY: "100" }, (_path, args) => {
       calls.push(args);
       throw new Error("must not run");
     });
@@ -20,7 +20,19 @@ describe("ensureHttpCapacity", () => {
     });
     expect(seen).toHaveLength(1);
     expect(seen[0]?.["BUN_CONFIG_MAX_HTTP_REQUESTS"]).toBe("65535");
+    expect(seen[0]?.["MIMALLOC_PURGE_DELAY"]).toBe("-1");
     expect(seen[0]?.["PATH"]).toBe("/bin");
+  });
+
+  test("adds only what is missing: an operator's cap stays, and a failed re-execution leaves it ready", () => {
+    const seen: Record<string, string | undefined>[] = [];
+    const state = ensureHttpCapacity({ BUN_CONFIG_MAX_HTTP_REQUESTS: "1000" }, (_path, _args, env) => {
+      seen.push(env);
+      throw new Error("EACCES");
+    });
+    expect(seen[0]?.["BUN_CONFIG_MAX_HTTP_REQUESTS"]).toBe("1000");
+    expect(seen[0]?.["MIMALLOC_PURGE_DELAY"]).toBe("-1");
+    expect(state).toEqual({ ready: true });
   });
 
   test("carries on at the lower cap, naming the cause, when the re-execution fails", () => {
