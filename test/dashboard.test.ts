@@ -3,6 +3,7 @@ import type { DashboardSnapshot } from "../src/dashboard/snapshot.ts";
 import { demoBanner, startDemo } from "../src/demo.ts";
 import { silentLogger } from "../src/observability/logger.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
@@ -244,5 +245,56 @@ describe("the dashboard", () => {
     await using cluster = await startCluster({ config: { dashboard: false } });
     for (const path of ["/dashboard", "/dashboard/data", "/dashboard/events"]) expect((await fetch(cluster.url + path)).status).toBe(404);
     expect(cluster.proxy.app.dashboard).toBeUndefined();
+  });
+});
+
+/** A raw GET of /dashboard/events from `localAddress`, held open; resolves with its status once the head arrived. */
+function openEvents(url: string, localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; socket: Socket }> {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: target.hostname, port: Number(target.port), localAddress }, () => {
+      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`GET /dashboard/events HTTP/1.1\r\nHost: ${target.host}\r\n${lines.join("")}\r\n`);
+    });
+    let head = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      if (head.includes("\r\n")) return;
+      head += chunk;
+      if (head.includes("\r\n")) resolve({ status: Number(head.split(" ")[1]), socket });
+    });
+    socket.once("error", reject);
+  });
+}
+
+describe("dashboard event streams are capped per client address", () => {
+  test("32 anonymous streams from one address get 8, another address still gets its own, the operator with a key gets one; filled from several addresses, the operator still gets one", async () => {
+    await using cluster = await startCluster({ config: { apiKeysFromEnv: "operator-key" } });
+    const held: Socket[] = [];
+    try {
+      const open = async (from: string, headers?: Record<string, string>): Promise<number> => {
+        const { status, socket } = await openEvents(cluster.url, from, headers);
+        held.push(socket);
+        return status;
+      };
+      const statuses: number[] = [];
+      for (let i = 0; i < 32; i++) statuses.push(await open("127.0.0.1"));
+      expect([statuses.filter((s) => s === 200).length, statuses.filter((s) => s === 429).length]).toEqual([8, 24]);
+      expect(await open("127.0.0.2")).toBe(200);
+      expect(await open("127.0.0.1", { authorization: "Bearer operator-key" })).toBe(200);
+      // 10 held; 22 more from three other addresses fill the 32.
+      const filling: number[] = [];
+      for (const [from, count] of [
+        ["127.0.0.3", 8],
+        ["127.0.0.4", 8],
+        ["127.0.0.5", 6],
+      ] as const)
+        for (let i = 0; i < count; i++) filling.push(await open(from));
+      expect(filling.every((status) => status === 200)).toBe(true);
+      expect(await open("127.0.0.6")).toBe(429);
+      expect(await open("127.0.0.6", { authorization: `Basic ${btoa("ops:operator-key")}` })).toBe(200);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { dashboardErrorResponse, dashboardHttp, MAX_EVENT_STREAMS } from "./http.ts";
+import { dashboardErrorResponse, dashboardHttp, type EventWatcher } from "./http.ts";
+import { STREAM_LIMITS } from "./stream-slots.ts";
 import { DashboardRecorder, type DashboardSource } from "./recorder.ts";
 
 const source: DashboardSource = {
@@ -20,6 +21,15 @@ function hashOf(text: string): string {
 
 function eventsRequest(signal: AbortSignal = new AbortController().signal): Request {
   return new Request("http://proxy/dashboard/events", { signal });
+}
+
+/** A watcher without a key: the i-th of STREAM_LIMITS.perAddress per address. */
+function watcher(i: number): EventWatcher {
+  return { address: `10.0.0.${Math.floor(i / STREAM_LIMITS.perAddress)}`, operator: false, stillAllowed: () => true };
+}
+
+function anonymous(address: string): EventWatcher {
+  return { address, operator: false, stillAllowed: () => true };
 }
 
 describe("dashboard HTTP answers", () => {
@@ -51,18 +61,39 @@ describe("dashboard HTTP answers", () => {
     await reader.cancel();
   });
 
-  test(`at most ${MAX_EVENT_STREAMS} streams at once; one closing (client gone or cancelled) frees its place`, async () => {
+  test(`at most ${STREAM_LIMITS.total} streams at once; one closing (client gone or cancelled) frees its place`, async () => {
     const http = dashboardHttp(new DashboardRecorder(source));
-    const clients = Array.from({ length: MAX_EVENT_STREAMS }, () => new AbortController());
-    const responses = clients.map((client) => http.events(eventsRequest(client.signal), () => {}));
+    const clients = Array.from({ length: STREAM_LIMITS.total }, () => new AbortController());
+    const responses = clients.map((client, i) => http.events(eventsRequest(client.signal), () => {}, watcher(i)));
     expect(responses.every((r) => r.status === 200)).toBe(true);
-    expect(http.events(eventsRequest(), () => {}).status).toBe(429);
+    expect(http.events(eventsRequest(), () => {}, watcher(1000)).status).toBe(429);
     clients[0]!.abort();
-    const next = http.events(eventsRequest(), () => {});
+    const next = http.events(eventsRequest(), () => {}, watcher(0));
     expect(next.status).toBe(200);
-    expect(http.events(eventsRequest(), () => {}).status).toBe(429);
+    expect(http.events(eventsRequest(), () => {}, watcher(1000)).status).toBe(429);
     await next.body!.cancel();
-    expect(http.events(eventsRequest(), () => {}).status).toBe(200);
+    expect(http.events(eventsRequest(), () => {}, watcher(0)).status).toBe(200);
+  });
+
+  test("one address holds at most a few streams, others still get theirs; the operator's (a key shown) is never refused while anonymous streams are held: the oldest is ended", async () => {
+    const http = dashboardHttp(new DashboardRecorder(source), { perAddress: 2, total: 4 });
+    const operator = { address: "10.0.0.1", operator: true, stillAllowed: () => true };
+    const first = http.events(eventsRequest(), () => {}, anonymous("10.0.0.1"));
+    const kept = [first, http.events(eventsRequest(), () => {}, anonymous("10.0.0.1"))];
+    const refused = http.events(eventsRequest(), () => {}, anonymous("10.0.0.1"));
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toBe("At most 2 dashboards may watch at once from one address\n");
+    kept.push(
+      http.events(eventsRequest(), () => {}, anonymous("10.0.0.2")),
+      http.events(eventsRequest(), () => {}, anonymous("10.0.0.3")),
+    );
+    expect(kept.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(http.events(eventsRequest(), () => {}, anonymous("10.0.0.4")).status).toBe(429);
+    // Full of anonymous streams: the operator gets one, and the oldest anonymous stream ends.
+    const operators = [1, 2, 3, 4].map(() => http.events(eventsRequest(), () => {}, operator));
+    expect(operators.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(await first.text()).toStartWith("retry: 2000");
+    expect(http.events(eventsRequest(), () => {}, operator).status).toBe(429);
   });
 
   test("the JSON snapshot leaves out the chart points before `after`", async () => {

@@ -1,8 +1,6 @@
 import { dashboardPage } from "./page.ts";
 import type { DashboardRecorder } from "./recorder.ts";
-
-/** Browsers watching at once; each costs one snapshot a second. More get a 429. */
-export const MAX_EVENT_STREAMS = 32;
+import { StreamSlots, type StreamLimits, type Watcher } from "./stream-slots.ts";
 
 const NO_STORE = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
 
@@ -12,17 +10,24 @@ export interface DashboardHttp {
   /** GET /dashboard/data[?after=<ms>]: one snapshot (chart points after `after` only). */
   data(request: Request): Response;
   /**
-   * GET /dashboard/events: a snapshot now, then one after every tick (SSE, event "snapshot").
-   * `stillAllowed` is asked before each: a key removed on SIGHUP ends the streams it opened
-   * at the next tick (within a second), as it refuses new requests at once.
+   * GET /dashboard/events: a snapshot now, then one after every tick (SSE, event "snapshot"),
+   * within the watchers' caps (stream-slots.ts; beyond them a 429).
    */
-  events(request: Request, keepOpen: () => void, stillAllowed?: () => boolean): Response;
+  events(request: Request, keepOpen: () => void, watcher?: EventWatcher): Response;
 }
 
+/** Who watches: its address and key, and whether its key still opens the dashboard. */
+export interface EventWatcher extends Watcher {
+  /** Asked before each snapshot: a key removed on SIGHUP ends the streams it opened at the next tick (within a second). */
+  readonly stillAllowed: () => boolean;
+}
+
+const ANONYMOUS: EventWatcher = { address: "unknown", operator: false, stillAllowed: () => true };
+
 /** The dashboard's three answers over one recorder. */
-export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
+export function dashboardHttp(recorder: DashboardRecorder, limits?: StreamLimits): DashboardHttp {
   const page = dashboardPage();
-  let streams = 0;
+  const slots = new StreamSlots(limits);
   return {
     page() {
       return new Response(page.html, {
@@ -40,14 +45,10 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
       const body = JSON.stringify(recorder.snapshot(Number.isFinite(after) ? after : undefined));
       return new Response(body, { headers: { ...NO_STORE, "content-type": "application/json" } });
     },
-    events(request, keepOpen, stillAllowed = () => true) {
-      if (streams >= MAX_EVENT_STREAMS) {
-        return new Response(`At most ${MAX_EVENT_STREAMS} dashboards may watch at once\n`, {
-          status: 429,
-          headers: { ...NO_STORE, "retry-after": "5" },
-        });
-      }
-      streams++;
+    events(request, keepOpen, watcher = ANONYMOUS) {
+      let endStream: (() => void) | undefined;
+      const slot = slots.take(watcher, () => endStream?.());
+      if (typeof slot === "string") return new Response(`${slot}\n`, { status: 429, headers: { ...NO_STORE, "retry-after": "5" } });
       keepOpen();
       const encoder = new TextEncoder();
       let lastAt: number | undefined;
@@ -56,7 +57,7 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
         {
           start(controller) {
             const send = (): void => {
-              if (!stillAllowed()) {
+              if (!watcher.stillAllowed()) {
                 onAbort();
                 return;
               }
@@ -70,7 +71,7 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
             close = () => {
               off();
               request.signal.removeEventListener("abort", onAbort);
-              streams--;
+              slot.release();
               close = undefined;
             };
             const onAbort = (): void => {
@@ -81,6 +82,7 @@ export function dashboardHttp(recorder: DashboardRecorder): DashboardHttp {
                 // Already closed by the client going away.
               }
             };
+            endStream = onAbort;
             request.signal.addEventListener("abort", onAbort, { once: true });
             controller.enqueue(encoder.encode("retry: 2000\n\n"));
             send();

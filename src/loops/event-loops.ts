@@ -85,10 +85,10 @@ export class EventLoops {
         this.#own = values;
       },
       metricsText: () => this.#gather(),
-      provideDashboard: (recorder, http, stillAllowed) => {
+      provideDashboard: (recorder, http, watcherOf) => {
         const token = randomBytes(24).toString("hex");
         this.#recorder = recorder;
-        this.#dashboard = { server: privateDashboard(http, token, stillAllowed), token };
+        this.#dashboard = { server: privateDashboard(http, token, watcherOf), token };
       },
     };
   }

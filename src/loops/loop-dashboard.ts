@@ -9,6 +9,7 @@
 
 import type { Role } from "../config/types.ts";
 import type { DashboardHttp } from "../dashboard/http.ts";
+import type { DashboardForward, WatcherOf } from "../server/loop-share.ts";
 import type { EndedRequest, TrafficObserver } from "../observability/traffic-observer.ts";
 
 /** One TrafficObserver call, as sent between threads. */
@@ -28,6 +29,8 @@ const BATCH_EVENTS = 4096;
 
 /** The header that carries the process's token to the main loop's private dashboard listener. */
 export const LOOP_TOKEN_HEADER = "x-disagg-proxy-loop";
+/** Beside the token: the client's address as the extra loop saw it (the main loop caps streams per address). */
+const LOOP_PEER_HEADER = "x-disagg-proxy-loop-peer";
 
 /** An extra loop's observer: every call is queued and sent in batches through `send`. */
 export function forwardingObserver(send: (events: TrafficEvent[]) => void): TrafficObserver {
@@ -85,7 +88,7 @@ export function replay(events: readonly TrafficEvent[], into: TrafficObserver): 
 }
 
 /** The main loop's private listener: the dashboard's three answers, for the extra loops only. */
-export function privateDashboard(http: DashboardHttp, token: string, stillAllowed: (request: Request) => boolean): Bun.Server<undefined> {
+export function privateDashboard(http: DashboardHttp, token: string, watcherOf: WatcherOf): Bun.Server<undefined> {
   return Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -99,19 +102,21 @@ export function privateDashboard(http: DashboardHttp, token: string, stillAllowe
         return http.events(
           request,
           () => server.timeout(request, 0),
-          () => stillAllowed(request),
+          watcherOf(request, request.headers.get(LOOP_PEER_HEADER) ?? undefined),
         );
       return new Response("Not found\n", { status: 404 });
     },
   });
 }
 
-/** An extra loop's way to the main loop's dashboard: the request as it came, with the token. */
-export function dashboardForwarder(url: string, token: string): (request: Request) => Promise<Response> {
-  return async (request) => {
+/** An extra loop's way to the main loop's dashboard: the request as it came, with the token and the client's address. */
+export function dashboardForwarder(url: string, token: string): DashboardForward {
+  return async (request, address) => {
     const target = new URL(request.url);
     const headers = new Headers(request.headers);
     headers.set(LOOP_TOKEN_HEADER, token);
+    if (address === undefined) headers.delete(LOOP_PEER_HEADER);
+    else headers.set(LOOP_PEER_HEADER, address);
     const answer = await fetch(`${url}${target.pathname}${target.search}`, { headers, signal: request.signal, timeout: false });
     // The runtime decoded nothing (no compression here); its framing headers are the relay's own.
     const relayed = new Headers(answer.headers);

@@ -66,6 +66,12 @@ export function mayCall(app: App, access: RouteEntry["access"], request: Request
   return keys.allows(request.headers) || (access === "dashboard" && keys.allowsBasic(request.headers));
 }
 
+/** Whether the request shows a valid client key (Bearer, x-api-key, or a Basic password): the operator's, not anyone's. */
+export function showsKey(app: App, request: Request): boolean {
+  const keys = app.clientKeys;
+  return keys !== undefined && (keys.allows(request.headers) || keys.allowsBasic(request.headers));
+}
+
 function misdirected(app: App, request: Request): ProxyError {
   const host = (request.headers.get("host") ?? "").slice(0, 200);
   return new ProxyError(

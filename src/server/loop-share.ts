@@ -3,7 +3,7 @@
  * declares the routes' needs: the server uses it, loops/ implements it.
  */
 
-import type { DashboardHttp } from "../dashboard/http.ts";
+import type { DashboardHttp, EventWatcher } from "../dashboard/http.ts";
 import type { LoopMetrics } from "../observability/metrics.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { SharedLoad } from "../routing/shared-load.ts";
@@ -18,9 +18,15 @@ export interface LoopShare {
   /** The process's metrics: every loop's values added up. */
   metricsText(): Promise<string>;
   /** The main loop: its dashboard, which hears every loop's traffic and answers for them all (loops/loop-dashboard.ts). */
-  provideDashboard?(recorder: TrafficObserver, http: DashboardHttp, stillAllowed: (request: Request) => boolean): void;
+  provideDashboard?(recorder: TrafficObserver, http: DashboardHttp, watcherOf: WatcherOf): void;
   /** An extra loop with the dashboard on: where its traffic goes instead of a recorder of its own. */
   readonly traffic?: TrafficObserver | undefined;
   /** An extra loop with the dashboard on: answers a dashboard request from the main loop. */
-  readonly forwardDashboard?: ((request: Request) => Promise<Response>) | undefined;
+  readonly forwardDashboard?: DashboardForward | undefined;
 }
+
+/** Who opens a dashboard event stream, from its request and the client's address. */
+export type WatcherOf = (request: Request, address: string | undefined) => EventWatcher;
+
+/** An extra loop's dashboard request sent to the main loop, with the client's address. */
+export type DashboardForward = (request: Request, address: string | undefined) => Promise<Response>;

@@ -4,6 +4,7 @@ import { anthropicErrorResponse, countTokens, messages } from "../routes/message
 import { chatCompletions, completions } from "../routes/openai.ts";
 import { responses } from "../routes/responses.ts";
 import { dashboardErrorResponse, type DashboardHttp } from "../dashboard/http.ts";
+import type { DashboardForward, WatcherOf } from "./loop-share.ts";
 import type { RouteEntry, RouteTable } from "./dispatch.ts";
 
 export const ROUTES: RouteTable = {
@@ -28,13 +29,13 @@ export const ROUTES: RouteTable = {
   "/delete": { methods: { DELETE: clusterDelete }, access: "open", checkHost: true, renderError: storageErrorResponse },
 };
 
-type DashboardHandler = (request: Request, keepOpen: () => void) => Response;
+type DashboardHandler = (request: Request, keepOpen: () => void, peer: () => string | undefined) => Response;
 
 const DASHBOARD_ACCESS = "dashboard";
 
 function dashboardEntry(handler: DashboardHandler): RouteEntry {
   return {
-    methods: { GET: (_deps, request, keepOpen) => handler(request, keepOpen) },
+    methods: { GET: (_deps, request, keepOpen, peer = () => undefined) => handler(request, keepOpen, peer) },
     access: DASHBOARD_ACCESS,
     checkHost: true,
     renderError: (error) => dashboardErrorResponse(error.status, error.message),
@@ -45,13 +46,13 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
  * An extra event loop's dashboard routes (num_workers > 1): checked here as any, answered by
  * the main loop (`forward`, loops/loop-dashboard.ts), whose recorder hears every loop.
  */
-export function forwardedDashboardRoutes(forward: (request: Request) => Promise<Response>): RouteTable {
+export function forwardedDashboardRoutes(forward: DashboardForward): RouteTable {
   const entry: RouteEntry = {
     methods: {
-      GET: (_deps, request, keepOpen) => {
+      GET: (_deps, request, keepOpen, peer) => {
         // The event stream stays open as long as the main loop's does.
         if (new URL(request.url).pathname.endsWith("/events")) keepOpen();
-        return forward(request);
+        return forward(request, peer?.());
       },
     },
     access: DASHBOARD_ACCESS,
@@ -63,12 +64,13 @@ export function forwardedDashboardRoutes(forward: (request: Request) => Promise<
 
 /**
  * The live status page, protected as /metrics is (--protect-metrics also takes the key as a
- * Basic password). `allowed` re-checks an open event stream's request against the current keys.
+ * Basic password). `watcherOf` says who opens an event stream: its address, whether it showed a
+ * key, and a re-check of its request against the current keys.
  */
-export function dashboardRoutes(http: DashboardHttp, allowed: (access: RouteEntry["access"], request: Request) => boolean): RouteTable {
+export function dashboardRoutes(http: DashboardHttp, watcherOf: WatcherOf): RouteTable {
   return {
     "/dashboard": dashboardEntry(() => http.page()),
     "/dashboard/data": dashboardEntry((request) => http.data(request)),
-    "/dashboard/events": dashboardEntry((request, keepOpen) => http.events(request, keepOpen, () => allowed(DASHBOARD_ACCESS, request))),
+    "/dashboard/events": dashboardEntry((request, keepOpen, peer) => http.events(request, keepOpen, watcherOf(request, peer()))),
   };
 }

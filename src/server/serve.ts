@@ -7,9 +7,9 @@ import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "./load-polling.ts";
 import { createApp, type App } from "./app.ts";
-import type { LoopShare } from "./loop-share.ts";
+import type { LoopShare, WatcherOf } from "./loop-share.ts";
 import { startDiscovery, type RunningDiscovery } from "./discovery.ts";
-import { createDispatch, mayCall, type RouteEntry, type RouteTable } from "./dispatch.ts";
+import { createDispatch, mayCall, showsKey, type RouteEntry, type RouteTable } from "./dispatch.ts";
 import { listen, type ListenerOptions } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
 import { dashboardRoutes, forwardedDashboardRoutes, ROUTES } from "./route-table.ts";
@@ -231,6 +231,11 @@ function routesOf(app: App, allowed: (access: RouteEntry["access"], request: Req
   if (forward !== undefined) return { ...ROUTES, ...forwardedDashboardRoutes(forward) };
   if (app.dashboard === undefined) return ROUTES;
   const http = dashboardHttp(app.dashboard);
-  loop?.provideDashboard?.(app.dashboard, http, (request) => allowed("dashboard", request));
-  return { ...ROUTES, ...dashboardRoutes(http, allowed) };
+  const watcherOf: WatcherOf = (request, address) => ({
+    address: address ?? "unknown",
+    operator: showsKey(app, request),
+    stillAllowed: () => allowed("dashboard", request),
+  });
+  loop?.provideDashboard?.(app.dashboard, http, watcherOf);
+  return { ...ROUTES, ...dashboardRoutes(http, watcherOf) };
 }
