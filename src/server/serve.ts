@@ -147,46 +147,16 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       logger.info("TLS certificate reloaded");
     },
     replaceWorkers(context, generation) {
-      const pool = app.placement.pool;
-      for (const [role, origins] of [
-        ["context", context],
-        ["generation", generation],
-      ] as const) {
-        const { added, removed } = pool.replace(role, origins);
-        if (added.length === 0 && removed.length === 0) continue;
-        logger.info("workers reloaded", { role, added, removed });
-        dashboard?.workersChanged();
-      }
+      replacePoolWorkers(app, logger, context, generation);
       void monitor.checkAll(stopping.signal);
     },
     async drain(timeoutMs) {
-      app.startDraining();
-      logger.info("draining", { in_flight: app.active.size, timeout_ms: timeoutMs });
-      await waitUntil(() => app.active.size === 0, timeoutMs);
-      if (app.active.size > 0) await abortLeft(app, logger);
-      // The hand-offs the drained requests left are claimed before the proxy goes.
-      await waitUntil(() => app.handoffs.pending === 0, SETTLE_GRACE_MS);
+      await drained(app, logger, timeoutMs);
       await stop();
     },
     handOver(timeoutMs) {
       closingConnections = true;
-      const closing = (async () => {
-        await pause(CONNECTION_CLOSE_PHASE_MS, new AbortController().signal);
-        const connectionsClosed = Promise.all(servers.map((server) => server.stop(false)));
-        logger.info("stopped listening: the new process serves the port; requests in flight run on", {
-          in_flight: app.active.size,
-          timeout_ms: timeoutMs,
-        });
-        // Wrapped: awaiting `closing` must not wait for every connection.
-        return { connectionsClosed };
-      })();
-      const listenerClosed = closing.then(() => undefined);
-      const finished = (async () => {
-        const { connectionsClosed } = await closing;
-        if ((await withDeadline(connectionsClosed, timeoutMs)) === "late") await abortLeft(app, logger);
-        await stop();
-      })();
-      return { listenerClosed, finished };
+      return handedOver(app, logger, servers, timeoutMs, stop);
     },
     registrations: () => app.clusterStorage?.store.handOver() ?? [],
     adoptRegistrations(items) {
@@ -197,6 +167,56 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     },
     stop,
   };
+}
+
+/** New worker lists (SIGHUP): each role's added and removed workers logged. */
+function replacePoolWorkers(app: App, logger: Logger, context: readonly string[], generation: readonly string[]): void {
+  for (const [role, origins] of [
+    ["context", context],
+    ["generation", generation],
+  ] as const) {
+    const { added, removed } = app.placement.pool.replace(role, origins);
+    if (added.length === 0 && removed.length === 0) continue;
+    logger.info("workers reloaded", { role, added, removed });
+    app.dashboard?.workersChanged();
+  }
+}
+
+/** New requests refused; those in flight get `timeoutMs`, then are aborted in-band; their hand-offs are claimed. */
+async function drained(app: App, logger: Logger, timeoutMs: number): Promise<void> {
+  app.startDraining();
+  logger.info("draining", { in_flight: app.active.size, timeout_ms: timeoutMs });
+  await waitUntil(() => app.active.size === 0, timeoutMs);
+  if (app.active.size > 0) await abortLeft(app, logger);
+  // The hand-offs the drained requests left are claimed before the proxy goes.
+  await waitUntil(() => app.handoffs.pending === 0, SETTLE_GRACE_MS);
+}
+
+/** RunningProxy.handOver, once its answers say `Connection: close`: the listeners close after the phase, then the proxy stops. */
+function handedOver(
+  app: App,
+  logger: Logger,
+  servers: readonly Bun.Server<undefined>[],
+  timeoutMs: number,
+  stop: () => Promise<void>,
+): { readonly listenerClosed: Promise<void>; readonly finished: Promise<void> } {
+  const closing = (async () => {
+    await pause(CONNECTION_CLOSE_PHASE_MS, new AbortController().signal);
+    const connectionsClosed = Promise.all(servers.map((server) => server.stop(false)));
+    logger.info("stopped listening: the new process serves the port; requests in flight run on", {
+      in_flight: app.active.size,
+      timeout_ms: timeoutMs,
+    });
+    // Wrapped: awaiting `closing` must not wait for every connection.
+    return { connectionsClosed };
+  })();
+  const listenerClosed = closing.then(() => undefined);
+  const finished = (async () => {
+    const { connectionsClosed } = await closing;
+    if ((await withDeadline(connectionsClosed, timeoutMs)) === "late") await abortLeft(app, logger);
+    await stop();
+  })();
+  return { listenerClosed, finished };
 }
 
 /** After the drain timeout: the requests left end with the usual in-band error, given ABORT_GRACE_MS to write it. */
