@@ -9,3 +9,8 @@ export function writeReportAddress(file: string, host: string, url: URL): void {
   writeFileSync(temporary, `${host}:${url.port}`);
   renameSync(temporary, file);
 }
+
+/** With --port 0 the bound URL is the first stdout line, so scripts and tests find the port. */
+export function announce(url: URL, requestedPort: number): void {
+  if (requestedPort === 0) process.stdout.write(`${url.origin}\n`);
+}

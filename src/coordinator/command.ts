@@ -1,0 +1,69 @@
+import type { StartupNote } from "../config/load.ts";
+import type { ProxyConfig } from "../config/types.ts";
+import type { Logger } from "../observability/logger.ts";
+import { ListenError } from "../server/listener.ts";
+import { startCoordinator, type RunningCoordinator } from "./run.ts";
+
+/** What `coordinator` was started with. */
+export interface CoordinatorCommand {
+  readonly config: ProxyConfig;
+  readonly port: number;
+  readonly reservationTimeoutMs: number;
+  readonly notes: readonly StartupNote[];
+  readonly warnings: readonly string[];
+}
+
+export interface CoordinatorRun {
+  readonly command: CoordinatorCommand;
+  /** The command line parsed again (SIGHUP); undefined when it no longer says coordinator. Throws what parsing throws. */
+  readonly reread: () => CoordinatorCommand | undefined;
+  readonly version: string;
+  readonly logger: Logger;
+  /** Ends the process (main.ts, the only place that exits). */
+  readonly exit: (code: number, message?: string) => never;
+}
+
+/** `disagg-proxy coordinator`: listens at once, then waits for the workers as serve does; SIGTERM stops it, SIGHUP re-reads the worker lists. */
+export async function runCoordinator(run: CoordinatorRun): Promise<void> {
+  const { command, exit, logger } = run;
+  const { config } = command;
+  for (const note of command.notes) logger[note.level](note.text);
+  for (const warning of command.warnings) logger.warn(warning);
+  let coordinator: RunningCoordinator;
+  try {
+    coordinator = startCoordinator(config, { port: command.port, reservationTimeoutMs: command.reservationTimeoutMs }, logger, run.version);
+  } catch (error) {
+    if (error instanceof ListenError) exit(2, error.message);
+    throw error;
+  }
+  // With --port 0 the bound URL is the first stdout line, so scripts and tests find the port.
+  if (command.port === 0) process.stdout.write(`${coordinator.url.origin}\n`);
+  logger.info("coordinator listening", {
+    url: coordinator.url.origin,
+    context_router: config.contextRouter,
+    generation_router: config.generationRouter,
+    reservation_timeout_s: command.reservationTimeoutMs / 1000,
+    node_id: config.nodeId,
+  });
+  const stop = (): void => {
+    coordinator.stop().then(
+      () => exit(0),
+      () => exit(1),
+    );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  process.on("SIGHUP", () => {
+    try {
+      const next = run.reread();
+      if (next !== undefined) coordinator.replaceWorkers(next.config.contextServers, next.config.generationServers);
+    } catch (error) {
+      logger.error("reload failed: keeping the current workers", { error });
+    }
+  });
+  if (await coordinator.waitForWorkers()) return;
+  if (config.discovery !== undefined) return logger.warn("not enough workers ready yet; waiting for more to register");
+  logger.error("Timeout waiting for context and generation servers to be ready");
+  await coordinator.stop();
+  exit(1);
+}
