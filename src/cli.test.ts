@@ -314,6 +314,10 @@ describe("coordinator", () => {
     // The YAML the replicas share names the coordinator: it listens there.
     expect(coordinator(["-c", "disagg.yaml", "--disagg-coordinator-url", "http://coord:7100"]).port).toBe(7100);
     expect(coordinator(["-c", "disagg.yaml", "--disagg-coordinator-url", "http://coord:7100", "--port", "9100"]).port).toBe(9100);
+    // Workers register with the HTTP cluster storage it serves: the cluster_uri is its address.
+    const storage: LoadDeps = { ...DEPS, readFile: () => `${YAML}disagg_cluster: { cluster_uri: "http://coord:7200" }\n` };
+    const registering = parseCommandLine(["coordinator", "-c", "cluster.yaml"], storage);
+    expect(registering.kind === "coordinator" ? registering.port : 0).toBe(7200);
   });
 
   test("a placement's lease is 180 s unless --reservation-timeout or TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT says otherwise", () => {

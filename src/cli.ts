@@ -117,11 +117,6 @@ function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDe
   if (help === true) return { kind: "help", text: usageText(VERSION, "coordinator") };
   if (version === true) return { kind: "version" };
   const { config, warnings, notes } = loadConfig(flags, deps);
-  if (config.discovery?.kind === "cluster" && config.discovery.storage === "http") {
-    throw new ConfigError(
-      "Invalid config: the coordinator does not serve an http:// disagg_cluster.cluster_uri (workers register with a serving process there); use etcd:// or static urls",
-    );
-  }
   const port = flags.port ?? coordinatorPortOf(config);
   const timeout = reservationTimeoutMs ?? envSeconds(deps.env, "TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT") ?? RESERVATION_TIMEOUT_MS;
   return { kind: "coordinator", config, port, reservationTimeoutMs: timeout, warnings, notes };
@@ -129,15 +124,18 @@ function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDe
 
 /**
  * Where the coordinator listens without --port: the port of the YAML's disagg_coordinator_url
- * (the file the serving processes share names it), else upstream's implicit coordinator's
- * address, the serving processes' port - 1 (docs: "Coordinator and Worker Fleet").
+ * (the file the serving processes share names it), else of an http:// disagg_cluster.cluster_uri
+ * (its storage), else upstream's implicit coordinator's address, the serving processes' port - 1
+ * (docs: "Coordinator and Worker Fleet").
  */
 function coordinatorPortOf(config: ProxyConfig): number {
-  const url = config.disaggCoordinatorUrl;
-  if (url !== undefined && /^https?:\/\//.test(url)) {
+  const discovery = config.discovery;
+  // The HTTP cluster storage it serves is where workers register: the cluster_uri names its address too.
+  const storage = discovery?.kind === "cluster" && discovery.storage === "http" ? discovery.endpoint : undefined;
+  for (const url of [config.disaggCoordinatorUrl, storage]) {
+    if (url === undefined || !/^https?:\/\//.test(url)) continue;
     const parsed = new URL(url);
-    if (parsed.port !== "") return Number(parsed.port);
-    return parsed.protocol === "https:" ? 443 : 80;
+    return parsed.port === "" ? (parsed.protocol === "https:" ? 443 : 80) : Number(parsed.port);
   }
   return Math.max(config.port - 1, 0);
 }

@@ -12,6 +12,9 @@ import { fullBlockHashes } from "../src/emulator/kv/kv-block-hash.ts";
 import { isMsgpackMap, type MsgpackMap, type MsgpackValue } from "../src/json/msgpack-read.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
 import { startProxy } from "../src/server/serve.ts";
+import { httpRegistrar } from "../src/discovery/index.ts";
+import { silentLogger } from "../src/observability/logger.ts";
+import { freePort } from "./support/etcd.ts";
 import {
   decodeWire,
   encodeFinishRequest,
@@ -394,5 +397,55 @@ describe("our replicas and our coordinator", () => {
     expect(asked.body["server"]).toBe(home === undefined ? "" : nameOf(home));
     await call(url, "/finish", encodeFinishRequest({ role: "generation", reqId: 1n, success: true }));
     await eventually(async () => (await call(url, "/cluster_info")).body["leases"] === 0n, 3000, "every placed leg finished");
+  });
+});
+
+describe("the coordinator owns discovery", () => {
+  test("workers registering in the HTTP cluster storage it serves join its pool, are placed on, and leave when they deregister", async () => {
+    const port = freePort();
+    const endpoint = `http://127.0.0.1:${port}`;
+    const discovery = {
+      kind: "cluster",
+      storage: "http",
+      endpoint,
+      clusterName: "coord",
+      minimalContext: 1,
+      minimalGeneration: 1,
+      leaseTtlMs: 2000,
+    } as const;
+    const config: ProxyConfig = {
+      ...DEFAULTS,
+      host: "127.0.0.1",
+      port: 0,
+      contextServers: [],
+      generationServers: [],
+      discovery,
+      serverStartTimeoutMs: 50,
+      healthCheckIntervalMs: 50,
+      configFile: undefined,
+      nodeId: 1,
+    };
+    const coordinator = startCoordinator(config, { port, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
+    running.push(() => coordinator.stop());
+    expect(await coordinator.waitForWorkers()).toBe(false);
+    expect((await fetch(`${endpoint}/health`)).status).toBe(503);
+    // As upstream's workers register (trtllm-serve --disagg_cluster_uri http://coordinator:port).
+    const register = (): ReturnType<typeof httpRegistrar> =>
+      httpRegistrar({ uri: endpoint, clusterName: "coord", heartbeatMs: 200, ttlMs: 1000, logger: silentLogger, retryMs: 100 });
+    const context = startEmulatedWorker({ role: "context", register: register() });
+    const generation = startEmulatedWorker({ role: "generation", register: register() });
+    running.push(() => context.stop());
+    await eventually(() => coordinator.service.ready(), 5000, "the registered workers are ready");
+    const placed = await select(endpoint, { role: "generation", routingKey: { kind: "none" }, reqId: 1n, excludeServer: undefined });
+    expect(placed.body["server"]).toBe(nameOf(generation));
+    await generation.stop();
+    await eventually(
+      async () => {
+        const lists = (await call(endpoint, "/cluster_info")).body["server_lists"];
+        return isMsgpackMap(lists) && Array.isArray(lists["generation"]) && lists["generation"].length === 0;
+      },
+      5000,
+      "the deregistered worker left",
+    );
   });
 });

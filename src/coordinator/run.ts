@@ -1,6 +1,7 @@
 /**
  * `disagg-proxy coordinator`: one process owns what every serving process would otherwise keep
- * apart, the worker pool, its health checks and discovery (etcd), the workers' load reports,
+ * apart, the worker pool, its health checks and discovery (etcd, or the HTTP cluster storage it
+ * serves on its own port: storage.ts), the workers' load reports,
  * the routers and their KV-block index fed by each worker's /kv_cache_events (polled here only:
  * a worker's buffer drains on read, so one reader sees every event), and answers upstream's
  * coordinator API (http.ts). It listens at once; /health says 503 until the workers are ready.
@@ -18,6 +19,7 @@ import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createWorkerFetch } from "../workers/transport.ts";
 import { coordinatorHttp } from "./http.ts";
 import { CoordinatorService } from "./service.ts";
+import { coordinatorStorage } from "./storage.ts";
 
 export interface CoordinatorOptions {
   /** Where it listens (the config's port is the serving processes'). */
@@ -46,7 +48,8 @@ export function startCoordinator(config: ProxyConfig, options: CoordinatorOption
       logger.info(reporting ? "worker reports its load" : "worker stopped reporting its load", { worker: origin }),
   });
   const service = new CoordinatorService(placement, { ...config, reservationTimeoutMs: options.reservationTimeoutMs }, logger);
-  const http = coordinatorHttp(service, version, logger);
+  const storage = coordinatorStorage(config, logger);
+  const http = coordinatorHttp(service, version, logger, storage?.routes);
   const server = listenOn(config, options.port, (request, peer) => http.handle(request, peer), logger);
   const stopping = new AbortController();
   const monitor = new HealthMonitor(placement.pool, config, logger, workerFetch);
@@ -57,7 +60,9 @@ export function startCoordinator(config: ProxyConfig, options: CoordinatorOption
     ownHosts: [config.host, ...(config.bindHost === undefined ? [] : [config.bindHost]), hostname(), ...ownAddresses()],
   };
   const discovery =
-    config.discovery === undefined ? undefined : startDiscovery(config.discovery, undefined, placement.pool, workersChanged, logger, rules);
+    config.discovery === undefined
+      ? undefined
+      : startDiscovery(config.discovery, storage?.store, placement.pool, workersChanged, logger, rules);
   return {
     url: server.url,
     service,

@@ -22,7 +22,10 @@ import type { ProxyError } from "../errors.ts";
 const MAX_SET_BODY_BYTES = STORE_LIMITS.maxKeyBytes + STORE_LIMITS.maxValueBytes + 1024;
 
 /** `from`: the caller's address (a registration remembers it, so a worker registering 0.0.0.0 can be reached). */
-type StorageHandler = (store: ClusterStore, request: Request, app: RouteDeps, from: string | undefined) => Response | Promise<Response>;
+type StorageHandler = (store: ClusterStore, request: Request, app: StorageDeps, from: string | undefined) => Response | Promise<Response>;
+
+/** What the storage routes use of the routes' deps: the coordinator serves them too, with no App. */
+export type StorageDeps = Pick<RouteDeps, "clusterStorage" | "logger" | "bodyLimits">;
 
 /**
  * `{"result": …}` with upstream's status: 400 only for false and None; a valid empty result
@@ -54,7 +57,7 @@ function keyTooLong(key: string): boolean {
 
 /** Checks the caller, then runs the handler; without an HTTP cluster_uri the routes do not exist. */
 function guarded(handler: StorageHandler) {
-  return (deps: RouteDeps, request: Request, _keepOpen: KeepOpen, peer?: () => string | undefined): Response | Promise<Response> => {
+  return (deps: StorageDeps, request: Request, _keepOpen: KeepOpen, peer?: () => string | undefined): Response | Promise<Response> => {
     const storage = deps.clusterStorage;
     if (storage === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
     const address = peer?.();
@@ -87,7 +90,7 @@ function guarded(handler: StorageHandler) {
   };
 }
 
-async function set(store: ClusterStore, request: Request, deps: RouteDeps, from: string | undefined): Promise<Response> {
+async function set(store: ClusterStore, request: Request, deps: StorageDeps, from: string | undefined): Promise<Response> {
   const body = await readClientBody(request, { ...deps.bodyLimits, maxBytes: MAX_SET_BODY_BYTES });
   const item = storageItem(body);
   if (typeof item === "string") return unprocessable(item);
