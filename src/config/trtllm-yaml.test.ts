@@ -195,7 +195,7 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
     ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],
     [
       "generation_servers: { router: { type: random } }",
-      'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, not "random"',
+      'Invalid config: generation_servers.router.type must be one of round_robin, load_balancing, conversation, kv_cache_aware, centralized_kv_cache_aware, remote_http, not "random"',
     ],
     [
       "context_servers: { router: { type: conversation, match_threshold: 1.5 } }",

@@ -11,7 +11,8 @@ import { invalidConfig, ConfigError } from "./errors.ts";
 import type { ProxyConfig, RouterOptions, RouterType } from "./types.ts";
 import { WORKER_KEYS } from "./worker-keys.ts";
 import { EXTRA_KEYS, readExtras, type ExtraSettings } from "./yaml-extras.ts";
-import { isMapping, optBoolean, optChoice, optFraction, optInt, optString, type Mapping } from "./yaml-values.ts";
+import { centralizedWarning, ROUTER_ARG_NAMES, readRouter, readRouterOptions } from "./router-block.ts";
+import { isMapping, optChoice, optInt, optString, type Mapping } from "./yaml-values.ts";
 import { normaliseUrl } from "./urls.ts";
 
 type YamlKey =
@@ -74,16 +75,8 @@ const UPSTREAM_NAMED = new Set([
 ]);
 const SECTION = new Set(["num_instances", "urls", "router"]);
 const SECTIONS = ["context_servers", "generation_servers"] as const;
-const ROUTERS: readonly RouterType[] = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"];
-/** The `router:` arguments each type takes; others are listed as unknown. */
-const ROUTER_ARGS: Readonly<Record<RouterType, readonly string[]>> = {
-  round_robin: [],
-  load_balancing: ["use_tokens"],
-  conversation: ["match_threshold", "tokens_per_block", "max_sessions", "hash_skip_count", "use_token_ids"],
-  kv_cache_aware: ["max_batch_size", "tokens_per_block"],
-};
 /** Every name a key of the file may have, for did-you-mean. */
-const KNOWN_NAMES = [...TOP_LEVEL, ...UPSTREAM_NAMED, ...SECTION, ...WORKER_KEYS, ...Object.values(ROUTER_ARGS).flat()];
+const KNOWN_NAMES = [...TOP_LEVEL, ...UPSTREAM_NAMED, ...SECTION, ...WORKER_KEYS, ...ROUTER_ARG_NAMES];
 
 interface Findings {
   readonly unknown: string[];
@@ -112,6 +105,10 @@ export function parseTrtllmYaml(text: string, fileName: string): TrtllmYaml {
   const generation = readSection(sections.generation_servers, doc, "generation_servers", found);
   setIfDefined(settings, "generationServers", generation.urls);
   setIfDefined(settings, "generationRouter", generation.router);
+  const centralized = (["context_servers", "generation_servers"] as const).filter(
+    (section) => (section === "context_servers" ? context : generation).router === "centralized_kv_cache_aware",
+  );
+  if (centralized.length > 0) found.warnings.push(centralizedWarning(centralized));
   if (context.routerOptions !== undefined || generation.routerOptions !== undefined) {
     settings.routerOptions = Object.freeze({ context: context.routerOptions ?? {}, generation: generation.routerOptions ?? {} });
   }
@@ -218,52 +215,6 @@ function readUrls(section: Mapping, key: string): string[] | undefined {
       throw invalidConfig(`${key}.urls[${index}]`, `"host:port" or "http(s)://host:port", not ${JSON.stringify(item)}`);
     return origin;
   });
-}
-
-interface RouterBlock {
-  readonly type: RouterType | undefined;
-  /** The `router:` mapping; empty without one. */
-  readonly block: Mapping;
-}
-
-function readRouter(section: Mapping, key: string): RouterBlock {
-  const router = section["router"];
-  if (router === undefined || router === null) return { type: undefined, block: {} };
-  if (!isMapping(router)) throw invalidConfig(`${key}.router`, "a mapping with a type");
-  return { type: optChoice(router, "type", `${key}.router.type`, ROUTERS), block: router };
-}
-
-/**
- * The router's arguments. As trtllm-serve does, a section's `max_batch_size` and
- * `kv_cache_config.tokens_per_block` stand in for arguments the `router:` block leaves out,
- * for routers that take them. Router keys the type does not take are listed as unknown.
- */
-function readRouterOptions(router: RouterBlock, section: Mapping, key: string, found: Findings): RouterOptions | undefined {
-  const args = ROUTER_ARGS[router.type ?? "round_robin"];
-  // tokens_per_block "auto" (adopt the worker's) is not implemented: the router's default stays.
-  const reads = (name: string): boolean => args.includes(name) && router.block[name] !== "auto";
-  const given = (name: string): Mapping => (reads(name) ? router.block : {});
-  const path = (name: string): string => `${key}.router.${name}`;
-  const cache = isMapping(section["kv_cache_config"]) ? section["kv_cache_config"] : {};
-  const sectionBlockSize = args.includes("tokens_per_block")
-    ? optInt(cache, "tokens_per_block", `${key}.kv_cache_config.tokens_per_block`, 1)
-    : undefined;
-  const sectionBatch = args.includes("max_batch_size") ? optInt(section, "max_batch_size", `${key}.max_batch_size`, 1) : undefined;
-  for (const name of Object.keys(router.block)) {
-    if (name !== "type" && !reads(name) && !(args.includes(name) && router.block[name] === "auto"))
-      found.unknown.push(unknownKey(path(name), name, args));
-  }
-  const options: RouterOptions = {
-    matchThreshold: optFraction(given("match_threshold"), "match_threshold", path("match_threshold")),
-    tokensPerBlock: optInt(given("tokens_per_block"), "tokens_per_block", path("tokens_per_block"), 1) ?? sectionBlockSize,
-    maxSessions: optInt(given("max_sessions"), "max_sessions", path("max_sessions"), 1),
-    hashSkipCount: optInt(given("hash_skip_count"), "hash_skip_count", path("hash_skip_count"), 0),
-    useTokenIds: optBoolean(given("use_token_ids"), "use_token_ids", path("use_token_ids")),
-    maxBatchSize: optInt(given("max_batch_size"), "max_batch_size", path("max_batch_size"), 1) ?? sectionBatch,
-    useTokens: optBoolean(given("use_tokens"), "use_tokens", path("use_tokens")),
-  };
-  const set = Object.entries(options).filter(([, value]) => value !== undefined);
-  return set.length === 0 ? undefined : Object.freeze(Object.fromEntries(set));
 }
 
 function setIfDefined<K extends YamlKey>(settings: YamlSettings, key: K, value: YamlSettings[K] | undefined): void {

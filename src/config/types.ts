@@ -9,7 +9,13 @@ export type { ModelAlias };
 export type Role = "context" | "generation";
 
 export type ScheduleStyle = "context_first" | "generation_first";
-export type RouterType = "round_robin" | "load_balancing" | "conversation" | "kv_cache_aware";
+export type RouterType =
+  | "round_robin"
+  | "load_balancing"
+  | "conversation"
+  | "kv_cache_aware"
+  | "centralized_kv_cache_aware"
+  | "remote_http";
 export type SubagentAffinityScope = "context" | "both";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -29,6 +35,10 @@ export interface RouterOptions {
   readonly maxBatchSize?: number | undefined;
   /** load_balancing: weigh in-flight requests by their prompt tokens instead of counting them (false). */
   readonly useTokens?: boolean | undefined;
+  /** remote_http: the router server's base URL (`remote_url`, required). */
+  readonly remoteUrl?: string | undefined;
+  /** remote_http: bound on each call to the router server (`request_timeout_s`, 5 s). */
+  readonly requestTimeoutMs?: number | undefined;
 }
 
 export interface ProxyConfig {

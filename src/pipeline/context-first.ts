@@ -157,6 +157,7 @@ async function reserveGenerationWorker(
     routing: input.routing,
     // Reserved before it is known whether the request will be disaggregated: a Responses one may be.
     requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+    signal: ctx.signal,
   });
   ctx.hold(placed.reservation);
   return placed;

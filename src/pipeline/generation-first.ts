@@ -36,6 +36,7 @@ export async function generationFirst(
     avoid: [],
     routing: input.routing,
     requires: input.api === "responses" ? "responses_disaggregation" : undefined,
+    signal: ctx.signal,
   });
   const genBody = generationFirstBody(input, id, contextPlaced.worker.serverInfo);
   const genAbort = new AbortController();

@@ -18,6 +18,7 @@ import { affinityHeaders, type Affinity } from "./affinity.ts";
 import { dropField, fitToWorker, rejectedField } from "./protocol-fit.ts";
 import { watchedCall, type HandoffWatch } from "./handoff/watch.ts";
 import { placeForRequest } from "./placing.ts";
+import { keepingRouteHint, withRouteHint } from "./route-hint.ts";
 import { neverReachedEngine, nextAttempt, type NextAttempt } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
 
@@ -57,6 +58,8 @@ export interface LegWorkers {
   readonly avoid?: readonly string[] | undefined;
   /** Only workers with this capability take the leg (a disaggregated Responses request). */
   readonly requires?: Capability | undefined;
+  /** No router places it (a one-shot call): the least loaded worker, ties in turn, as upstream's count_tokens takes the context servers in turn. */
+  readonly leastLoaded?: boolean | undefined;
 }
 
 /**
@@ -123,12 +126,16 @@ async function runAttempts<T>(
 ): Promise<LegResult<T>> {
   const failedOn: string[] = [];
   let step: Step = { attempt: 0, id: plan.id, freeRetries: 0, resend: false, fieldDropped: false, again: undefined };
+  // The last attempt's placement: a worker reserved again for the leg keeps the rank chosen for it.
+  let previous: Placed | undefined;
   for (;;) {
     const { attempt, id } = step;
     // oxlint-disable-next-line no-await-in-loop -- each attempt is placed after the one before failed
-    const placed = step.again ?? (await placeAttempt(deps, ctx, plan, attempt, failedOn));
+    const placed =
+      step.again === undefined ? await placeAttempt(deps, ctx, plan, attempt, failedOn) : keepingRouteHint(step.again, previous);
+    previous = placed;
     const leg = new LegAttempt(deps, ctx, plan, placed, attempt, id);
-    const sent = fitToWorker(plan.body.of(id), leg.worker.protocol.accepts);
+    const sent = fitToWorker(withRouteHint(plan.body.of(id), placed), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
     try {
       const post = leg.post(plan, plan.body.codec.encode(sent, plan.body.source), step.resend);
@@ -393,14 +400,16 @@ function placeAttempt(
   const { first, pinned, avoid } = plan.workers;
   if (first && (attempt === 0 || pinned === true)) {
     if (attempt === 0) return first;
-    return deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, first.worker, plan.routing);
+    return keepingRouteHint(deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, first.worker, plan.routing), first);
   }
-  return placeForRequest(deps, ctx, {
+  const request = {
     role: plan.role,
     requestKey: ctx.disaggRequestId,
     exclude: plan.workers.exclude,
     avoid: avoid === undefined ? failedOn : [...avoid, ...failedOn],
     routing: plan.routing,
     requires: plan.workers.requires,
-  });
+    signal: plan.signal,
+  };
+  return plan.workers.leastLoaded === true ? deps.placement.placeLeastLoaded(request) : placeForRequest(deps, ctx, request);
 }

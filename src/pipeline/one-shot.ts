@@ -34,7 +34,7 @@ export async function callOneWorker(deps: PipelineDeps, ctx: RequestContext, cal
     {
       role: call.role,
       path: call.path,
-      workers: { exclude: undefined },
+      workers: { exclude: undefined, leastLoaded: true },
       routing,
       signal: ctx.signal,
       retryable: () => false,

@@ -16,6 +16,7 @@ import { serverOf } from "./coordination.ts";
 import type { WireMap } from "./coordinator-wire.ts";
 import { modelNotFoundMessage, servesChoice } from "./model-choice.ts";
 import type { Placed, Placement, PlacementRequest, RoutedPlacement } from "./placement.ts";
+import { placeRemotely } from "./remote-placement.ts";
 import type { Reservation } from "./reservations.ts";
 import { contentWeight, estimatedPromptTokens, type RoutingRequest } from "./routing-request.ts";
 
@@ -25,6 +26,8 @@ import { contentWeight, estimatedPromptTokens, type RoutingRequest } from "./rou
  * worker at its limit) is the client's answer, as a local refusal would be.
  */
 export function placeLeg(placement: Placement, request: PlacementRequest): Promise<RoutedPlacement> | RoutedPlacement {
+  const remote = placement.remote[request.role];
+  if (remote !== undefined) return placeRemotely(placement, remote, request);
   if (placement.coordinator === undefined) return placement.place(request);
   return coordinated(placement, request, () => placement.place(request), request.routing);
 }

@@ -5,6 +5,8 @@ import { ReservationTable, type Reservation } from "./reservations.ts";
 import type { SharedLoad } from "./shared-load.ts";
 import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
+import { remoteRoutersOf, type RemoteHttpRouter } from "./remote-http-router.ts";
+import type { RouteHint } from "./router-contract.ts";
 import { createRouter, type Router, type RouterContext } from "./routers.ts";
 import { leastLoadedOf, roundRobinCursor } from "./simple-routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
@@ -23,11 +25,15 @@ export interface PlacementRequest {
   readonly routing?: RoutingRequest;
   /** Only workers whose protocol has this capability (a Responses hand-off in a mixed fleet). */
   readonly requires?: Capability | undefined;
+  /** The request's: a router that asks a server (remote_http) stops when the client is gone. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface Placed {
   readonly worker: WorkerEntry;
   readonly reservation: Reservation;
+  /** The attention-DP rank a router server chose (remote_http): the leg's body carries it (disaggregated_params.route_hint). */
+  readonly routeHint?: RouteHint;
 }
 
 /** A placement the routers made: what they know of the prompt's cache on the chosen worker. */
@@ -93,6 +99,8 @@ export class Placement {
   readonly loads: WorkerLoads | undefined;
   /** disagg_coordinator_url: places the stateful routers' legs (coordinated-placement.ts). */
   readonly coordinator: Coordination | undefined;
+  /** remote_http: the router server client of each role whose router is one (remote-placement.ts). */
+  readonly remote: Readonly<Partial<Record<Role, RemoteHttpRouter>>>;
   /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
   readonly #routers = new Map<string, Record<Role, Router>>();
   readonly #newRouters: (model: string) => Record<Role, Router>;
@@ -137,6 +145,14 @@ export class Placement {
     this.#learns = { context: first.context.finished !== undefined, generation: first.generation.finished !== undefined };
     this.#aliases = config.modelAliases ?? [];
     this.coordinator = deps.coordinator;
+    this.remote = remoteRoutersOf(config, deps.onWarning ?? (() => {}));
+  }
+
+  /** The workers a leg may be placed on, those it has not failed on first: what a router server chooses among. */
+  candidatesFor(request: PlacementRequest): WorkerEntry[] {
+    const ready = this.#ready(request, this.#modelOf(request.routing));
+    const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
+    return preferred.length > 0 ? preferred : ready;
   }
 
   /** Which workers a request for `model` may use (routing/model-choice.ts). */

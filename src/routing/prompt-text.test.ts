@@ -62,9 +62,12 @@ describe("promptTokenIdsOf", () => {
     expect(promptTokenIdsOf("responses", { input: "x" })).toBeUndefined();
   });
 
-  test("routingRequestOf puts text, ids and the caller's conversation id together", () => {
-    const request = routingRequestOf("completions", { prompt: [1, 2] }, "conv");
-    expect({ ...request }).toEqual({
+  test("routingRequestOf puts text, ids, the body and the caller's conversation id together", () => {
+    const body = { prompt: [1, 2] };
+    const request = routingRequestOf("completions", body, "conv");
+    expect(request.body).toBe(body);
+    const { body: _body, ...rest } = request;
+    expect(rest).toEqual({
       conversationId: "conv",
       promptText: "",
       promptLength: 0,

@@ -13,6 +13,13 @@ export interface RouterPick {
   readonly matchedTokens: number;
   /** The prompt's tokens (estimated from text when the ids are unknown). */
   readonly totalTokens: number;
+  /** The worker's attention-DP rank a router server chose (remote_http): the leg's `disaggregated_params.route_hint`. */
+  readonly routeHint?: RouteHint;
+}
+
+/** upstream's RouteHint (tensorrt_llm/serve/openai_protocol.py): the rank an attention-DP worker serves the request on. */
+export interface RouteHint {
+  readonly dp_rank: number;
 }
 
 /** Chooses a worker among candidates; `undefined` when none is left. */

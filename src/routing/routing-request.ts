@@ -34,6 +34,8 @@ export interface RoutingRequest {
    * routing/coordinator-wire.ts), used instead of hashing the prompt: over token ids, over text.
    */
   readonly knownBlocks?: KnownBlocks | undefined;
+  /** The worker-bound body as the client sent it: what a router server is given to place (remote_http). */
+  readonly body?: JsonObject | undefined;
 }
 
 export interface KnownBlocks {
@@ -50,7 +52,7 @@ export function routingRequestOf(
 ): RoutingRequest {
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
   return withTokenIds(
-    { conversationId, subagentAffinityId, model, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
+    { conversationId, subagentAffinityId, model, body, promptText: () => promptTextOf(api, body), promptLength: lengthOfPrompt(api, body) },
     promptTokenIdsOf(api, body),
   );
 }
@@ -71,6 +73,7 @@ export function withPromptTokenIds(
       conversationId: request.conversationId,
       subagentAffinityId: request.subagentAffinityId,
       model: request.model,
+      body: request.body,
       promptText: () => request.promptText,
       promptLength: promptLengthOf(request),
     },
@@ -84,6 +87,7 @@ function withTokenIds(
     conversationId: string | undefined;
     subagentAffinityId?: string | undefined;
     model: string | undefined;
+    body?: JsonObject | undefined;
     promptText: () => string;
     promptLength: number;
   },
@@ -99,6 +103,7 @@ function withTokenIds(
     conversationId: lazy.conversationId,
     model: lazy.model,
     subagentAffinityId: lazy.subagentAffinityId,
+    body: lazy.body,
     get promptText(): string {
       if (text === undefined) {
         text = build?.() ?? "";
@@ -226,6 +231,7 @@ export function withoutSubagentAffinity(request: RoutingRequest): RoutingRequest
   return {
     conversationId: request.conversationId,
     model: request.model,
+    body: request.body,
     get promptText(): string {
       return request.promptText;
     },

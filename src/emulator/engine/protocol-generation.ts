@@ -74,6 +74,9 @@ export function generationOf(version: string = NEWEST_PROTOCOL_VERSION): WorkerG
   }
   if (rc >= 28) disagg.add("resolved_thinking");
   if (rc >= 30) top.add("injected_chat_template_kwargs");
+  // The rank a remote or centralized router chose (RouteHint, which router.py's RemoteHttpRouter
+  // imports from openai_protocol.py, read_file id 56124310390): played by the newest generation.
+  if (rc >= 30) disagg.add("route_hint");
   return { version, disaggFields: disagg, topLevel: top, responsesDisaggregation: rc >= 28 };
 }
 
