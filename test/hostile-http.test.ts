@@ -20,6 +20,11 @@ function modelPosts(cluster: TestCluster): number {
   return [...cluster.contexts, ...cluster.generations].reduce((n, w) => n + w.requests.filter((r) => r.method === "POST").length, 0);
 }
 
+/** The raw request with two Host headers after its request line: this proxy's, then another's. */
+function twoHosts(raw: string): string {
+  return raw.replace("\r\n", "\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n");
+}
+
 /** Sends `raw` on a fresh connection; resolves once the server closed it or went quiet. */
 async function send(cluster: TestCluster, raw: string): Promise<{ statuses: number[]; received: string; closed: boolean }> {
   await using conn = await rawConnect(cluster.url);
@@ -182,6 +187,20 @@ describe("hostile HTTP: paths, hosts and targets", () => {
     );
     expect([viaTarget.statuses, viaHost.statuses, viaForwarded.statuses]).toEqual([[200], [200], [200]]);
     expect(evilHits).toBe(0);
+  });
+
+  test("a request carrying two Host headers (this proxy's, then another's) is a 400 on every route, the guarded ones and the model routes; no worker reached", async () => {
+    const before = modelPosts(cluster);
+    for (const path of ["/cluster_info", "/dashboard/data", "/health"]) {
+      expect((await send(cluster, twoHosts(`GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`))).statuses).toEqual([400]);
+    }
+    const post = twoHosts(
+      `POST /v1/chat/completions HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: ${BODY.length}\r\n\r\n${BODY}`,
+    );
+    const refused = await send(cluster, post);
+    expect(refused.statuses).toEqual([400]);
+    expect(refused.received).toContain("more than one Host header");
+    expect(modelPosts(cluster)).toBe(before);
   });
 
   test("a worker never sees the client's Host", async () => {

@@ -36,6 +36,9 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
       let restoreIdle: (() => void) | undefined;
       const liftIdle = (): (() => void) => (restoreIdle ??= keepOpen());
       try {
+        // RFC 9112 §3.2: a request with more than one Host is a 400. The runtime joins them with a comma, which no host name holds.
+        if (request.headers.get("host")?.includes(",") === true)
+          throw new ProxyError("BAD_REQUEST", 400, "The request carries more than one Host header");
         if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
         if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
         // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
