@@ -333,6 +333,11 @@ describe("the HTTP cluster storage refuses what a web page can send (issue #24)"
       ).toBe(403);
     }
     expect((await fetch(`${cluster.url}/get_prefix?key_prefix=/`, { headers: { origin: "null" } })).status).toBe(403);
+    // A browser from before 2023 sends no Fetch Metadata with an image's GET, but its page's address.
+    const fromOldBrowser = await fetch(`${cluster.url}/expire?key=/trtllm-disagg/web/workers/x&ttl=-1`, {
+      headers: { referer: "http://attacker.example/page.html" },
+    });
+    expect(fromOldBrowser.status).toBe(403);
     expect(
       (
         await fetch(`${cluster.url}/set`, {

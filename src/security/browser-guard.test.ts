@@ -26,6 +26,17 @@ describe("browser guard", () => {
     expect(crossSiteReason(new Headers(), own)).toBeUndefined();
   });
 
+  test("without Fetch Metadata (a browser before 2023), a Referer on another origin is a web page's; one on this proxy's origin is not", () => {
+    const own = "http://10.0.0.5:8000";
+    expect(crossSiteReason(new Headers({ referer: "http://evil.example/page.html" }), own)).toBe(
+      "Referer http://evil.example/page.html is not this proxy's (no Fetch Metadata)",
+    );
+    expect(crossSiteReason(new Headers({ referer: "not a url" }), own)).toBeDefined();
+    expect(crossSiteReason(new Headers({ referer: `${own}/dashboard` }), own)).toBeUndefined();
+    // With Fetch Metadata the browser's own label decides.
+    expect(crossSiteReason(new Headers({ referer: "http://evil.example/", "sec-fetch-site": "none" }), own)).toBeUndefined();
+  });
+
   test("JSON is application/json or application/*+json, with parameters; nothing else", () => {
     for (const type of ["application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"])
       expect(isJsonContentType(type)).toBe(true);

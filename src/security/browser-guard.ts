@@ -49,15 +49,22 @@ export class HostCheck {
 
 /**
  * Why a request looks like a web page's from another origin, or undefined: an `Origin` other
- * than `ownOrigin` (the scheme, host and port the request was sent to), or a `Sec-Fetch-Site`
- * other than `same-origin` or `none` (typed in the address bar).
+ * than `ownOrigin` (the scheme, host and port the request was sent to), a `Sec-Fetch-Site`
+ * other than `same-origin` or `none` (typed in the address bar), or, from a browser that sends
+ * no Fetch Metadata (before 2023), a `Referer` on another origin: an image's GET /expire sends
+ * no Origin, but its page's address.
  */
 export function crossSiteReason(headers: Headers, ownOrigin: string): string | undefined {
   const origin = headers.get("origin");
   if (origin !== null && origin.toLowerCase() !== ownOrigin.toLowerCase()) return `Origin ${origin.slice(0, 200)} is not this proxy's`;
   const site = headers.get("sec-fetch-site");
-  if (site !== null && site !== "same-origin" && site !== "none") return `Sec-Fetch-Site ${site.slice(0, 40)}`;
-  return undefined;
+  if (site !== null) return site === "same-origin" || site === "none" ? undefined : `Sec-Fetch-Site ${site.slice(0, 40)}`;
+  const referer = headers.get("referer");
+  if (referer === null) return undefined;
+  const from = URL.parse(referer)?.origin;
+  return from !== undefined && from.toLowerCase() === ownOrigin.toLowerCase()
+    ? undefined
+    : `Referer ${referer.slice(0, 200)} is not this proxy's (no Fetch Metadata)`;
 }
 
 /** `application/json` or `application/<x>+json`, parameters allowed: what FastAPI parses as JSON. */
