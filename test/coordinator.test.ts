@@ -167,7 +167,7 @@ describe("the coordinator answers upstream's serving processes", () => {
     expect((await call(url, "/cluster_info")).body["leases"]).toBe(0n);
   });
 
-  test("exclude_server keeps the paired leg off its own worker, and an unknown path is FastAPI's 404", async () => {
+  test("exclude_server keeps the paired leg off its own worker; an unknown path is FastAPI's 404; a web page's POST is refused", async () => {
     const shared = startEmulatedWorker({ role: "mixed" });
     const other = startEmulatedWorker({ role: "generation" });
     const logger = memoryLogger();
@@ -201,6 +201,13 @@ describe("the coordinator answers upstream's serving processes", () => {
       expect(placed.body["server"]).toBe(nameOf(other));
     }
     expect((await fetch(`${url}/nope`)).status).toBe(404);
+    // A page elsewhere cannot place or finish through a visitor's browser.
+    const fromPage = await fetch(`${url}/select`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", origin: "http://evil.example", "sec-fetch-site": "cross-site" },
+      body: encodeSelectRequest({ role: "generation", routingKey: { kind: "none" }, reqId: 200n, excludeServer: undefined }),
+    });
+    expect(fromPage.status).toBe(403);
     expect((await fetch(`${url}/select`)).status).toBe(405);
   });
 });

@@ -4,7 +4,7 @@
  * (any request content type is read as msgpack, as upstream reads it), GET /health with no body
  * (200 ready, 503 not). A bad body is a 400 `{error}` in upstream's words, logged, and places
  * nothing. Like upstream's, it has no authentication: serve it on a trusted network only
- * (docs/cluster.md).
+ * (docs/cluster.md); beyond upstream, a POST a browser marks as another site's is refused (403).
  */
 
 import type { Logger } from "../observability/logger.ts";
@@ -17,6 +17,7 @@ import {
   readWireBody,
   type WireMap,
 } from "../routing/coordinator-wire.ts";
+import { crossSiteReason } from "../security/browser-guard.ts";
 import type { CoordinatorService } from "./service.ts";
 
 /** Extra routes served beside the API (the HTTP cluster storage), by path. */
@@ -77,6 +78,12 @@ export function coordinatorHttp(
       // FastAPI's answers for a path or method it has no route for.
       if (method === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
       if (request.method !== method) return Response.json({ detail: "Method Not Allowed" }, { status: 405, headers: { allow: method } });
+      // A web page may POST here without a preflight (text/plain): what a browser marks as another site's is refused.
+      const crossSite = method === "POST" ? crossSiteReason(request.headers, new URL(request.url).origin) : undefined;
+      if (crossSite !== undefined) {
+        logger.warn("coordinator request refused", { path, error: crossSite });
+        return msgpack({ error: "Forbidden: a cross-origin request (web page)" }, 403);
+      }
       try {
         return await routes(request, path);
       } catch (error) {
