@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { array, assert, boolean, constantFrom, property } from "fast-check";
+import { array, assert, boolean, constantFrom, nat, property } from "fast-check";
 import { ANSWER_SHAPE_LIMITS, integerListLength, keptListEquals, keptListValues, parseKeepingList } from "./json-bytes.ts";
 import { JsonShapeGuard } from "./json-shape.ts";
 import type { JsonObject } from "./json.ts";
@@ -103,6 +103,31 @@ describe("integer lists read from bytes", () => {
         expect(count(text)).toBe(expected(text));
       }),
       { numRuns: 3000 },
+    );
+  });
+});
+
+describe("the shape guard's integer lists", () => {
+  test("are the top-level lists integerListLength reads, with its count, whatever the split", () => {
+    const piece = constantFrom("0", "1", "7", "00", "12", "-", ",", " ", "[", "]", ".", '"', "x");
+    assert(
+      property(array(piece, { maxLength: 12 }), array(nat(60), { maxLength: 3 }), (pieces, cuts) => {
+        const text = `{"a":[${pieces.join("")}],"b":[1,2]}`;
+        const bytes = encoder.encode(text);
+        const guard = new JsonShapeGuard(ANSWER_SHAPE_LIMITS, bytes.length);
+        let at = 0;
+        for (const cut of [...cuts.toSorted((x, y) => x - y), bytes.length]) {
+          guard.feed(bytes.subarray(at, Math.max(at, Math.min(cut, bytes.length))));
+          at = Math.max(at, Math.min(cut, bytes.length));
+        }
+        const lists = guard.layout().integerLists;
+        for (let n = 0; n < lists.length; n += 3) expect(integerListLength(bytes, lists[n]!, lists[n + 1]!)).toBe(lists[n + 2]!);
+        // Read whole, a list integerListLength accepts is recorded.
+        const end = 5 + pieces.join("").length + 2;
+        const expected = integerListLength(bytes, 5, end);
+        if (cuts.length === 0 && expected >= 0) expect(lists.slice(0, 3)).toEqual([5, end, expected]);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -5,7 +5,10 @@
  */
 
 import { parseJson, type JsonValue } from "./json.ts";
+import { integerListLength } from "./integer-list.ts";
 import { JSON_SHAPE_LIMITS, type JsonLayout, type JsonShapeLimits } from "./json-shape.ts";
+
+export { integerListLength } from "./integer-list.ts";
 
 /** Fatal: not UTF-8 is not repaired. A U+FEFF is kept (see textStart). */
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -103,7 +106,7 @@ export function parseKeepingList(
     const members = layout.members;
     for (let i = members.length - 3; i >= 0; i -= 3) {
       if (keyAt(bytes, members[i]!, members[i + 1]!) !== key) continue;
-      const list = memberIntegerList(bytes, members, i, keepBytes);
+      const list = memberIntegerList(bytes, layout, i, keepBytes);
       if (list === undefined) break;
       const text = `${decoder.decode(bytes.subarray(textStart(bytes), list.start))}null${decoder.decode(bytes.subarray(list.end))}`;
       return { body: parseJson(text), kept: { bytes: bytes.subarray(list.start, list.end), count: list.count } };
@@ -113,19 +116,24 @@ export function parseKeepingList(
 }
 
 /**
- * The value of the top-level member at `members[i]` (a JsonLayout's triples) when it is a list
- * of integers at least `minBytes` long: where it lies and how many it holds.
+ * The value of the top-level member at `layout.members[i]` when it is a list of integers at
+ * least `minBytes` long: where it lies and how many it holds. A list the shape guard already
+ * read as integers (layout.integerLists) is not read again.
  */
 export function memberIntegerList(
   bytes: Uint8Array,
-  members: readonly number[],
+  layout: JsonLayout,
   i: number,
   minBytes: number,
 ): { start: number; end: number; count: number } | undefined {
+  const members = layout.members;
   if (members[i + 2]! - members[i + 1]! < minBytes) return undefined;
   const start = valueStart(bytes, members[i + 1]!);
   const end = trimmedEnd(bytes, start, members[i + 2]!);
-  const count = end - start >= minBytes ? integerListLength(bytes, start, end) : -1;
+  if (end - start < minBytes) return undefined;
+  const lists = layout.integerLists;
+  for (let n = 0; n < lists.length; n += 3) if (lists[n] === start && lists[n + 1] === end) return { start, end, count: lists[n + 2]! };
+  const count = integerListLength(bytes, start, end);
   return count < 0 ? undefined : { start, end, count };
 }
 
@@ -143,45 +151,6 @@ function valueStart(bytes: Uint8Array, keyEnd: number): number {
 function trimmedEnd(bytes: Uint8Array, start: number, end: number): number {
   let at = end;
   while (at > start && isSpace(bytes[at - 1])) at--;
-  return at;
-}
-
-/**
- * The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything
- * else. Item by item (a byte-state machine cost twice as much on a prompt's ids): an optional
- * minus, digits (a leading zero alone: JSON has no 012), then a comma or the end, spaces around.
- */
-export function integerListLength(bytes: Uint8Array, start: number, end: number): number {
-  const last = end - 1;
-  if (end - start < 2 || bytes[start] !== 0x5b || bytes[last] !== 0x5d) return -1;
-  let i = skipSpaces(bytes, start + 1, last);
-  if (i === last) return 0;
-  let count = 0;
-  for (;;) {
-    if (bytes[i] === 0x2d) i++;
-    const first = bytes[i]!;
-    if (first < 0x30 || first > 0x39 || i >= last) return -1;
-    i++;
-    if (first === 0x30) {
-      const next = bytes[i]!;
-      if (next >= 0x30 && next <= 0x39) return -1;
-    } else {
-      let c = bytes[i]!;
-      while (c >= 0x30 && c <= 0x39) c = bytes[++i]!;
-    }
-    count++;
-    if (bytes[i] !== 0x2c) {
-      i = skipSpaces(bytes, i, last);
-      if (i === last) return count;
-      if (bytes[i] !== 0x2c) return -1;
-    }
-    i = skipSpaces(bytes, i + 1, last);
-  }
-}
-
-function skipSpaces(bytes: Uint8Array, from: number, to: number): number {
-  let at = from;
-  while (at < to && isSpace(bytes[at])) at++;
   return at;
 }
 

@@ -8,6 +8,8 @@
  * and quotes inside them are not counted.
  */
 
+import { integerListFrom } from "./integer-list.ts";
+
 export interface JsonShapeLimits {
   /** Deepest nesting of objects and arrays. */
   readonly maxDepth: number;
@@ -67,6 +69,12 @@ export interface JsonLayout {
   readonly members: readonly number[];
   /** String values of at least `longStringBytes`, three numbers each: start (quote), end (after quote), 1 if it holds an escape. */
   readonly longStrings: readonly number[];
+  /**
+   * Top-level members' values that are lists of integer literals and came within one piece,
+   * three numbers each: start (`[`), end (after `]`), items. Read once, here, for the guard's
+   * count and for json-bytes.ts, which keeps or reads such lists (token ids) from the bytes.
+   */
+  readonly integerLists: readonly number[];
 }
 
 /** Strings at least this long are recorded (json/json-source.ts decodes them on their own). */
@@ -84,6 +92,7 @@ export class JsonShapeGuard {
   readonly #inObject: number[] = [0];
   readonly #members: number[] = [];
   readonly #longStrings: number[] = [];
+  readonly #integerLists: number[] = [];
   /** Offset of the piece being scanned within the whole body. */
   #offset = 0;
   #afterColon = false;
@@ -108,7 +117,7 @@ export class JsonShapeGuard {
 
   /** The layout recorded so far (whole once the body has been fed and `finish` passed). */
   layout(): JsonLayout {
-    return { members: this.#members, longStrings: this.#longStrings };
+    return { members: this.#members, longStrings: this.#longStrings, integerLists: this.#integerLists };
   }
 
   /** Scans the next piece; returns the first bound crossed so far (and keeps returning it). */
@@ -191,6 +200,15 @@ export class JsonShapeGuard {
         }
         inObject[depth] = c === OPEN_BRACE ? 1 : 0;
         afterColon = false;
+        // A top-level member's list of integers (token ids) is read whole at once, as its `]` would close it.
+        const list = c === OPEN_BRACKET && depth === 2 && inObject[1] === 1 ? integerListFrom(bytes, i) : undefined;
+        if (list !== undefined) {
+          this.#integerLists.push(base + i - 1, base + list.end, list.count);
+          weight += list.count * SCALAR_WEIGHT;
+          i = list.end;
+          depth--;
+          expectValue = false;
+        }
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         if (depth === 1) this.#memberEnded(base + i - 1);
         depth--;

@@ -65,7 +65,7 @@ export function parseJsonSource(bytes: Uint8Array, layout: JsonLayout): ParsedBo
   const longStrings: LongString[] = [];
   const from = textStart(bytes);
   try {
-    const lists = longIntegerLists(bytes, layout.members);
+    const lists = longIntegerLists(bytes, layout);
     const whole = layout.longStrings.length === 0 && lists.length === 0;
     body = whole
       ? parseClientJson(decoder.decode(bytes.subarray(from)))
@@ -123,10 +123,10 @@ interface IntegerList {
   readonly values: number[];
 }
 
-function longIntegerLists(bytes: Uint8Array, members: readonly number[]): IntegerList[] {
+function longIntegerLists(bytes: Uint8Array, layout: JsonLayout): IntegerList[] {
   const lists: IntegerList[] = [];
-  for (let i = 0; i + 2 < members.length; i += 3) {
-    const list = memberIntegerList(bytes, members, i, LONG_LIST_BYTES);
+  for (let i = 0; i + 2 < layout.members.length; i += 3) {
+    const list = memberIntegerList(bytes, layout, i, LONG_LIST_BYTES);
     const values = list === undefined ? undefined : integersOf(bytes, list.start, list.end, list.count);
     if (list !== undefined && values !== undefined) lists.push({ start: list.start, end: list.end, values });
   }
