@@ -10,7 +10,6 @@ import type { Affinity } from "./affinity.ts";
 import type { BodyCodec } from "../workers/body-codec.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
 import type { HandoffSettler } from "./handoff/settler.ts";
-import type { OutlierDetector } from "../workers/outlier-detector.ts";
 
 export { WORKER_PATH, type ApiKind } from "./api-kind.ts";
 import type { ApiKind } from "./api-kind.ts";
@@ -62,6 +61,4 @@ export interface PipelineDeps {
   readonly bodyCodec?: BodyCodec;
   /** Claims the hand-offs of requests that ended before their generation leg did (none: left to the workers' timeout). */
   readonly handoffs?: HandoffSettler | undefined;
-  /** Hears how each attempt on a worker ended, to eject one whose requests keep failing. */
-  readonly outliers?: OutlierDetector | undefined;
 }

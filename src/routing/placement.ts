@@ -4,15 +4,20 @@ import { KvEventPoller, type EventsFetch, type RoutingWarning } from "./kv-event
 import { ReservationTable, type Reservation } from "./reservations.ts";
 import type { SharedLoad } from "./shared-load.ts";
 import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
-import { chooseModel, modelNotFoundMessage, servesChoice, UNKNOWN_MODEL, type ModelChoice } from "./model-choice.ts";
+import { chooseModel, modelNotFoundMessage, servesChoice, type ModelChoice } from "./model-choice.ts";
+import { ModelRouters, type RouterSettings } from "./model-routers.ts";
+import { modelStatusOf, type ModelStatus } from "./model-status.ts";
 import { remoteRoutersOf, type RemoteHttpRouter } from "./remote-http-router.ts";
 import type { RouteHint } from "./router-contract.ts";
-import { createRouter, type Router, type RouterContext } from "./routers.ts";
 import { leastLoadedOf, roundRobinCursor } from "./simple-routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
 import { inRotation, WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
+import { OutlierDetector, type OutlierSettings } from "../workers/outlier-detector.ts";
+import { silentLogger, type Logger } from "../observability/logger.ts";
 import type { Coordination, PlacedBy } from "./coordination.ts";
+
+export type { ModelRoleStatus, ModelStatus } from "./model-status.ts";
 
 export interface PlacementRequest {
   readonly role: Role;
@@ -46,33 +51,23 @@ export interface RoutedPlacement extends Placed {
   readonly placedBy?: PlacedBy;
 }
 
-export type PlacementConfig = Pick<ProxyConfig, "contextServers" | "generationServers" | "contextRouter" | "generationRouter"> &
-  Partial<
-    Pick<
-      ProxyConfig,
-      | "maxInflightPerWorker"
-      | "routerOptions"
-      | "nodeId"
-      | "discovery"
-      | "benchmarkGenerationOnly"
-      | "modelAliases"
-      | "subagentAffinityScope"
-      | "workerLoadIntervalMs"
-      | "maxWorkerQueue"
-    >
-  >;
+/** What placement reads: its routers', its outlier detector's (ejection off without outlierFailures) and its own. */
+export type PlacementConfig = RouterSettings &
+  OutlierSettings &
+  Pick<ProxyConfig, "contextServers" | "generationServers"> &
+  Partial<Pick<ProxyConfig, "maxInflightPerWorker" | "discovery" | "benchmarkGenerationOnly" | "modelAliases">> &
+  Partial<Pick<ProxyConfig, "subagentAffinityScope" | "workerLoadIntervalMs" | "maxWorkerQueue">>;
 
-/** One served model's workers of a role: how many are listed, how many ready, the requests they hold. */
-export interface ModelRoleStatus {
-  readonly workers: number;
-  readonly ready: number;
-  readonly inFlight: number;
-}
-
-export interface ModelStatus {
-  readonly model: string;
-  readonly context: ModelRoleStatus;
-  readonly generation: ModelRoleStatus;
+/** How an attempt placed on a worker ended, as the routers and the outlier detector hear it. */
+export interface AttemptOutcome {
+  /** Undefined: the worker answered in full. */
+  readonly error: ProxyError | undefined;
+  /** "worker" (default): it counts for or against the worker; "nothing" (the proxy stopped it, the failure
+   * is not the worker's): only the routers hear it; "untried" (lost unread, a start-up 503): neither. */
+  readonly says?: "worker" | "nothing" | "untried";
+  /** The attempt's reservation: released now, unless the attempt streamed (its request's end releases it). */
+  readonly reservation: Reservation;
+  readonly streamed?: boolean;
 }
 
 export interface PlacementDeps {
@@ -84,6 +79,8 @@ export interface PlacementDeps {
   readonly onLoadReporting?: ReportingChange;
   /** The load every event loop of the process shares (num_workers > 1); this loop's own table when absent. */
   readonly shared?: SharedLoad | undefined;
+  /** Where ejections are told (default: nowhere). */
+  readonly logger?: Logger;
   /** disagg_coordinator_url: the coordinator that places the stateful routers' legs. */
   readonly coordinator?: Coordination | undefined;
 }
@@ -97,14 +94,13 @@ export class Placement {
   readonly table: ReservationTable;
   /** Workers' own load reports, when they are polled (--worker-load-interval-ms). */
   readonly loads: WorkerLoads | undefined;
+  /** Ejects workers whose requests keep failing although their health checks pass (off without outlierFailures). */
+  readonly outliers: OutlierDetector;
   /** disagg_coordinator_url: places the stateful routers' legs (coordinated-placement.ts). */
   readonly coordinator: Coordination | undefined;
   /** remote_http: the router server client of each role whose router is one (remote-placement.ts). */
   readonly remote: Readonly<Partial<Record<Role, RemoteHttpRouter>>>;
-  /** Each served model's routers (conversation stickiness, KV blocks, cursors are per model). */
-  readonly #routers = new Map<string, Record<Role, Router>>();
-  readonly #newRouters: (model: string) => Record<Role, Router>;
-  readonly #learns: Record<Role, boolean>;
+  readonly #routers: ModelRouters;
   readonly #perWorkerLimit: number;
   readonly #aliases: NonNullable<PlacementConfig["modelAliases"]>;
   /** subagent_affinity_scope "both": generation is placed by the parent's session too, not only context. */
@@ -122,27 +118,14 @@ export class Placement {
     const benchmark = config.benchmarkGenerationOnly === true;
     const minimal = { context: benchmark ? 0 : (cluster?.minimalContext ?? 1), generation: cluster?.minimalGeneration ?? 1 };
     this.pool = new WorkerPool(benchmark ? [] : config.contextServers, config.generationServers, minimal);
+    this.outliers = new OutlierDetector(this.pool, config, deps.logger ?? silentLogger);
     const events = new KvEventPoller({ fetch: deps.fetch, onWarning: deps.onWarning });
     const interval = config.workerLoadIntervalMs ?? 0;
     const loads =
       interval > 0 ? new WorkerLoads(this.table, interval * STALE_AFTER_INTERVALS, { onChange: deps.onLoadReporting }) : undefined;
     this.loads = loads;
     this.#maxWorkerQueue = loads === undefined ? 0 : (config.maxWorkerQueue ?? 0);
-    const common = { table: this.table, nodeId: config.nodeId ?? 0, events };
-    const contextOf = (role: Role, model: string): RouterContext => ({
-      ...common,
-      role,
-      // One turn sequence per role and model, as each model has its own routers.
-      turn: () => this.table.turn(role, model),
-      options: config.routerOptions?.[role] ?? {},
-      ...(loads === undefined ? {} : { load: (origin: string) => loads.load(role, origin) }),
-    });
-    this.#newRouters = (model) => ({
-      context: createRouter(config.contextRouter, contextOf("context", model)),
-      generation: createRouter(config.generationRouter, contextOf("generation", model)),
-    });
-    const first = this.#routersOf(UNKNOWN_MODEL);
-    this.#learns = { context: first.context.finished !== undefined, generation: first.generation.finished !== undefined };
+    this.#routers = new ModelRouters(config, { table: this.table, events, loads, served: () => this.pool.servedModels() });
     this.#aliases = config.modelAliases ?? [];
     this.coordinator = deps.coordinator;
     this.remote = remoteRoutersOf(config, deps.onWarning ?? (() => {}));
@@ -162,12 +145,7 @@ export class Placement {
 
   /** Readiness and in-flight load per served model (empty when no worker named its model). */
   modelStatus(): ModelStatus[] {
-    const ofRole = (role: Role, model: string): ModelRoleStatus => {
-      const workers = this.pool.all(role).filter((worker) => worker.models?.includes(model) === true);
-      const inFlight = workers.reduce((sum, worker) => sum + this.table.load(role, worker.origin), 0);
-      return { workers: workers.length, ready: workers.filter(inRotation).length, inFlight };
-    };
-    return this.pool.servedModels().map((model) => ({ model, context: ofRole("context", model), generation: ofRole("generation", model) }));
+    return modelStatusOf(this.pool, this.table);
   }
 
   /**
@@ -184,7 +162,8 @@ export class Placement {
     // that way is left out of the next pick.
     for (;;) {
       const preferred = request.avoid.length === 0 ? ready : ready.filter((worker) => !request.avoid.includes(worker.origin));
-      const pick = this.#routersOf(choice.key)[role].pick(preferred.length > 0 ? preferred : ready, this.routingFor(role, request.routing));
+      const router = this.#routers.of(choice.key)[role];
+      const pick = router.pick(preferred.length > 0 ? preferred : ready, this.routingFor(role, request.routing));
       if (!pick) {
         const serving = choice.kind === "model" ? ` serving ${choice.key}` : "";
         throw new ProxyError("NO_WORKER", 503, `No ${role} worker${serving} is available`);
@@ -227,7 +206,22 @@ export class Placement {
 
   /** Whether the role's router learns from how legs ended (finished() needs their routing request). */
   learns(role: Role): boolean {
-    return this.#learns[role];
+    return this.#routers.learns[role];
+  }
+
+  /**
+   * An attempt placed on `origin` ended: its reservation is released, the routers that learn
+   * hear how it went, and the outlier detector whether it counts against the worker. The
+   * promise settles when the routers' learning is done and never rejects.
+   */
+  attemptEnded(role: Role, origin: string, routing: RoutingRequest | undefined, outcome: AttemptOutcome): Promise<void> {
+    const { reservation, error } = outcome;
+    if (error === undefined) reservation.completed?.();
+    if (outcome.streamed !== true) reservation.release();
+    const says = outcome.says ?? "worker";
+    if (says === "untried") return Promise.resolve();
+    if (says === "worker") this.outliers.attemptEnded(role, origin, error);
+    return this.finished(role, origin, routing, error === undefined);
   }
 
   /**
@@ -240,7 +234,7 @@ export class Placement {
     if (this.coordinator?.delegates(role) === true) return Promise.resolve();
     const choice = this.chooseModel(routing?.model);
     if (choice.kind === "unknown") return Promise.resolve();
-    const router = this.#routersOf(choice.key)[role];
+    const router = this.#routers.of(choice.key)[role];
     if (router.finished === undefined) return Promise.resolve();
     const worker = this.pool.entry(role, origin);
     if (worker === undefined) return Promise.resolve();
@@ -252,21 +246,6 @@ export class Placement {
     const choice = this.chooseModel(routing?.model);
     if (choice.kind !== "unknown") return choice;
     throw new ProxyError("MODEL_NOT_FOUND", 404, modelNotFoundMessage(choice.requested, this.pool.servedModels()));
-  }
-
-  /**
-   * A model's routers, made on its first request. Models no worker serves any more are
-   * forgotten then, so the routers kept are bounded by what the workers serve.
-   */
-  #routersOf(key: string): Record<Role, Router> {
-    let routers = this.#routers.get(key);
-    if (routers === undefined) {
-      const served = this.pool.servedModels();
-      for (const known of this.#routers.keys()) if (known !== UNKNOWN_MODEL && !served.includes(known)) this.#routers.delete(known);
-      routers = this.#newRouters(key);
-      this.#routers.set(key, routers);
-    }
-    return routers;
   }
 
   /** What the role's router sees: outside the affinity scope, a sub-agent is placed by its own conversation. */

@@ -24,7 +24,7 @@ import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
 import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
-import { OutlierDetector } from "../workers/outlier-detector.ts";
+import type { OutlierDetector } from "../workers/outlier-detector.ts";
 import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
 import { createWorkerFetch, type WorkerFetch } from "../workers/transport.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
@@ -129,7 +129,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     version,
     metrics,
     dashboard,
-    outliers: new OutlierDetector(placement.pool, config, logger),
+    outliers: placement.outliers,
     settings: config,
     active: requests.active,
     ends: requests.ends,
@@ -179,6 +179,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
 /** Placement over the configured workers, its load-reporting changes logged once each (not per poll). */
 function placementOf(config: ProxyConfig, logger: Logger, workerFetch: WorkerFetch, loop: LoopShare | undefined): Placement {
   return new Placement(config, {
+    logger,
     shared: loop?.shared,
     coordinator: coordinationOf(config, logger),
     fetch: workerFetch,

@@ -17,22 +17,27 @@ import type { OutlierState, WorkerEntry, WorkerPool } from "./worker-pool.ts";
  */
 
 export interface OutlierSettings {
-  /** Consecutive failed attempts that eject a worker; 0 turns ejection off. */
-  readonly outlierFailures: number;
-  /** The first ejection's length; each later one is this times the number of ejections. */
-  readonly outlierEjectionMs: number;
-  readonly outlierMaxEjectionPercent: number;
+  /** Consecutive failed attempts that eject a worker; 0 turns ejection off. @default 0 (`--outlier-failures` defaults to 5) */
+  readonly outlierFailures?: number;
+  /** The first ejection's length; each later one is this times the number of ejections. @default 30000 */
+  readonly outlierEjectionMs?: number;
+  /** The most of a role's workers ejected at once (at least one). @default 50 */
+  readonly outlierMaxEjectionPercent?: number;
 }
 
 export class OutlierDetector {
   readonly #pool: WorkerPool;
-  readonly #settings: OutlierSettings;
+  readonly #settings: Required<OutlierSettings>;
   readonly #logger: Logger;
   readonly #now: () => number;
 
   constructor(pool: WorkerPool, settings: OutlierSettings, logger: Logger, now: () => number = () => performance.now()) {
     this.#pool = pool;
-    this.#settings = settings;
+    this.#settings = {
+      outlierFailures: settings.outlierFailures ?? 0,
+      outlierEjectionMs: settings.outlierEjectionMs ?? 30_000,
+      outlierMaxEjectionPercent: settings.outlierMaxEjectionPercent ?? 50,
+    };
     this.#logger = logger;
     this.#now = now;
   }
@@ -50,6 +55,13 @@ export class OutlierDetector {
     }
     state.failures++;
     if (state.ejected === undefined && state.failures >= this.#settings.outlierFailures) this.#eject(entry, state, failure);
+  }
+
+  /** An attempt on the worker ended: a success (no error), a failure that counts (outlierFailureOf), or one that says nothing. */
+  attemptEnded(role: Role, origin: string, error: ProxyError | undefined): void {
+    if (error === undefined) return this.observed(role, origin, undefined);
+    const failure = outlierFailureOf(error);
+    if (failure !== undefined) this.observed(role, origin, failure);
   }
 
   /**
