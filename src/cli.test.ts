@@ -330,6 +330,12 @@ describe("coordinator", () => {
     expect(() => coordinator(WORKERS, { TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT: "soon" })).toThrow(ConfigError);
   });
 
+  test("the fleet's num_workers and stateful routers, as upstream's docs write them, start it without a warning", () => {
+    const fleet = `${YAML}num_workers: 4\ncontext_servers: { num_instances: 1, urls: ["localhost:8001"], router: { type: kv_cache_aware } }\n`;
+    const command = parseCommandLine(["coordinator", "-c", "fleet.yaml"], { ...DEPS, readFile: () => fleet });
+    expect(command.kind === "coordinator" ? command.warnings : ["not a coordinator"]).toEqual([]);
+  });
+
   test("its help page lists its own flag and serve's", () => {
     const command = parse("coordinator", "--help");
     expect(command.kind === "help" ? command.text : "").toContain("--reservation-timeout S");

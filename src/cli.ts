@@ -116,7 +116,8 @@ function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDe
   } = parseSection("coordinator", args);
   if (help === true) return { kind: "help", text: usageText(VERSION, "coordinator") };
   if (version === true) return { kind: "version" };
-  const { config, warnings, notes } = loadConfig(flags, deps);
+  // num_workers is the serving processes' setting: the coordinator is one process, as upstream's (uvicorn workers=1).
+  const { config, warnings, notes } = loadConfig({ ...flags, numWorkers: 1 }, deps);
   const port = flags.port ?? coordinatorPortOf(config);
   const timeout = reservationTimeoutMs ?? envSeconds(deps.env, "TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT") ?? RESERVATION_TIMEOUT_MS;
   return { kind: "coordinator", config, port, reservationTimeoutMs: timeout, warnings, notes };
