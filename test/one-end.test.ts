@@ -4,7 +4,7 @@ import { memoryLogger } from "../src/observability/logger.ts";
 import type { RequestContext } from "../src/request/context.ts";
 import type { RouteDeps } from "../src/routes/deps.ts";
 import { countTokens } from "../src/routes/messages.ts";
-import { models } from "../src/routes/info.ts";
+import { model as oneModel, models } from "../src/routes/models.ts";
 import { chatCompletions } from "../src/routes/openai.ts";
 import { createApp, type App } from "../src/server/app.ts";
 
@@ -106,6 +106,11 @@ const CASES = [
     name: "a throw in /v1/models' worker call",
     at: "worker call",
     call: (d: RouteDeps) => models(d, new Request("http://proxy/v1/models")),
+  },
+  {
+    name: "a throw in /v1/models/{id}'s worker call",
+    at: "worker call",
+    call: (d: RouteDeps) => oneModel(d, new Request("http://proxy/v1/models/m", { headers: { "anthropic-version": "2023-06-01" } })),
   },
   {
     name: "a throw in count_tokens' worker call",

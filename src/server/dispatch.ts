@@ -19,7 +19,7 @@ export interface RouteEntry {
   readonly renderError?: (error: ProxyError) => Response;
 }
 
-/** path → its methods. Paths are matched without the query string. */
+/** path → its methods. Paths are matched without the query string; a key ending in `/*` takes every path under it. */
 export type RouteTable = Readonly<Record<string, RouteEntry>>;
 
 export interface Dispatch {
@@ -31,7 +31,8 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
   return {
     async handle(request, keepOpen, peer = () => undefined) {
       const path = pathOf(request);
-      const entry = routes[path];
+      const route = routeOf(routes, path);
+      const entry = route === undefined ? undefined : routes[route];
       const handler = entry?.methods[request.method];
       let restoreIdle: (() => void) | undefined;
       const liftIdle = (): (() => void) => (restoreIdle ??= keepOpen());
@@ -50,11 +51,27 @@ export function createDispatch(app: App, routes: RouteTable): Dispatch {
         restoreIdle?.();
         const error = asProxyError(thrown);
         // Unknown paths share one label: a label per scanned URL would grow without bound.
-        app.ends.rejected(entry ? path : "unmatched", path, error, thrown);
+        app.ends.rejected(route ?? "unmatched", path, error, thrown);
         return (entry?.renderError ?? openAiErrorResponse)(error);
       }
     },
   };
+}
+
+/** The route key a path is answered by: itself, else the longest `prefix/*` it lies under (one label per route, not per path). */
+function routeOf(routes: RouteTable, path: string): string | undefined {
+  if (routes[path] !== undefined) return path;
+  let best: string | undefined;
+  for (const key of Object.keys(routes)) {
+    if (
+      key.endsWith("/*") &&
+      path.startsWith(key.slice(0, -1)) &&
+      path.length > key.length - 1 &&
+      (best === undefined || key.length > best.length)
+    )
+      best = key;
+  }
+  return best;
 }
 
 function authorised(app: App, entry: RouteEntry, request: Request): boolean {

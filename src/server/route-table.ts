@@ -1,5 +1,6 @@
 import { clusterDelete, clusterExpire, clusterGet, clusterGetPrefix, clusterSet, storageErrorResponse } from "../routes/cluster-storage.ts";
-import { clusterInfo, health, livez, metrics, models, perfMetrics, version } from "../routes/info.ts";
+import { clusterInfo, health, livez, metrics, perfMetrics, version } from "../routes/info.ts";
+import { model, models } from "../routes/models.ts";
 import { anthropicErrorResponse, countTokens, messages } from "../routes/messages.ts";
 import { chatCompletions, completions } from "../routes/openai.ts";
 import { responses } from "../routes/responses.ts";
@@ -14,6 +15,8 @@ export const ROUTES: RouteTable = {
   "/v1/messages": { methods: { POST: messages }, renderError: anthropicErrorResponse },
   "/v1/messages/count_tokens": { methods: { POST: countTokens }, renderError: anthropicErrorResponse },
   "/v1/models": { methods: { GET: models } },
+  // A model id may hold slashes: every path under /v1/models/ is one (dispatch.ts, prefix routes).
+  "/v1/models/*": { methods: { GET: model } },
   "/health": { methods: { GET: health }, access: "open" },
   "/livez": { methods: { GET: livez }, access: "open" },
   "/version": { methods: { GET: version }, access: "open" },
