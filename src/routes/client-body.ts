@@ -1,6 +1,6 @@
 import { badRequest, bodyTooLarge, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
-import { JSON_SHAPE_LIMITS, JsonShapeGuard, type JsonShapeLimits, type JsonShapeProblem } from "../json/json-shape.ts";
+import { JSON_SHAPE_LIMITS, JsonShapeGuard, LONG_STRING_BYTES, type JsonShapeLimits, type JsonShapeProblem } from "../json/json-shape.ts";
 import { parseJsonSource, type ParsedBody } from "../json/json-source.ts";
 import { withDeadline } from "../timers.ts";
 import { type BodyBuffer, ChunkedBodyBuffer, DeclaredBodyBuffer } from "./body-buffer.ts";
@@ -11,6 +11,14 @@ const SCAN_SLICE_BYTES = 1024 * 1024;
 /** A body may come in this many pieces whatever their size, and one more per BYTES_PER_PIECE bytes. */
 const FREE_PIECES = 1024;
 const BYTES_PER_PIECE = 256;
+
+/**
+ * Bodies declared shorter than this are parsed whole, their long strings not decoded on their
+ * own (json/json-source.ts): the three copies of a string that cutting saves cost little at this
+ * size, and the cut costs more than the parse. 100 KB system prompt, in-process
+ * (bench/micro/agent-phases.ts): the body read 73 → 54 µs, the generation body 36 → 22.
+ */
+const WHOLE_PARSE_BYTES = 1024 * 1024;
 
 /** Pieces read between two turns of the event loop. */
 const YIELD_EVERY_PIECES = 64;
@@ -44,7 +52,9 @@ export async function readClientJson(
 ): Promise<ParsedBody> {
   const declared = declaredLength(request);
   if (declared !== undefined && declared > limits.maxBytes) throw bodyTooLarge(limits.maxBytes);
-  const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes));
+  // A body declared shorter than WHOLE_PARSE_BYTES is parsed whole: its long strings are not cut out.
+  const longStrings = declared !== undefined && declared < WHOLE_PARSE_BYTES ? Number.POSITIVE_INFINITY : LONG_STRING_BYTES;
+  const guard = new JsonShapeGuard(limits.shape ?? JSON_SHAPE_LIMITS, Math.min(declared ?? limits.maxBytes, limits.maxBytes), longStrings);
   const bytes = await readBounded(request, limits, declared, guard).catch((thrown: unknown) => {
     // Reading fails only when the client goes away mid-body (the runtime's AbortError): a
     // departure (499), not a failure of the proxy.
