@@ -100,6 +100,15 @@ max_retires: 2
     expect(loadConfig({ ...WORKERS, numWorkers: 2, contextRouter: "conversation" }, deps()).config.numWorkers).toBe(1);
   });
 
+  test("with a coordinator, num_workers runs every loop whatever the router: the routers' state lives there", () => {
+    const fleet = loadConfig(
+      { ...WORKERS, numWorkers: 4, generationRouter: "kv_cache_aware", disaggCoordinatorUrl: "http://c:7999" },
+      deps(),
+    );
+    expect(fleet.config.numWorkers).toBe(4);
+    expect(fleet.warnings).toEqual([]);
+  });
+
   test("num_instances without urls gets a hint: this proxy launches no workers", () => {
     const yaml = "context_servers: { num_instances: 2 }\ngeneration_servers: { num_instances: 1, urls: [g:1] }";
     expect(() => loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": yaml }))).toThrow(

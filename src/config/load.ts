@@ -223,7 +223,9 @@ function oneLoopReason(config: ProxyConfig): string | undefined {
   const stateful = (["contextRouter", "generationRouter"] as const)
     .map((key) => config[key])
     .find((router) => router === "conversation" || router === "kv_cache_aware");
-  if (stateful !== undefined) return `the ${stateful} router (its index lives in one event loop)`;
+  // With a coordinator the stateful routers' state lives there: every loop delegates to it.
+  if (stateful !== undefined && config.disaggCoordinatorUrl === undefined)
+    return `the ${stateful} router (its index lives in one event loop)`;
   if (config.discovery !== undefined) return "discovered workers (they register with one event loop)";
   return undefined;
 }
