@@ -105,7 +105,7 @@ function inFlight(info: MsgpackMap, role: "context" | "generation"): Map<string,
 
 describe("the coordinator answers upstream's serving processes", () => {
   test("the e2e test's generation placement (conversation conv-e2e, msgpack) is answered with host:port, info and the req_id, sticks, and finishes", async () => {
-    const { url, generations } = await setup();
+    const { url, generations, logs } = await setup();
     // tests/unittest/disaggregated/test_coordinator_e2e.py @ 2713ff6b: X-Session-ID conv-e2e on a conversation gen router;
     // router.py CoordinatorDelegatingRouter [id 54957247436] posts these bytes (Python msgpack, use_bin_type=True).
     const upstreamSelect = bytes(
@@ -120,6 +120,11 @@ describe("the coordinator answers upstream's serving processes", () => {
     expect(generations.map(nameOf)).toContain(text(first.body["server"]));
     expect(first.body["info"]).toEqual({ server_info: {} });
     expect(first.body["req_id"]).toBe((1n << 40n) + 42n);
+    expect(logs.find((line) => line["msg"] === "coordinator placed")).toMatchObject({
+      role: "generation",
+      req_id: String((1n << 40n) + 42n),
+      server: first.body["server"],
+    });
     // test_coordinator_worker.py @ 82750ef6: repeated requests of one conversation land on the same worker.
     for (let i = 1n; i <= 3n; i++) {
       const again = await select(url, {

@@ -51,18 +51,16 @@ export function coordinatorHttp(
       const select = readSelectRequest(read.value);
       if (isRefusal(select)) return refused(path, select.error);
       const answer = service.select(select);
-      if (answer.status !== 200)
-        logger.warn("coordinator placement refused", {
-          role: select.role,
-          req_id: select.reqId?.toString() ?? null,
-          status: answer.status,
-          error: answer.body["error"],
-        });
+      // One line per placement: debug when placed, info when refused (a full fleet refuses many).
+      const fields = { role: select.role, req_id: select.reqId?.toString() ?? null, status: answer.status };
+      if (answer.status === 200) logger.debug("coordinator placed", { ...fields, server: answer.body["server"] });
+      else logger.info("coordinator placement refused", { ...fields, error: answer.body["error"] });
       return msgpack(answer.body, answer.status);
     }
     const finish = readFinishRequest(read.value);
     if (isRefusal(finish)) return refused(path, finish.error);
     service.finish(finish);
+    logger.debug("coordinator finished", { role: finish.role, req_id: finish.reqId.toString(), success: finish.success });
     return msgpack({});
   };
   const refused = (path: string, error: string): Response => {
