@@ -23,7 +23,7 @@ function rawClient(path: string): Promise<{ socket: net.Socket; closed: Promise<
 }
 
 describe("the control socket's bounds: whatever can open it cannot hold the proxy's memory or connections", () => {
-  test("a connection over the limit is closed at once, one that sends a request line over its byte bound or stays idle is closed; a request within them is answered", async () => {
+  test("a connection over the limit is told it is busy and closed at once, one that sends a request line over its byte bound or stays idle is closed; a request within them is answered", async () => {
     const path = join(dir, "bounds.sock");
     const control = await holdControlSocket(path, { connections: 2, requestBytes: 1024, idleMs: 300 });
     control.serve(() => Promise.resolve({ ok: true }));
@@ -31,7 +31,7 @@ describe("the control socket's bounds: whatever can open it cannot hold the prox
       const idle = await rawClient(path);
       const oversize = await rawClient(path);
       const extra = await rawClient(path);
-      expect(await extra.closed).toBe("");
+      expect(await extra.closed).toBe('{"error":"busy: 2 connections open, the most at once"}\n');
       oversize.socket.write("x".repeat(2048));
       expect(await oversize.closed).toBe("");
       const asking = await rawClient(path);

@@ -32,6 +32,9 @@ export interface ControlLimits {
   readonly idleMs: number;
 }
 
+/** The start of the one line a full holder writes before it closes a connection. */
+const BUSY = "busy";
+
 export const CONTROL_LIMITS: ControlLimits = { connections: 8, requestBytes: 64 * 1024, idleMs: 10_000 };
 
 /** A release names the process that is to serve the port: the holder lets go only if that process listens on it. */
@@ -87,7 +90,8 @@ export function holdControlSocket(path: string, limits: ControlLimits = CONTROL_
   const server = net.createServer((socket) => {
     socket.on("error", () => socket.destroy());
     if (open >= limits.connections) {
-      socket.destroy();
+      // Said before closing, so that a take-over can tell its user why (take-over.ts).
+      socket.end(`${JSON.stringify({ error: `${BUSY}: ${limits.connections} connections open, the most at once` })}\n`);
       return;
     }
     open += 1;
@@ -160,7 +164,11 @@ export function connectControlSocket(path: string): Promise<ControlClient | unde
   return new Promise((resolve, reject) => {
     const socket = net.createConnection(path);
     const waiting: { resolve(body: Record<string, unknown>): void; reject(error: Error): void }[] = [];
+    // A line before any request (a full holder's busy) answers the next one; once gone, requests fail at once.
+    const early: Record<string, unknown>[] = [];
+    let gone: Error | undefined;
     const failAll = (error: Error): void => {
+      gone ??= error;
       for (const pending of waiting.splice(0)) pending.reject(error);
     };
     socket.once("connect", () => {
@@ -169,10 +177,15 @@ export function connectControlSocket(path: string): Promise<ControlClient | unde
       socket.on("close", () => failAll(new Error("the control connection closed")));
       lineReader(socket, MAX_REPLY_BYTES, (message) => {
         const body = isJsonObject(message) ? message : { error: "not an object" };
-        waiting.shift()?.resolve(body);
+        const waiter = waiting.shift();
+        if (waiter === undefined) early.push(body);
+        else waiter.resolve(body);
       });
       resolve({
         request(request, timeoutMs) {
+          const answered = early.shift();
+          if (answered !== undefined) return Promise.resolve(answered);
+          if (gone !== undefined) return Promise.reject(gone);
           return new Promise((done, fail) => {
             const timer = setTimeout(() => fail(new Error(`no answer to ${request.op} within ${timeoutMs} ms`)), timeoutMs);
             waiting.push({

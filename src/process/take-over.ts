@@ -14,10 +14,18 @@
 
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
-import { claimControlSocket, connectControlSocket, controlSocketPath, type ControlServer } from "./control-socket.ts";
+import {
+  claimControlSocket,
+  connectControlSocket,
+  CONTROL_LIMITS,
+  controlSocketPath,
+  type ControlClient,
+  type ControlServer,
+} from "./control-socket.ts";
 import { ALREADY_RELEASED, CONTROL_TIMEOUT_MS, handedItems, processInfoOf, type ProcessInfo } from "./control-messages.ts";
 import { listenCovers, listenerOn, resolvedAddresses, type ListenAddresses } from "./listen-address.ts";
 import { runtimeDirOf } from "./runtime-dir.ts";
+import { socketHolder } from "./socket-holder.ts";
 
 export interface Predecessor {
   readonly info: ProcessInfo;
@@ -67,7 +75,7 @@ export async function claimPort(
   const { dir, note } = runtimeDirOf(config.runtimeDir, env);
   if (note !== undefined) warn(note);
   const path = controlSocketPath(dir, config.port);
-  const claim = await claimControlSocket(path);
+  const claim = await claimOrExplain(path);
   if ("held" in claim) {
     const listener = await listenerOn(config.bindHost ?? config.host, config.port);
     if (listener === undefined) return { kind: "held", control: claim.held };
@@ -80,7 +88,7 @@ export async function claimPort(
         "stop it, or give this one its runtime directory (--runtime-dir) to be refused or to take it over",
     };
   }
-  const info = processInfoOf(await claim.holder.request({ op: "hello" }, CONTROL_TIMEOUT_MS));
+  const info = await helloOf(claim.holder, path);
   if (!config.takeOver) {
     claim.holder.close();
     return {
@@ -101,6 +109,48 @@ export async function claimPort(
   const state = await claim.holder.request({ op: "state" }, CONTROL_TIMEOUT_MS).finally(() => claim.holder.close());
   // The release comes on a connection of its own: the holder closes one idle while this process gets ready.
   return { kind: "taking-over", path, predecessor: predecessorOf(path, info, handedItems(state["registrations"])) };
+}
+
+/** Who holds the control socket; when it closes or says it is full before answering, an error that says so in words. */
+async function helloOf(holder: ControlClient, path: string): Promise<ProcessInfo> {
+  const unanswered = async (why: string): Promise<never> => {
+    holder.close();
+    throw await unansweredError(path, why);
+  };
+  const reply = await holder.request({ op: "hello" }, CONTROL_TIMEOUT_MS).catch((error: unknown) => unanswered(errorText(error)));
+  const error = reply["error"];
+  if (typeof error === "string") return unanswered(error);
+  try {
+    return processInfoOf(reply);
+  } catch (failure) {
+    return unanswered(errorText(failure));
+  }
+}
+
+/** The control socket's holder closed the connection (at once, or before its answer), or answered no hello. */
+async function unansweredError(path: string, why: string): Promise<Error> {
+  const found = await socketHolder(path).catch(() => undefined);
+  const who = found === undefined ? "a process this user cannot see" : `pid ${found.pid} (${found.command})`;
+  return new Error(
+    `the control socket ${path} is held by ${who}, which did not say who it is (${why}). A disagg-proxy takes ` +
+      `${CONTROL_LIMITS.connections} control connections at once: another take-over may be under way, or a client holds them ` +
+      `(ss -xp | grep ${path}); wait for it to end or stop it, then start this one again. If ${who} is no disagg-proxy, stop it`,
+  );
+}
+
+/** A live holder that closed the connection as it opened (ECONNRESET, EPIPE) is said in words; anything else as it came. */
+async function claimOrExplain(path: string): ReturnType<typeof claimControlSocket> {
+  try {
+    return await claimControlSocket(path);
+  } catch (error) {
+    const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+    if (code === "ECONNRESET" || code === "EPIPE") throw await unansweredError(path, errorText(error));
+    throw error;
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** The old process answered the release, and kept the port: this one must not serve it. */

@@ -2,11 +2,13 @@
  * The compiled binary lets go of its port only to a successor that serves the same socket: a
  * process of the same user listening on another address of the port (127.0.0.2) or in another
  * network namespace (`unshare -n`) that asks for the release is refused, logged with the
- * reason, and the proxy serves on (docs/security.md).
+ * reason, and the proxy serves on (docs/security.md). A take-over whose control socket is full
+ * or closes before answering says so in words: which process holds it, and what to do.
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
+import net from "node:net";
 import { join } from "node:path";
 import { ProxyProcess, type LogRecord } from "../../bench/upgrade/proxy-process.ts";
 import { startEmulatedWorker } from "../../src/emulator/index.ts";
@@ -108,5 +110,69 @@ describe("the release goes only to a successor serving the same socket (compiled
     await proxy.waitFor((record) => String(record["msg"]).includes("another network namespace"), 5000, "the refusal");
     expect(await answersOn(port)).toBe(200);
     expect(proxy.child.exitCode).toBeNull();
+  }, 60_000);
+});
+
+/** A connection to the control socket that asked hello and got its answer: the holder counts it. */
+function heldConnection(path: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(path, () => socket.write('{"op":"hello"}\n'));
+    socket.setEncoding("utf8");
+    socket.once("data", () => resolve(socket));
+    socket.once("error", reject);
+  });
+}
+
+function takeOver(port: number, dir: string): ProxyProcess {
+  const args = [
+    "serve",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--runtime-dir",
+    dir,
+    "--take-over",
+    "--context",
+    "127.0.0.1:1",
+    "--generation",
+    "127.0.0.1:2",
+  ];
+  const proxy = new ProxyProcess([BINARY], args, join(dir, "take-over.log"));
+  processes.push(proxy);
+  return proxy;
+}
+
+describe("a take-over that cannot ask the running proxy says why, in words (compiled binary)", () => {
+  test("its control socket's 8 connections held: exit 2 naming the process that holds it and what to do, not a bare EPIPE; the proxy serves on", async () => {
+    const { proxy, port, socket, dir } = await servedProxy("full");
+    const held = await Promise.all(Array.from({ length: 8 }, () => heldConnection(socket)));
+    try {
+      const next = takeOver(port, dir);
+      expect(await next.child.exited).toBe(2);
+      expect(next.stderr).toContain(`the control socket ${socket} is held by pid ${proxy.pid} (`);
+      expect(next.stderr).toContain("busy: 8 connections open");
+      expect(next.stderr).toContain("takes 8 control connections at once: another take-over may be under way, or a client holds them");
+      expect(await answersOn(port)).toBe(200);
+    } finally {
+      for (const connection of held) connection.destroy();
+    }
+  }, 60_000);
+
+  test("a control socket whose holder closes before answering: exit 2 naming that holder", async () => {
+    const dir = temp.dir("impostor-silent-");
+    const port = freePort();
+    const path = join(dir, `disagg-proxy-${port}.sock`);
+    const silent = net.createServer((connection) => connection.destroy());
+    await new Promise<void>((resolve) => silent.listen(path, resolve));
+    try {
+      const next = takeOver(port, dir);
+      expect(await next.child.exited).toBe(2);
+      expect(next.stderr).toContain(`the control socket ${path} is held by pid ${process.pid} (`);
+      expect(next.stderr).toContain("which did not say who it is");
+      expect(next.stderr).toContain(`If pid ${process.pid}`);
+    } finally {
+      silent.close();
+    }
   }, 60_000);
 });
