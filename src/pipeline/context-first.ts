@@ -140,7 +140,7 @@ function leftByAnswer(
 }
 
 export function bodyOptions(deps: PipelineDeps): BodyOptions {
-  return { tokenIdsAsBytes: deps.config.genTokidsCtxbytes, stripMessageHistory: deps.config.genStripMessageHistory };
+  return { tokenIdsAsBytes: deps.settings.genTokidsCtxbytes, stripMessageHistory: deps.settings.genStripMessageHistory };
 }
 
 async function reserveGenerationWorker(
@@ -148,7 +148,7 @@ async function reserveGenerationWorker(
   ctx: RequestContext,
   input: PipelineInput,
 ): Promise<RoutedPlacement | undefined> {
-  if (deps.config.conditionalDisagg === undefined) return undefined;
+  if (deps.settings.conditionalDisagg === undefined) return undefined;
   const placed = await placeForRequest(deps, ctx, {
     role: "generation",
     requestKey: ctx.disaggRequestId,
@@ -164,7 +164,7 @@ async function reserveGenerationWorker(
 }
 
 function contextNeeded(deps: PipelineDeps, reserved: RoutedPlacement): boolean {
-  const limit = deps.config.conditionalDisagg?.maxLocalPrefillLength ?? 0;
+  const limit = deps.settings.conditionalDisagg?.maxLocalPrefillLength ?? 0;
   return reserved.matchedTokens === 0 || reserved.totalTokens - reserved.matchedTokens > limit;
 }
 
@@ -203,9 +203,9 @@ function servedWhole(
   deps.logger.warn("context worker answered /v1/responses without a hand-off; it is no longer sent disaggregated Responses requests", {
     worker: origin,
     version,
-    fallback: deps.config.responsesFallback,
+    fallback: deps.settings.responsesFallback,
   });
-  if (deps.config.responsesFallback !== "aggregated") throw responsesUnsupported();
+  if (deps.settings.responsesFallback !== "aggregated") throw responsesUnsupported();
   return finishedByContext(ctx, input, answer);
 }
 

@@ -52,7 +52,7 @@ export class LegAttempt {
     const { ctx, deps } = { ctx: this.#ctx, deps: this.#deps };
     const headers: Record<string, string> = {
       ...plan.headers,
-      ...affinityHeaders(deps.config.internalAuthKey, plan.affinity, plan.role, this.#id),
+      ...affinityHeaders(deps.settings.internalAuthKey, plan.affinity, plan.role, this.#id),
       ...legTraceHeaders(ctx.trace, this.#span.spanId),
     };
     // Workers are asked for their metrics only when this request's are collected (§5.3).
@@ -65,8 +65,8 @@ export class LegAttempt {
       signal: plan.signal,
       // A streamed generation leg's headers come before its first token: --first-token-timeout-ms bounds them too.
       timeoutMs:
-        plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.config.requestTimeoutMs,
-      maxAnswerBytes: deps.config.maxAnswerBytes,
+        plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.settings.requestTimeoutMs,
+      maxAnswerBytes: deps.settings.maxAnswerBytes,
       fetch: deps.workerFetch,
       headers,
       ...(fresh ? { fresh } : {}),

@@ -85,7 +85,7 @@ async function runAttempts<T>(
         role: plan.role,
         attempt,
         freeRetries: step.freeRetries,
-        maxRetries: deps.config.maxRetries,
+        maxRetries: deps.settings.maxRetries,
         aborted: plan.signal.aborted,
         pinned: plan.workers.pinned ?? false,
         wholeAnswer: lastsUntil === "answer",
@@ -146,14 +146,14 @@ async function afterFailure(
       code: error.code,
       status: error.status,
       error: error.message,
-      retry: retry === undefined ? undefined : `${retry} of ${deps.config.maxRetries}`,
+      retry: retry === undefined ? undefined : `${retry} of ${deps.settings.maxRetries}`,
     });
     if (next.kind === "fail") throw error;
   }
   ctx.retried();
   if (next.kind === "without field") return sameWorker();
   failedOn.push(leg.origin);
-  if (next.kind === "retry") await pause(deps.config.retryDelayMs, plan.signal);
+  if (next.kind === "retry") await pause(deps.settings.retryDelayMs, plan.signal);
   return undefined;
 }
 

@@ -106,15 +106,15 @@ export async function runGenerationLeg(
     routing: options.routing ?? input.routing,
     signal: options.signal ?? ctx.signal,
     retryable: generationLegRetryable,
-    headers: { ...codec.headers, ...disaggAuthOf(deps.config.internalAuthKey, options.body) },
+    headers: { ...codec.headers, ...disaggAuthOf(deps.settings.internalAuthKey, options.body) },
     id: ctx.engineRequestId,
     freshIdOnRetry: false,
     body: { of: () => options.body, codec, source: options.source ?? input.source },
     // subagent_affinity_scope "context": the generation fleet places a sub-agent by its own
     // conversation, so its worker gets no parent key ("both": it does).
-    affinity: deps.config.subagentAffinityScope === "both" ? input.affinity : undefined,
+    affinity: deps.settings.subagentAffinityScope === "both" ? input.affinity : undefined,
     handoff: options.handoff,
-    firstTokenTimeoutMs: input.stream ? deps.config.firstTokenTimeoutMs : undefined,
+    firstTokenTimeoutMs: input.stream ? deps.settings.firstTokenTimeoutMs : undefined,
   };
   if (input.stream) {
     const { origin, result, endEarly } = await runStreamLeg(deps, ctx, plan);
@@ -144,8 +144,8 @@ export async function withFirstBytes(
   if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };
   const body = result.response.body ?? streamOf([]);
   const reader = body.getReader();
-  const firstTokenMs = deps.config.firstTokenTimeoutMs;
-  const boundMs = firstTokenMs > 0 ? Math.max(1, firstTokenMs - (performance.now() - startedAt)) : deps.config.requestTimeoutMs;
+  const firstTokenMs = deps.settings.firstTokenTimeoutMs;
+  const boundMs = firstTokenMs > 0 ? Math.max(1, firstTokenMs - (performance.now() - startedAt)) : deps.settings.requestTimeoutMs;
   let failure: ProxyError;
   try {
     const read = await withDeadline(reader.read(), boundMs);

@@ -16,13 +16,13 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
   // --max-worker-queue: saturated workers refuse the request here, before its first leg (a rejection, as a leg's failure).
   deps.placement.refuseWhenSaturated(input.routing);
-  if (input.api === "responses" && !deps.config.benchmarkGenerationOnly && !canDisaggregateResponses(deps.placement.pool)) {
+  if (input.api === "responses" && !deps.settings.benchmarkGenerationOnly && !canDisaggregateResponses(deps.placement.pool)) {
     return responsesWithoutDisaggregation(deps, ctx, input);
   }
-  if (deps.config.schedule === "generation_first") {
+  if (deps.settings.schedule === "generation_first") {
     return restartingOnce(deps, ctx, (id, avoid) => generationFirst(deps, ctx, input, id, avoid));
   }
-  if (deps.config.benchmarkGenerationOnly) {
+  if (deps.settings.benchmarkGenerationOnly) {
     return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
   }
   return restartingOnce(deps, ctx, (id, avoid) => contextFirst(deps, ctx, input, id, avoid));

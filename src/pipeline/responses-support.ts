@@ -23,7 +23,7 @@ export async function responsesWithoutDisaggregation(
   ctx: RequestContext,
   input: PipelineInput,
 ): Promise<PipelineOutcome> {
-  if (deps.config.responsesFallback !== "aggregated") throw responsesUnsupported();
+  if (deps.settings.responsesFallback !== "aggregated") throw responsesUnsupported();
   deps.logger.info("Responses request served aggregated by one generation worker: no ready worker pair can disaggregate /v1/responses", {
     disagg_request_id: ctx.disaggRequestId,
     needs: versionNeededFor("responses_disaggregation"),

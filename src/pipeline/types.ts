@@ -51,8 +51,32 @@ export type PipelineOutcome =
     }
   | { readonly kind: "finished"; readonly body: JsonObject };
 
+/**
+ * What the pipeline reads of the configuration, each with its flag's default (config/types.ts
+ * DEFAULTS, docs/configuration.md): schedule context_first, maxRetries 1, retryDelayMs 1000,
+ * requestTimeoutMs 180000, firstTokenTimeoutMs 0 (the request timeout alone), maxAnswerBytes
+ * 64 MiB, internalAuthKey and conditionalDisagg none, genStripMessageHistory, genTokidsCtxbytes
+ * and benchmarkGenerationOnly false, subagentAffinityScope "context", responsesFallback "error".
+ */
+export type PipelineSettings = Pick<
+  ProxyConfig,
+  | "schedule"
+  | "maxRetries"
+  | "retryDelayMs"
+  | "requestTimeoutMs"
+  | "firstTokenTimeoutMs"
+  | "maxAnswerBytes"
+  | "internalAuthKey"
+  | "conditionalDisagg"
+  | "genStripMessageHistory"
+  | "genTokidsCtxbytes"
+  | "benchmarkGenerationOnly"
+  | "subagentAffinityScope"
+  | "responsesFallback"
+>;
+
 export interface PipelineDeps {
-  readonly config: ProxyConfig;
+  readonly settings: PipelineSettings;
   readonly placement: Placement;
   readonly ids: DisaggIdAllocator;
   readonly logger: Logger;

@@ -9,7 +9,7 @@ import { Telemetry } from "../observability/telemetry.ts";
 import { HandoffSettler } from "../pipeline/handoff/settler.ts";
 import { callOneWorker } from "../pipeline/one-shot.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
-import type { PipelineDeps } from "../pipeline/types.ts";
+import type { PipelineDeps, PipelineSettings } from "../pipeline/types.ts";
 import { Admission, SharedAdmission, type AdmissionControl } from "../request/admission.ts";
 import type { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
@@ -19,7 +19,7 @@ import { Requests } from "../request/requests.ts";
 import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
 import { Coordination } from "../routing/coordination.ts";
-import type { RouteDeps } from "../routes/deps.ts";
+import type { RouteDeps, RouteSettings } from "../routes/deps.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
@@ -38,6 +38,9 @@ import { modelListOf, modelReadyOf } from "./model-list.ts";
  * they need (RouteDeps), the pipeline's dependencies, and what the server itself manages.
  */
 export interface App extends RouteDeps, PipelineDeps {
+  readonly config: ProxyConfig;
+  /** What the routes and the pipeline read of the configuration. */
+  readonly settings: RouteSettings & PipelineSettings;
   /** Requests between validation and their end. */
   readonly active: ReadonlySet<RequestContext>;
   readonly metrics: ProxyMetrics;
@@ -113,7 +116,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const traffic = dashboard ?? loop?.traffic;
   const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic });
-  const handoffs = new HandoffSettler({ config, placement, logger, workerFetch, bodyCodec }, (reason, settled) =>
+  const handoffs = new HandoffSettler({ settings: config, placement, logger, workerFetch, bodyCodec }, (reason, settled) =>
     metrics.handoffSettled(reason, settled),
   );
   return {

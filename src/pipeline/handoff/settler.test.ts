@@ -18,7 +18,7 @@ const config: ProxyConfig = {
 
 test("an attempt that runs on after its client left keeps its worker counted in flight until it ends", async () => {
   const placement = new Placement(config);
-  const settler = new HandoffSettler({ config, placement, logger: silentLogger, workerFetch: createWorkerFetch({}) }, () => {});
+  const settler = new HandoffSettler({ settings: config, placement, logger: silentLogger, workerFetch: createWorkerFetch({}) }, () => {});
   const { promise: attempt, resolve } = Promise.withResolvers<undefined>();
   const { promise: followed, resolve: done } = Promise.withResolvers<undefined>();
   const outcome = {

@@ -15,9 +15,16 @@ import type { Placed, Placement } from "../../routing/placement.ts";
 import type { BodyCodec } from "../../workers/body-codec.ts";
 import type { WorkerFetch } from "../../workers/transport.ts";
 
+/**
+ * What settling reads of the configuration: each settle and each followed attempt is bounded by
+ * requestTimeoutMs (default 180000), a claim's answer by maxAnswerBytes (64 MiB), and signed with
+ * internalAuthKey when one is set (default none).
+ */
+export type SettlerSettings = Pick<ProxyConfig, "requestTimeoutMs" | "maxAnswerBytes" | "internalAuthKey">;
+
 /** What settling needs of the server. */
 export interface SettlerDeps {
-  readonly config: ProxyConfig;
+  readonly settings: SettlerSettings;
   readonly placement: Placement;
   readonly logger: Logger;
   readonly workerFetch: WorkerFetch;
@@ -165,7 +172,7 @@ export class HandoffSettler {
   }
 
   async #follow(pending: Promise<unknown>, abort: (reason: unknown) => void, outcome: AdoptedOutcome): Promise<void> {
-    const timer = setTimeout(() => abort(new DOMException("Timed out", "TimeoutError")), this.#deps.config.requestTimeoutMs);
+    const timer = setTimeout(() => abort(new DOMException("Timed out", "TimeoutError")), this.#deps.settings.requestTimeoutMs);
     this.#adopted++;
     let left: UnclaimedHandoff | undefined;
     try {
@@ -200,7 +207,7 @@ export class HandoffSettler {
 
   async #run({ handoff, reason }: Settle): Promise<void> {
     const { deps } = { deps: this.#deps };
-    const deadline = performance.now() + deps.config.requestTimeoutMs;
+    const deadline = performance.now() + deps.settings.requestTimeoutMs;
     const fields = { disagg_request_id: handoff.disaggRequestId, context_worker: handoff.contextWorker, reason };
     let lastError: ProxyError | undefined;
     let turnedAwayWaitMs = PLACE_AGAIN_MS;
@@ -258,9 +265,9 @@ export class HandoffSettler {
         body: codec.encode(body, handoff.source),
         signal: this.#stopping.signal,
         timeoutMs: Math.max(1, remainingMs),
-        maxAnswerBytes: deps.config.maxAnswerBytes,
+        maxAnswerBytes: deps.settings.maxAnswerBytes,
         fetch: deps.workerFetch,
-        headers: { ...codec.headers, ...disaggAuthOf(deps.config.internalAuthKey, body) },
+        headers: { ...codec.headers, ...disaggAuthOf(deps.settings.internalAuthKey, body) },
       });
       return placed.worker.origin;
     } finally {
