@@ -50,6 +50,37 @@ function saysBack(records: readonly Record<string, unknown>[]): boolean {
   return records.some((line) => String(line["msg"]).startsWith("coordinator answers again"));
 }
 
+describe("a serving process and the coordinator, as upstream's e2e test wires them", () => {
+  // test_coordinator_e2e.py @ 2713ff6b ::test_disagg_completion_e2e_through_coordinator: a round_robin
+  // context router placed locally, a conversation generation router delegated, X-Session-ID as the conversation.
+  test("a completion round-trips context (local) -> coordinator /select -> generation", async () => {
+    await using set = await startReplicaSet({
+      replicas: 1,
+      contexts: 1,
+      generations: 2,
+      coordinator: true,
+      config: { contextRouter: "round_robin", generationRouter: "conversation" },
+    });
+    const [replica] = set.replicas;
+    if (replica === undefined) throw new Error("replica");
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${replica.url.origin}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": "conv-e2e" },
+        body: JSON.stringify({ model: "emulated-model", prompt: "hello", max_tokens: 8 }),
+      });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { choices: { finish_reason: string }[] }).choices[0]?.finish_reason).toBeDefined();
+    }
+    const lines = (): Record<string, unknown>[] => set.logs[0]?.filter((line) => line["msg"] === "request") ?? [];
+    await eventually(() => lines().length === 3);
+    expect(lines().map((line) => line["placed_by"])).toEqual(Array(3).fill("context:local generation:coordinator"));
+    // Sticky by the session: every generation leg on one worker.
+    const served = set.generations.map((worker) => worker.requests.filter((r) => r.phase === "generation").length);
+    expect(served.toSorted((a, b) => a - b)).toEqual([0, 3]);
+  });
+});
+
 describe("three replicas and one coordinator", () => {
   test("place a multi-turn workload with one proxy's cache hit ratio (within 2 %); without the coordinator it is measurably worse", async () => {
     const one = await hitRatio(1, false);
