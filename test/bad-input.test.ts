@@ -82,4 +82,20 @@ describe("bad input", () => {
     expect(wrong.status).toBe(405);
     expect(((await wrong.json()) as Envelope).type).toBe("MethodNotAllowed");
   });
+
+  test("a 405 names in Allow the methods its path takes (RFC 9110 §15.5.6)", async () => {
+    await using cluster = await startCluster();
+    const get = await fetch(`${cluster.url}/v1/chat/completions`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get("allow")).toBe("POST");
+    await get.arrayBuffer();
+    const post = await fetch(`${cluster.url}/health`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET");
+    await post.arrayBuffer();
+    // Only a 405 carries it.
+    const missing = await fetch(`${cluster.url}/v1/nothing`);
+    expect(missing.headers.get("allow")).toBeNull();
+    await missing.arrayBuffer();
+  });
 });

@@ -9,6 +9,7 @@ import { memoryLogger } from "../src/observability/logger.ts";
 import { openAiErrorResponse } from "../src/routes/errors.ts";
 import { proxyThroughPipeline } from "../src/routes/proxied.ts";
 import { createDispatch, type RouteTable } from "../src/server/dispatch.ts";
+import { KeepAlive, keepAliveBound } from "../src/server/keep-alive.ts";
 import { listen } from "../src/server/listener.ts";
 import { rawConnect, rawJsonPost, rawRequest, statuses } from "./support/raw-http.ts";
 
@@ -235,7 +236,7 @@ describe("hardening: what the probe and the soak found", () => {
       // After: the pipeline ran and the route's renderer throws on the worker's answer.
       "/after": {
         methods: {
-          POST: async (deps, request, keepOpen) => {
+          POST: async (deps, request, { keepOpen }) => {
             const body = (await request.json()) as JsonObject;
             const dialect = { openStream: () => boom(), replay: () => boom(), errorResponse: openAiErrorResponse, renderJson: boom };
             return proxyThroughPipeline({ deps, request, keepOpen, route: "/after", api: "chat", body, dialect });
@@ -243,7 +244,8 @@ describe("hardening: what the probe and the soak found", () => {
         },
       },
     };
-    const server = listen({ ...app.config, port: 0 }, 0, createDispatch(app, routes), logger, {});
+    const keepAlive = new KeepAlive(keepAliveBound(app.config.serverKeepAliveTimeoutS));
+    const server = listen(app.config, 0, createDispatch(app, routes, { keepAlive }), logger);
     try {
       for (const path of ["/before", "/after"]) {
         const response = await fetch(`${server.url.origin}${path}`, { method: "POST", body: chat() });

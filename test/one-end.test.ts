@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
 import type { RequestContext } from "../src/request/context.ts";
-import type { RouteDeps } from "../src/routes/deps.ts";
+import type { Connection, RouteDeps } from "../src/routes/deps.ts";
 import { countTokens } from "../src/routes/messages.ts";
 import { model as oneModel, models } from "../src/routes/models.ts";
 import { chatCompletions } from "../src/routes/openai.ts";
@@ -71,6 +71,9 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
   };
 }
 
+/** No socket: nothing to lift, no peer. */
+const NO_CONNECTION: Connection = { keepOpen: () => () => {}, peer: () => undefined };
+
 function post(path: string, body: unknown): Request {
   return new Request(`http://proxy${path}`, {
     method: "POST",
@@ -85,22 +88,22 @@ const CASES = [
   {
     name: "a synchronous throw from the pipeline",
     at: "pipeline sync",
-    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}),
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), NO_CONNECTION),
   },
   {
     name: "a rejected pipeline (JSON answer)",
     at: "pipeline async",
-    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), () => () => {}),
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", CHAT), NO_CONNECTION),
   },
   {
     name: "a rejected pipeline (stream answer)",
     at: "pipeline async",
-    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}),
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), NO_CONNECTION),
   },
   {
     name: "a throw while the stream answer is built",
     at: "settings",
-    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), () => () => {}),
+    call: (d: RouteDeps) => chatCompletions(d, post("/v1/chat/completions", { ...CHAT, stream: true }), NO_CONNECTION),
   },
   {
     name: "a throw in /v1/models' worker call",

@@ -20,6 +20,7 @@ import {
   storageErrorResponse,
   type StorageDeps,
 } from "../routes/cluster-storage.ts";
+import type { Connection } from "../routes/deps.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import type { ExtraRoutes } from "./http.ts";
@@ -29,12 +30,7 @@ export interface CoordinatorStorage {
   readonly routes: ExtraRoutes;
 }
 
-type StorageRoute = (
-  deps: StorageDeps,
-  request: Request,
-  keepOpen: () => () => void,
-  peer?: () => string | undefined,
-) => Response | Promise<Response>;
+type StorageRoute = (deps: StorageDeps, request: Request, connection: Connection) => Response | Promise<Response>;
 
 const ROUTES: ReadonlyArray<readonly [string, string, StorageRoute]> = [
   ["/set", "POST", clusterSet],
@@ -88,12 +84,7 @@ export function coordinatorStorage(config: StorageSettings, logger: Logger): Coo
         // Against DNS rebinding: a page's request names a host that is none of ours (421), as serve answers.
         if (!hosts.allows(request.headers.get("host"))) return Response.json({ detail: "Misdirected Request" }, { status: 421 });
         try {
-          return await route(
-            deps,
-            request,
-            () => () => {},
-            () => peer,
-          );
+          return await route(deps, request, { keepOpen: () => () => {}, peer: () => peer });
         } catch (error) {
           if (error instanceof ProxyError) return storageErrorResponse(error);
           throw error;

@@ -68,15 +68,17 @@ export interface ClusterStorageDeps {
  * `keepOpen` lifts the server's idle timeout for this request: a route calls it once the
  * client's body is in, so a prefill may keep the request silent for minutes while a client
  * trickling its body (slowloris) is still cut. It returns the function that puts the idle
- * bound back, which the route calls when its request ends: the runtime keeps a lifted
- * timeout on the connection for every later idle keep-alive period (oven-sh/bun PR #33611,
- * closed unmerged; measured on Bun 1.4.5), and only a call made before the response
- * finishes takes effect. `peer` gives the client's address, looked up only when a route asks.
+ * bound back, which the route calls when its request ends (the runtime keeps a lifted timeout
+ * on the connection for later idle periods; server/keep-alive.ts). Calling it again returns
+ * the same function.
  */
 export type KeepOpen = () => () => void;
-export type Handler = (
-  deps: RouteDeps,
-  request: Request,
-  keepOpen: KeepOpen,
-  peer: () => string | undefined,
-) => Response | Promise<Response>;
+
+/** What a route may know and do about the connection its request came on, as one object. */
+export interface Connection {
+  readonly keepOpen: KeepOpen;
+  /** The client's address, looked up only when a route asks. */
+  readonly peer: () => string | undefined;
+}
+
+export type Handler = (deps: RouteDeps, request: Request, connection: Connection) => Response | Promise<Response>;

@@ -5,7 +5,7 @@ import { anthropicErrorFor, toAnthropicMessage } from "../dialects/anthropic-res
 import { ProxyError } from "../errors.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
 import { readClientBody } from "./client-body.ts";
-import type { KeepOpen, RouteDeps } from "./deps.ts";
+import type { Connection, RouteDeps } from "./deps.ts";
 import { errorHeaders } from "./errors.ts";
 import { checkedBody, proxyThroughPipeline, readModelBody, withinRequest, type RouteDialect } from "./proxied.ts";
 
@@ -22,7 +22,7 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * converted back (or reframed into Anthropic events). The query string (Claude Code sends
  * `?beta=true`) plays no part in routing.
  */
-export async function messages(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
+export async function messages(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/messages", request);
   const { body, source } = read;
   const model = typeof body["model"] === "string" ? body["model"] : undefined;

@@ -2,7 +2,7 @@ import { openAiStream } from "../dialects/openai.ts";
 import { replayChunks } from "../dialects/openai-replay.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
-import type { KeepOpen, RouteDeps } from "./deps.ts";
+import type { Connection, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
 import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } from "./proxied.ts";
@@ -19,7 +19,7 @@ const COMPLETIONS = dialectFor("completions");
 const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
-export async function completions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
+export async function completions(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/completions", request, read, () => check(completionsRequest, body));
@@ -36,7 +36,7 @@ export async function completions(deps: RouteDeps, request: Request, keepOpen: K
 }
 
 /** POST /v1/chat/completions */
-export async function chatCompletions(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
+export async function chatCompletions(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/chat/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/chat/completions", request, read, () => {

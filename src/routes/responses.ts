@@ -4,7 +4,7 @@ import { replayResponseEvents } from "../dialects/responses-replay.ts";
 import { nameResponsesRequest } from "../dialects/responses-naming.ts";
 import { buildResponsesOpening } from "../dialects/responses-opening.ts";
 import { badRequest } from "../errors.ts";
-import type { KeepOpen, RouteDeps } from "./deps.ts";
+import type { Connection, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
 import { check, list } from "./openai-schemas.ts";
 import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } from "./proxied.ts";
@@ -31,7 +31,7 @@ const dialect: RouteDialect = {
  * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
  * is forced off and a request that continues a stored response is refused.
  */
-export async function responses(deps: RouteDeps, request: Request, keepOpen: KeepOpen): Promise<Response> {
+export async function responses(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/responses", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/responses", request, read, () => {

@@ -1,7 +1,8 @@
 import { asProxyError, bodyTooLarge, ProxyError } from "../errors.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
-import type { Handler, KeepOpen } from "../routes/deps.ts";
+import type { Handler } from "../routes/deps.ts";
 import type { App } from "./app.ts";
+import type { ConnectionHost, HeldConnection, KeepAlive } from "./keep-alive.ts";
 
 export interface RouteEntry {
   readonly methods: Readonly<Partial<Record<string, Handler>>>;
@@ -22,38 +23,56 @@ export interface RouteEntry {
 /** path → its methods. Paths are matched without the query string; a key ending in `/*` takes every path under it. */
 export type RouteTable = Readonly<Record<string, RouteEntry>>;
 
+/**
+ * The front door, a fetch function as Bun.serve calls it: the request's connection facts are
+ * gathered once (keep-alive.ts), then its route answers. It never throws.
+ */
 export interface Dispatch {
-  /** Answers a request; never throws. `peer` gives the client's address (looked up only when a route asks). */
-  handle(request: Request, keepOpen: KeepOpen, peer?: () => string | undefined): Promise<Response>;
+  readonly fetch: (request: Request, server: ConnectionHost) => Promise<Response>;
+  /** The idle bound its connections keep, which the listener sets and sweeps by. */
+  readonly keepAlive: KeepAlive;
 }
 
-export function createDispatch(app: App, routes: RouteTable): Dispatch {
+export interface DispatchOptions {
+  readonly keepAlive: KeepAlive;
+  /** While true, every answer says `Connection: close` (an upgrade moves kept-alive clients to new connections). @default never */
+  readonly closeConnections?: () => boolean;
+}
+
+export function createDispatch(app: App, routes: RouteTable, options: DispatchOptions): Dispatch {
+  const { keepAlive, closeConnections = () => false } = options;
+  const handle = async (request: Request, connection: HeldConnection): Promise<Response> => {
+    const path = pathOf(request);
+    const route = routeOf(routes, path);
+    const entry = route === undefined ? undefined : routes[route];
+    const handler = entry?.methods[request.method];
+    try {
+      // RFC 9112 §3.2: a request with more than one Host is a 400. The runtime joins them with a comma, which no host name holds.
+      if (request.headers.get("host")?.includes(",") === true)
+        throw new ProxyError("BAD_REQUEST", 400, "The request carries more than one Host header");
+      if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
+      if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
+      // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
+      if (entry.checkHost === true && !app.hosts.allows(request.headers.get("host"))) throw misdirected(app, request);
+      if (declaredLength(request) > app.bodyLimits.maxBytes) throw bodyTooLarge(app.bodyLimits.maxBytes);
+      if (!authorised(app, entry, request)) throw new ProxyError("UNAUTHORIZED", 401, "Invalid or missing API key");
+      return await handler(app, request, connection);
+    } catch (thrown) {
+      connection.restoreIfLifted();
+      const error = asProxyError(thrown);
+      // Unknown paths share one label: a label per scanned URL would grow without bound.
+      app.ends.rejected(route ?? "unmatched", path, error, thrown);
+      const answer = (entry?.renderError ?? openAiErrorResponse)(error);
+      // RFC 9110 §15.5.6: a 405 lists the methods the target supports.
+      if (entry && error.code === "METHOD_NOT_ALLOWED") answer.headers.set("allow", Object.keys(entry.methods).join(", "));
+      return answer;
+    }
+  };
   return {
-    async handle(request, keepOpen, peer = () => undefined) {
-      const path = pathOf(request);
-      const route = routeOf(routes, path);
-      const entry = route === undefined ? undefined : routes[route];
-      const handler = entry?.methods[request.method];
-      let restoreIdle: (() => void) | undefined;
-      const liftIdle = (): (() => void) => (restoreIdle ??= keepOpen());
-      try {
-        // RFC 9112 §3.2: a request with more than one Host is a 400. The runtime joins them with a comma, which no host name holds.
-        if (request.headers.get("host")?.includes(",") === true)
-          throw new ProxyError("BAD_REQUEST", 400, "The request carries more than one Host header");
-        if (!entry) throw new ProxyError("NOT_FOUND", 404, `No route for ${path}`);
-        if (!handler) throw new ProxyError("METHOD_NOT_ALLOWED", 405, `Method ${request.method} is not allowed on ${path}`);
-        // Refused here rather than by the runtime, whose 413 has no body, no log line and no count.
-        if (entry.checkHost === true && !app.hosts.allows(request.headers.get("host"))) throw misdirected(app, request);
-        if (declaredLength(request) > app.bodyLimits.maxBytes) throw bodyTooLarge(app.bodyLimits.maxBytes);
-        if (!authorised(app, entry, request)) throw new ProxyError("UNAUTHORIZED", 401, "Invalid or missing API key");
-        return await handler(app, request, liftIdle, peer);
-      } catch (thrown) {
-        restoreIdle?.();
-        const error = asProxyError(thrown);
-        // Unknown paths share one label: a label per scanned URL would grow without bound.
-        app.ends.rejected(route ?? "unmatched", path, error, thrown);
-        return (entry?.renderError ?? openAiErrorResponse)(error);
-      }
+    keepAlive,
+    fetch: (request, server) => {
+      const answer = handle(request, keepAlive.connectionOf(request, server));
+      return closeConnections() ? withConnectionClose(answer) : answer;
     },
   };
 }
@@ -72,6 +91,23 @@ function routeOf(routes: RouteTable, path: string): string | undefined {
       best = key;
   }
   return best;
+}
+
+/**
+ * The answer with `Connection: close`, which Bun honours by closing the connection after it:
+ * the client opens its next connection, which the new process accepts.
+ */
+async function withConnectionClose(answer: Promise<Response>): Promise<Response> {
+  const response = await answer;
+  try {
+    response.headers.set("connection", "close");
+    return response;
+  } catch {
+    // Headers of some responses are immutable: the same status, headers and body, rebuilt.
+    const headers = new Headers(response.headers);
+    headers.set("connection", "close");
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
 }
 
 function authorised(app: App, entry: RouteEntry, request: Request): boolean {

@@ -17,6 +17,8 @@
  *    that long leaves the closing to the timer.
  */
 
+import type { Connection } from "../routes/deps.ts";
+
 const TICK_S = 4;
 /** The most the runtime's timer takes (Bun.serve idleTimeout, server.timeout). */
 const RUNTIME_MAX_S = 255;
@@ -30,7 +32,9 @@ export interface KeepAliveBound {
   readonly quietCloseS: number | undefined;
 }
 
-export function keepAliveBound(seconds: number): KeepAliveBound {
+/** `overrideS`: the idle bound in the runtime's own seconds, for tests that shorten it (no sweep). */
+export function keepAliveBound(seconds: number, overrideS?: number): KeepAliveBound {
+  if (overrideS !== undefined) return { runtimeS: overrideS, firstRequestS: overrideS, quietCloseS: undefined };
   const ticks = Math.ceil(seconds / TICK_S) + 1;
   // 255 is still 64 ticks (it closed at 256 s).
   if (ticks <= Math.ceil(RUNTIME_MAX_S / TICK_S)) {
@@ -38,6 +42,53 @@ export function keepAliveBound(seconds: number): KeepAliveBound {
     return { runtimeS, firstRequestS: runtimeS, quietCloseS: seconds };
   }
   return { runtimeS: 0, firstRequestS: RUNTIME_MAX_S, quietCloseS: seconds };
+}
+
+/** What a request's connection facts use of the server it came to. */
+export type ConnectionHost = Pick<Bun.Server<undefined>, "timeout" | "requestIP">;
+
+/** A request's connection as the front door holds it: the route's facts, and the bound put back if a route lifted it and failed. */
+export interface HeldConnection extends Connection {
+  restoreIfLifted(): void;
+}
+
+/** One server's idle bound, set on each request's connection, and the latest request's start, which the quiet sweep reads. */
+export class KeepAlive {
+  readonly bound: KeepAliveBound;
+  #lastRequestAt = 0;
+
+  constructor(bound: KeepAliveBound) {
+    this.bound = bound;
+  }
+
+  /** performance.now() at the latest request's start. */
+  get lastRequestAt(): number {
+    return this.#lastRequestAt;
+  }
+
+  /**
+   * The connection's bound once this answer is written (only a call made before then counts;
+   * the server's idleTimeout already is that bound unless they differ, above 252 s). A lifted
+   * timeout stays on the connection for every later idle period unless put back (oven-sh/bun
+   * PR #33611, closed unmerged; measured on Bun 1.4.5).
+   */
+  connectionOf(request: Request, server: ConnectionHost): HeldConnection {
+    this.#lastRequestAt = performance.now();
+    const { runtimeS, firstRequestS } = this.bound;
+    if (runtimeS !== firstRequestS) server.timeout(request, runtimeS);
+    let restore: (() => void) | undefined;
+    return {
+      keepOpen: () => {
+        if (restore === undefined) {
+          server.timeout(request, 0);
+          restore = () => server.timeout(request, runtimeS);
+        }
+        return restore;
+      },
+      peer: () => server.requestIP(request)?.address,
+      restoreIfLifted: () => restore?.(),
+    };
+  }
 }
 
 /** What the sweep uses of the server: requests in flight, whether it still listens, the closing of idle connections. */

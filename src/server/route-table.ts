@@ -38,7 +38,7 @@ const DASHBOARD_ACCESS = "dashboard";
 
 function dashboardEntry(handler: DashboardHandler): RouteEntry {
   return {
-    methods: { GET: (_deps, request, keepOpen, peer = () => undefined) => handler(request, keepOpen, peer) },
+    methods: { GET: (_deps, request, { keepOpen, peer }) => handler(request, keepOpen, peer) },
     access: DASHBOARD_ACCESS,
     checkHost: true,
     renderError: (error) => dashboardErrorResponse(error.status, error.message),
@@ -52,10 +52,10 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
 export function forwardedDashboardRoutes(forward: DashboardForward): RouteTable {
   const entry: RouteEntry = {
     methods: {
-      GET: (_deps, request, keepOpen, peer) => {
+      GET: (_deps, request, { keepOpen, peer }) => {
         // The event stream stays open as long as the main loop's does.
         if (new URL(request.url).pathname.endsWith("/events")) keepOpen();
-        return forward(request, peer?.());
+        return forward(request, peer());
       },
     },
     access: DASHBOARD_ACCESS,

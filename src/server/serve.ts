@@ -10,7 +10,8 @@ import { createApp, type App } from "./app.ts";
 import type { LoopShare, WatcherOf } from "./loop-share.ts";
 import { startDiscovery, type RunningDiscovery } from "./discovery.ts";
 import { createDispatch, mayCall, showsKey, type RouteEntry, type RouteTable } from "./dispatch.ts";
-import { listen, type ListenerOptions } from "./listener.ts";
+import { KeepAlive, keepAliveBound } from "./keep-alive.ts";
+import { listen } from "./listener.ts";
 import { dashboardHttp } from "../dashboard/http.ts";
 import { dashboardRoutes, forwardedDashboardRoutes, ROUTES } from "./route-table.ts";
 import type { HandedItem } from "../discovery/index.ts";
@@ -27,7 +28,9 @@ const SETTLE_GRACE_MS = 2000;
  */
 export const CONNECTION_CLOSE_PHASE_MS = 1000;
 
-export interface ServerOptions extends ListenerOptions {
+export interface ServerOptions {
+  /** Overrides the idle bound, in the runtime's own seconds (tests shorten it to prove slow routes are exempt). */
+  readonly idleTimeoutS?: number;
   /** Cluster storage items handed over by the process this one replaces, in the store before discovery starts. */
   readonly registrations?: readonly HandedItem[];
   /**
@@ -79,10 +82,10 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const app = createApp(config, logger, appVersion, { loop: options.loop, boundPort: () => servers[0]?.port, discovery: () => discovery });
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
   const routes = routesOf(app, allowed, options.loop);
-  const dispatch = createDispatch(app, routes);
   let closingConnections = false;
-  const listenerOptions: ListenerOptions = { ...options, closeConnections: () => closingConnections };
-  if (options.deferListen !== true) servers.push(listen(config, config.port, dispatch, logger, listenerOptions));
+  const keepAlive = new KeepAlive(keepAliveBound(config.serverKeepAliveTimeoutS, options.idleTimeoutS));
+  const dispatch = createDispatch(app, routes, { keepAlive, closeConnections: () => closingConnections });
+  if (options.deferListen !== true) servers.push(listen(config, config.port, dispatch, logger));
   const current = (): Bun.Server<undefined> => {
     const server = servers.at(-1);
     if (server === undefined) throw new Error("not listening yet");
@@ -127,7 +130,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     },
     listen() {
       if (servers.length > 0) return;
-      servers.push(listen(config, config.port, dispatch, logger, listenerOptions));
+      servers.push(listen(config, config.port, dispatch, logger));
     },
     app,
     async waitForWorkers() {
@@ -141,7 +144,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     reloadTls() {
       if (config.tlsCertFile === undefined) return;
       const previous = current();
-      servers.push(listen(config, previous.port ?? config.port, dispatch, logger, listenerOptions));
+      servers.push(listen(config, previous.port ?? config.port, dispatch, logger));
       // The old listener stops accepting; the requests it is serving run to their end.
       void previous.stop();
       logger.info("TLS certificate reloaded");
