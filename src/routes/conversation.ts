@@ -20,6 +20,21 @@ const SESSION_HEADERS = [
  * `client_metadata.thread_id` over chat; `client_metadata.session_id` is one Codex run, which
  * may hold several threads, so it comes last.
  */
+/**
+ * Session headers as real clients send them without the `x-` prefix, consulted after the body
+ * fields (not upstream's): Codex 0.169 sends `thread-id` and `session-id` (real-clients.md),
+ * the thread first as the narrower; then the other upstream spellings unprefixed.
+ */
+const UNPREFIXED_HEADERS = [
+  "thread-id",
+  "claude-code-session-id",
+  "claude-session-id",
+  "session-id",
+  "correlation-id",
+  "session-affinity",
+  "multi-turn-session-id",
+] as const;
+
 const BODY_FIELDS: readonly (readonly string[])[] = [
   ["prompt_cache_key"],
   ["client_metadata", "thread_id"],
@@ -29,7 +44,8 @@ const BODY_FIELDS: readonly (readonly string[])[] = [
 /**
  * The conversation a request belongs to, as trtllm-serve's resolve_request_conversation_id:
  * a body that has `conversation_params` names it there (or names none); otherwise the first
- * non-empty session header; otherwise the first non-empty client-native body field.
+ * non-empty session header; otherwise the first non-empty client-native body field; otherwise
+ * (not upstream's) the first session header a client sends without the `x-` prefix.
  */
 export function conversationIdOf(body: JsonObject, headers: Headers): string | undefined {
   const params = body["conversation_params"];
@@ -45,13 +61,21 @@ export function conversationIdOf(body: JsonObject, headers: Headers): string | u
     const value = path.reduce<JsonValue | undefined>((at, name) => (isJsonObject(at) ? at[name] : undefined), body);
     if (typeof value === "string" && value.trim() !== "") return value.trim();
   }
+  for (const name of UNPREFIXED_HEADERS) {
+    const value = headers.get(name)?.trim();
+    if (value) return value;
+  }
   return undefined;
 }
 
-/** The body as both legs get it: a conversation named only by a header or a client field is named in the body too. */
-export function withConversationId(body: JsonObject, headers: Headers): JsonObject {
+/**
+ * The body as both legs get it: a conversation named only by a header or a client field is named
+ * in the body too. `own`: a client's sub-agent names its own conversation (subagents.ts), which
+ * its headers and fields, its parent's, do not.
+ */
+export function withConversationId(body: JsonObject, headers: Headers, own?: string): JsonObject {
   if (isJsonObject(body["conversation_params"])) return body;
-  const id = conversationIdOf(body, headers);
+  const id = own ?? conversationIdOf(body, headers);
   return id === undefined ? body : { ...body, conversation_params: { conversation_id: id } };
 }
 

@@ -11,6 +11,7 @@ import { respondWithStream } from "../streaming/client-relay.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
+import { clientSubagentOf } from "./subagents.ts";
 import type { TraceInput } from "../request/requests.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
 import { readClientJson } from "./client-body.ts";
@@ -62,8 +63,11 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     () => traceInputOf(call, call.body),
     () => checkNumericBounds(call.body),
   );
-  const parent = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
-  const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers);
+  // A gateway's header (conversation_affinity_header_for_subagents) first, else what the client itself marks.
+  const configured = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
+  const native = configured === undefined ? clientSubagentOf(call.body, request.headers) : undefined;
+  const parent = configured ?? native?.parent;
+  const named = withConversationId(withoutClientAffinity(withoutProxyFields(call.body)), request.headers, native?.conversationId);
   const body = parent === undefined ? named : withSubagentConversationId(named);
   const affinity = parent === undefined ? undefined : affinityOf(parent, body);
   // Gone while its body was read (e.g. the runtime closed a pipelining connection): no work starts.
