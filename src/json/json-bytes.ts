@@ -62,22 +62,12 @@ export interface KeptList {
 }
 
 /**
- * Bounds on the shape of a worker's non-streamed answer (context or generation, success or
- * error), checked on its bytes before it is parsed: JSON.parse of 32 MiB of `[` costs ~2.4 GiB
- * and ~3 s of a blocked event loop, so the size bound alone does not bound a parse.
- *
- * Depth: an upstream answer nests ~10 deep at most (tensorrt_llm/serve/openai_protocol.py:
- * ChatCompletionResponse > choices[] > logprobs > content[] > top_logprobs[] > bytes[] is 9;
- * Responses output items and disaggregated_params are shallower), but a Responses answer echoes
- * the client's tools and text format schema a few levels down, and a client's body may nest
- * JSON_SHAPE_LIMITS.maxDepth (128): twice that (256) leaves room for any echo and none for a bomb.
- *
- * Values: the densest legitimate answers are lists of token ids (`12,`: 8 bytes a weighted
- * value, numbers weigh 1/4) and chat top_logprobs entries (`{"token":"","logprob":0.0,
- * "bytes":[]}`: ~6 bytes a weighted value); 4 bytes a value passes both, so a 128k-token
- * prompt's ids or a long answer with top_logprobs=20 is never refused, while a hostile answer
- * of empty lists, objects or strings (3 bytes a value, ~90 bytes each once parsed) is. Below
- * 65,536 values (a few hundred KiB parsed) density is not judged at all.
+ * Bounds on the shape of a worker's non-streamed answer, checked on its bytes before it is
+ * parsed (JSON.parse of 32 MiB of `[` costs ~2.4 GiB and ~3 s of a blocked event loop). Depth:
+ * twice a client body's, so an answer echoing the client's tools fits (upstream's own nest ~10
+ * deep). Values: 4 bytes a weighted value passes token-id lists (~8) and chat top_logprobs (~6),
+ * not empty lists or objects (3); below 65,536 values density is not judged. The figures:
+ * docs/security.md, "Worker answers".
  */
 export const ANSWER_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 2 * JSON_SHAPE_LIMITS.maxDepth, minValues: 65_536, bytesPerValue: 4 };
 

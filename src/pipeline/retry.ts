@@ -37,29 +37,10 @@ export function neverReachedEngine(error: ProxyError): boolean {
 /**
  * A request lost on a reused connection before any byte of an answer: sent once more, at once,
  * to the same worker on a fresh connection, under the same id, for both legs and outside
- * --max-retries. TensorRT-LLM's own client resends the same failures, with a budget of its own
- * (up to 5 times: #14562), so this is upstream's behaviour, not a stricter one.
- *
- * What the rule assumes: the proxy talks to the worker (uvicorn) directly. Then a lost request
- * was never read: uvicorn closes a kept-alive connection only while idle (its keep-alive timer
- * starts when a response completes and the next byte received cancels it), so a request that
- * arrives as the timer fires is answered by the kernel's reset; a worker that read a request
- * answers it (an error is a 500 with a body); and a worker whose process died refuses the fresh
- * connection, so nothing is resent.
- *
- * When it does not hold: anything between the proxy and the worker (a sidecar, an L4 balancer,
- * a NAT/conntrack reset, a supervisor restarting the worker within the resend's reach) can
- * reset the proxy's side after forwarding the whole request. fetch cannot tell whether the
- * body was written, so such a request, read and started by the worker, is resent (review2 F5,
- * a relay resetting 300 ms after forwarding; every client still got 200):
- * - context leg: the worker runs the prefill twice under the same id: one wasted prefill;
- * - generation leg: the resend finds the KV already pulled by the first copy and gets a 500
- *   (KV cache transfer failed), which counts toward no ejection of the healthy worker
- *   (resentAfterPull), and the request restarts before its first byte on a fresh pair
- *   (restartsBeforeFirstByte): a second prefill, and a correct answer.
- * Resending only losses before the body was fully written would need the transport to say so.
- * A transport that knows the connection was new reports no such loss (ProxyError.unread is
- * false), and a fresh connection's loss is never resent this way.
+ * --max-retries, as TensorRT-LLM's own client does (#14562). It assumes the proxy reaches the
+ * worker directly; what a middlebox that resets after forwarding costs, and why a generation
+ * resend's 5xx says nothing of its worker (resentAfterPull): docs/failure-semantics.md, "A stale
+ * pooled connection". A transport that knows the connection was new reports no such loss.
  */
 export function lostUnread(error: ProxyError): boolean {
   return error.code === "WORKER_UNREACHABLE" && error.unread;

@@ -7,11 +7,12 @@ import { WorkerLoads, type ReportingChange } from "./worker-loads.ts";
 import { chooseModel, modelNotFoundMessage, servesChoice, type ModelChoice } from "./model-choice.ts";
 import { ModelRouters, type RouterSettings } from "./model-routers.ts";
 import { modelStatusOf, type ModelStatus } from "./model-status.ts";
+import { readyWorkers } from "./ready-workers.ts";
 import { remoteRoutersOf, type RemoteHttpRouter } from "./remote-http-router.ts";
 import type { RouteHint } from "./router-contract.ts";
 import { leastLoadedOf, roundRobinCursor } from "./simple-routers.ts";
 import { contentWeight, NO_ROUTING, withoutSubagentAffinity, type RoutingRequest } from "./routing-request.ts";
-import { inRotation, WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
+import { WorkerPool, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { Capability } from "../workers/protocol.ts";
 import { OutlierDetector, type OutlierSettings } from "../workers/outlier-detector.ts";
 import { silentLogger, type Logger } from "../observability/logger.ts";
@@ -277,28 +278,10 @@ export class Placement {
     }
   }
 
-  /**
-   * The workers of the role a request may be placed on: in rotation, not the paired leg's, with
-   * the required capability, serving its model, below the per-worker limit. Throws OVERLOADED
-   * when some qualify but all are at the limit. One pass, no intermediate lists: a placement's
-   * cost stays small in a fleet of hundreds.
-   */
+  /** The workers the request may be placed on (readyWorkers); OVERLOADED when some qualify but all are at the limit. */
   #ready(request: PlacementRequest, choice: ModelChoice): WorkerEntry[] {
-    const { requires, role } = request;
-    let candidates = 0;
-    const ready: WorkerEntry[] = [];
-    for (const worker of this.pool.all(role)) {
-      if (
-        !inRotation(worker) ||
-        worker.origin === request.exclude ||
-        (requires !== undefined && !worker.protocol.accepts.has(requires)) ||
-        !servesChoice(worker, choice)
-      )
-        continue;
-      candidates++;
-      if (!this.#full(role, worker.origin)) ready.push(worker);
-    }
-    if (ready.length === 0 && candidates > 0) throw overloaded(role);
+    const { ready, candidates } = readyWorkers(this.pool, request, choice, (role, origin) => this.#full(role, origin));
+    if (ready.length === 0 && candidates > 0) throw overloaded(request.role);
     return ready;
   }
 

@@ -32,27 +32,12 @@ export interface SettlerDeps {
 }
 
 /**
- * Settling a context-first hand-off the proxy gave up on.
- *
- * A context worker holds a finished hand-off's KV until a generation_only request pulls it, or
- * until `kv_transfer_timeout_ms` (none by default: for good); aborting the context request
- * after it answered frees nothing (emulator/kv/held-kv.ts cites upstream). So when a request ends
- * after its context phase answered and no generation request can have reached a worker (the
- * client left, no generation worker could be placed, the proxy drained), the proxy claims the
- * hand-off itself with the cheapest request a worker honours: the same generation_only body,
- * capped at one output token, not streamed, its answer discarded. The worker pulls the KV
- * before its first token, which releases it on the context side.
- *
- * When a generation attempt was in flight as the request ended, it may have reached its worker
- * and claimed the hand-off already; a second claim would make a worker wait for KV that is
- * gone. So that attempt is let run until it proves the claim (its answer, or a stream's first
- * bytes), then stopped; only when it fails without having reached the worker is the hand-off
- * settled as above.
- *
- * Bounded: at most SETTLE_CONCURRENCY settles at once, SETTLE_QUEUE waiting (beyond: logged and
- * counted unsettled), each within the request timeout.
+ * Settling a context-first hand-off the proxy gave up on: a context worker holds a finished
+ * hand-off's KV until a generation_only request pulls it (emulator/kv/held-kv.ts cites upstream),
+ * so the proxy claims it with that body capped at one token, or lets an attempt in flight run
+ * until it proves its claim. Why, and the bounds (SETTLE_CONCURRENCY at once, SETTLE_QUEUE
+ * waiting, each within the request timeout): docs/failure-semantics.md, "Hand-off settling".
  */
-
 const SETTLE_CONCURRENCY = 8;
 const SETTLE_QUEUE = 1024;
 /** Between placements while no generation worker can take the settle. */
