@@ -318,6 +318,10 @@ describe("coordinator", () => {
     const storage: LoadDeps = { ...DEPS, readFile: () => `${YAML}disagg_cluster: { cluster_uri: "http://coord:7200" }\n` };
     const registering = parseCommandLine(["coordinator", "-c", "cluster.yaml"], storage);
     expect(registering.kind === "coordinator" ? registering.port : 0).toBe(7200);
+    // A Unix socket URL: served beside the port, which is then port - 1.
+    const uds = coordinator(["-c", "disagg.yaml", "--disagg-coordinator-url", "unix:/run/coord.sock"]);
+    expect([uds.port, uds.socketPath]).toEqual([7999, "/run/coord.sock"]);
+    expect(coordinator(["-c", "disagg.yaml"]).socketPath).toBeUndefined();
   });
 
   test("a placement's lease is 180 s unless --reservation-timeout or TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT says otherwise", () => {

@@ -23,7 +23,16 @@ export { VERSION };
 
 export type Command =
   | { kind: "serve"; config: ProxyConfig; warnings: string[]; notes: StartupNote[] }
-  | { kind: "coordinator"; config: ProxyConfig; port: number; reservationTimeoutMs: number; warnings: string[]; notes: StartupNote[] }
+  | {
+      kind: "coordinator";
+      config: ProxyConfig;
+      port: number;
+      /** A `unix:/path.sock` disagg_coordinator_url: the socket served beside the port. */
+      socketPath: string | undefined;
+      reservationTimeoutMs: number;
+      warnings: string[];
+      notes: StartupNote[];
+    }
   | { kind: "worker"; role: NonNullable<WorkerFlags["role"]>; flags: EmulatedWorkerFlags; register: WorkerRegistrationSettings | undefined }
   | { kind: "demo"; port: number }
   | { kind: "help"; text: string }
@@ -120,7 +129,10 @@ function parseCoordinator(args: readonly string[], _named: boolean, deps: LoadDe
   const { config, warnings, notes } = loadConfig({ ...flags, numWorkers: 1 }, deps);
   const port = flags.port ?? coordinatorPortOf(config);
   const timeout = reservationTimeoutMs ?? envSeconds(deps.env, "TRTLLM_DISAGG_COORDINATOR_RESERVATION_TIMEOUT") ?? RESERVATION_TIMEOUT_MS;
-  return { kind: "coordinator", config, port, reservationTimeoutMs: timeout, warnings, notes };
+  // Upstream's coordinator serves a Unix socket for the co-located fleet and TCP for health and others (coordinator_server.py D).
+  const socketPath =
+    config.disaggCoordinatorUrl?.startsWith("unix:") === true ? config.disaggCoordinatorUrl.slice("unix:".length) : undefined;
+  return { kind: "coordinator", config, port, socketPath, reservationTimeoutMs: timeout, warnings, notes };
 }
 
 /**

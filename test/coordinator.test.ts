@@ -5,6 +5,9 @@
  */
 
 import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
 import { startCoordinator, type RunningCoordinator } from "../src/coordinator/run.ts";
 import { startEmulatedWorker, type EmulatedWorker, type EmulatorOptions } from "../src/emulator/index.ts";
@@ -39,6 +42,7 @@ afterEach(async () => {
 
 async function setup(
   options: {
+    socketPath?: string;
     contexts?: number;
     generations?: number;
     config?: Partial<ProxyConfig>;
@@ -64,7 +68,12 @@ async function setup(
     generationRouter: "conversation",
     ...options.config,
   };
-  const coordinator = startCoordinator(config, { port: 0, reservationTimeoutMs: options.reservationTimeoutMs ?? 180_000 }, logger, "test");
+  const coordinator = startCoordinator(
+    config,
+    { port: 0, reservationTimeoutMs: options.reservationTimeoutMs ?? 180_000, socketPath: options.socketPath },
+    logger,
+    "test",
+  );
   running.push(async () => {
     await coordinator.stop();
     await Promise.all([...contexts, ...generations].map((worker) => worker.stop()));
@@ -459,5 +468,53 @@ describe("the coordinator owns discovery", () => {
       5000,
       "the deregistered worker left",
     );
+  });
+});
+
+describe("a Unix socket beside the port", () => {
+  test("a replica whose disagg_coordinator_url is unix:/path is placed over the socket, which is gone once the coordinator stops", async () => {
+    const socketPath = join(mkdtempSync(join(tmpdir(), "coord-uds-")), "coordinator.sock");
+    const { coordinator, contexts, generations } = await setup({ socketPath, config: { generationRouter: "conversation" } });
+    const replica = startProxy(
+      {
+        ...DEFAULTS,
+        host: "127.0.0.1",
+        port: 0,
+        contextServers: contexts.map((w) => w.url),
+        generationServers: generations.map((w) => w.url),
+        generationRouter: "conversation",
+        disaggCoordinatorUrl: `unix:${socketPath}`,
+        serverStartTimeoutMs: 5000,
+        serverStartPollMs: 20,
+        nodeId: 4,
+        configFile: undefined,
+      },
+      memoryLogger(),
+      "test",
+    );
+    running.unshift(() => replica.stop());
+    expect(await replica.waitForWorkers()).toBe(true);
+    const answer = await fetch(`${replica.url.origin}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "conv-uds" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
+    });
+    expect(answer.status).toBe(200);
+    await answer.text();
+    const served = generations.find((worker) => worker.requests.some((r) => r.path === "/v1/chat/completions"));
+    const asked = await fetch("http://localhost/select", {
+      unix: socketPath,
+      method: "POST",
+      body: encodeSelectRequest({
+        role: "generation",
+        routingKey: { kind: "conversation", id: "conv-uds" },
+        reqId: 5n,
+        excludeServer: undefined,
+      }),
+    });
+    const read = decodeWire(await asked.bytes());
+    expect(read.ok && isMsgpackMap(read.value) ? read.value["server"] : undefined).toBe(served === undefined ? "none" : nameOf(served));
+    await coordinator.stop();
+    expect(existsSync(socketPath)).toBe(false);
   });
 });

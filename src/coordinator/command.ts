@@ -8,6 +8,7 @@ import { startCoordinator, type RunningCoordinator } from "./run.ts";
 export interface CoordinatorCommand {
   readonly config: ProxyConfig;
   readonly port: number;
+  readonly socketPath: string | undefined;
   readonly reservationTimeoutMs: number;
   readonly notes: readonly StartupNote[];
   readonly warnings: readonly string[];
@@ -31,7 +32,12 @@ export async function runCoordinator(run: CoordinatorRun): Promise<void> {
   for (const warning of command.warnings) logger.warn(warning);
   let coordinator: RunningCoordinator;
   try {
-    coordinator = startCoordinator(config, { port: command.port, reservationTimeoutMs: command.reservationTimeoutMs }, logger, run.version);
+    coordinator = startCoordinator(
+      config,
+      { port: command.port, reservationTimeoutMs: command.reservationTimeoutMs, socketPath: command.socketPath },
+      logger,
+      run.version,
+    );
   } catch (error) {
     if (error instanceof ListenError) exit(2, error.message);
     throw error;
@@ -40,6 +46,7 @@ export async function runCoordinator(run: CoordinatorRun): Promise<void> {
   if (command.port === 0) process.stdout.write(`${coordinator.url.origin}\n`);
   logger.info("coordinator listening", {
     url: coordinator.url.origin,
+    ...(command.socketPath === undefined ? {} : { socket: command.socketPath }),
     context_router: config.contextRouter,
     generation_router: config.generationRouter,
     reservation_timeout_s: command.reservationTimeoutMs / 1000,

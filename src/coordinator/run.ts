@@ -26,6 +26,8 @@ export interface CoordinatorOptions {
   readonly port: number;
   /** A placement with no /finish is released after this long. */
   readonly reservationTimeoutMs: number;
+  /** A Unix socket served beside the port (serving processes on this host skip the TCP stack). */
+  readonly socketPath?: string | undefined;
 }
 
 export interface RunningCoordinator {
@@ -50,7 +52,15 @@ export function startCoordinator(config: ProxyConfig, options: CoordinatorOption
   const service = new CoordinatorService(placement, { ...config, reservationTimeoutMs: options.reservationTimeoutMs }, logger);
   const storage = coordinatorStorage(config, logger);
   const http = coordinatorHttp(service, version, logger, storage?.routes);
-  const server = listenOn(config, options.port, (request, peer) => http.handle(request, peer), logger);
+  const handle = (request: Request, peer: string | undefined): Promise<Response> => http.handle(request, peer);
+  const server = listenOn(config, { port: options.port }, handle, logger);
+  let socket: Bun.Server<undefined> | undefined;
+  try {
+    socket = options.socketPath === undefined ? undefined : listenOn(config, { unix: options.socketPath }, handle, logger);
+  } catch (error) {
+    void server.stop(true);
+    throw error;
+  }
   const stopping = new AbortController();
   const monitor = new HealthMonitor(placement.pool, config, logger, workerFetch);
   const workersChanged = (): void => void monitor.checkAll(stopping.signal);
@@ -91,34 +101,33 @@ export function startCoordinator(config: ProxyConfig, options: CoordinatorOption
     async stop() {
       stopping.abort();
       service.stop();
-      await Promise.all([server.stop(true), discovery?.stop()]);
+      await Promise.all([server.stop(true), socket?.stop(true), discovery?.stop()]);
     },
   };
 }
 
+/** A TCP port on the configured address, or a Unix socket (Bun removes its file when it stops). */
 function listenOn(
   config: ProxyConfig,
-  port: number,
+  where: { readonly port: number } | { readonly unix: string },
   handle: (request: Request, peer: string | undefined) => Promise<Response>,
   logger: Logger,
 ): Bun.Server<undefined> {
   const host = config.bindHost ?? config.host;
+  // Upstream's coordinator keeps idle connections server_keep_alive_timeout (10 s) too; Bun's bound is 255 s at most.
+  const idleTimeout = Math.min(Math.max(Math.round(config.serverKeepAliveTimeoutS), 1), 255);
+  const fetch = (request: Request, server: Bun.Server<undefined>): Promise<Response> => handle(request, server.requestIP(request)?.address);
+  const onError = (failure: Error): Response => {
+    logger.error("unhandled coordinator error", { error: failure });
+    return Response.json({ detail: "Internal Server Error" }, { status: 500 });
+  };
   try {
-    return Bun.serve({
-      hostname: host,
-      port,
-      development: false,
-      // Upstream's coordinator keeps idle connections server_keep_alive_timeout (10 s) too; Bun's bound is 255 s at most.
-      idleTimeout: Math.min(Math.max(Math.round(config.serverKeepAliveTimeoutS), 1), 255),
-      fetch: (request, server) => handle(request, server.requestIP(request)?.address),
-      error(error) {
-        logger.error("unhandled coordinator error", { error });
-        return Response.json({ detail: "Internal Server Error" }, { status: 500 });
-      },
-    });
+    // A Unix socket keeps Bun's default idle bound, 10 s (its options take no idleTimeout).
+    if ("unix" in where) return Bun.serve({ unix: where.unix, development: false, fetch, error: onError });
+    return Bun.serve({ hostname: host, port: where.port, development: false, idleTimeout, fetch, error: onError });
   } catch (error) {
     const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
-    throw new ListenError(host, port, code, error);
+    throw new ListenError("unix" in where ? `unix:${where.unix}` : host, "unix" in where ? 0 : where.port, code, error);
   }
 }
 
