@@ -131,6 +131,32 @@ describe("a replica with disagg_coordinator_url", () => {
     expect(coordinator.finishes.find((body) => body["role"] === "generation")?.["success"]).toBe(false);
   });
 
+  test("kv_cache_aware keys are hashed in the coordinator's block size, read from its /cluster_info at start", async () => {
+    await using coordinator = startStandInCoordinator([]);
+    coordinator.clusterInfo = {
+      is_ready: true,
+      server_lists: { context: [], generation: [] },
+      routing_key_configs: { context: { tokens_per_block: 64n, kv_cache_hash_algo: "v1_block_key" } },
+    };
+    await using kv = await clusterBehind(coordinator, "kv_cache_aware");
+    coordinator.answer = (body) => ({ server: hostOf((body["role"] === "context" ? kv.contexts[0] : kv.generations[0])?.url ?? "") });
+    // The replica's own block size is 32 tokens (128 characters of text); the coordinator's 64.
+    await eventually(
+      async () => {
+        const response = await kv.post("/v1/completions", { model: "emulated-model", prompt: "word ".repeat(256), max_tokens: 2 });
+        await response.text();
+        const key = coordinator.selects.findLast((body) => body["role"] === "context")?.["routing_key"];
+        const chains =
+          typeof key === "object" && key !== null && "block_hashes_by_algo" in key
+            ? Object.values(key["block_hashes_by_algo"] as object)
+            : [];
+        return (chains[0] as unknown[][] | undefined)?.[0]?.length === 5;
+      },
+      3000,
+      "keys of 64-token blocks",
+    );
+  });
+
   test("while the coordinator is unreachable it places on its own routers with one warning, and returns to it once it answers", async () => {
     const first = startStandInCoordinator([]);
     const port = first.port;

@@ -6,7 +6,7 @@
 
 import type { ProxyConfig, Role, RouterOptions, RouterType } from "../config/types.ts";
 import { CoordinatorClient, type CoordinatorEvents } from "./coordinator-client.ts";
-import { TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "./coordinator-wire.ts";
+import { TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type ClusterInfo, type RoutingKey } from "./coordinator-wire.ts";
 import { promptBlocks, routingKeyOf, type RoutingRequest } from "./routing-request.ts";
 
 /** Which placed a leg: the request log's `placed_by`. */
@@ -27,10 +27,15 @@ export class Coordination {
   readonly #types: Readonly<Record<Role, RouterType>>;
   readonly #options: Readonly<Record<Role, RouterOptions>>;
   readonly #onUnusable: CoordinationEvents["onUnusable"];
+  /** The coordinator's kv_cache_aware block size per role (its /cluster_info routing_key_configs), over ours. */
+  readonly #tokensPerBlock: Partial<Record<Role, number>> = {};
   readonly #unusable = new Set<string>();
 
   constructor(settings: CoordinationSettings, events: CoordinationEvents) {
-    this.client = new CoordinatorClient({ url: settings.url, timeoutMs: settings.coordinatorTimeoutMs }, events);
+    this.client = new CoordinatorClient(
+      { url: settings.url, timeoutMs: settings.coordinatorTimeoutMs },
+      { ...events, onClusterInfo: (info) => this.#adopt(info) },
+    );
     this.#types = { context: settings.contextRouter, generation: settings.generationRouter };
     this.#options = settings.routerOptions;
     this.#onUnusable = events.onUnusable;
@@ -53,7 +58,7 @@ export class Coordination {
     if (this.#types[role] !== "kv_cache_aware")
       return conversation === undefined ? { kind: "none" } : { kind: "conversation", id: conversation };
     if (routing === undefined) return { kind: "none" };
-    const tokensPerBlock = this.#options[role].tokensPerBlock ?? 32;
+    const tokensPerBlock = this.#tokensPerBlock[role] ?? this.#options[role].tokensPerBlock ?? 32;
     const blocks = promptBlocks(routing, { tokensPerBlock, preferTokenIds: true, skipTokens: 0 });
     return {
       kind: "blocks",
@@ -62,6 +67,15 @@ export class Coordination {
       numTokens: blocks.totalTokens,
       conversationId: conversation,
     };
+  }
+
+  /** Upstream's client takes the coordinator's key settings (disagg_coordinator.py _sync_delegating_router_configs). */
+  #adopt(info: ClusterInfo): void {
+    for (const role of ["context", "generation"] as const) {
+      const size = info.routingKeyConfigs[role]?.["tokens_per_block"];
+      if (this.#types[role] === "kv_cache_aware" && typeof size === "bigint" && size > 0n && size <= 1n << 20n)
+        this.#tokensPerBlock[role] = Number(size);
+    }
   }
 
   unusable(role: Role, server: string): void {

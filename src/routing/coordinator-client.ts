@@ -18,7 +18,9 @@ import {
   errorTextOf,
   isRefusal,
   MSGPACK_CONTENT_TYPE,
+  readClusterInfo,
   readSelectAnswer,
+  type ClusterInfo,
   type RoutingKey,
   type WireMap,
 } from "./coordinator-wire.ts";
@@ -42,6 +44,8 @@ export interface CoordinatorEvents {
   /** The coordinator stopped answering: placement is local until it answers (said once per outage). */
   readonly onUnreachable: (url: string, error: string) => void;
   readonly onBack: (url: string) => void;
+  /** GET /cluster_info answered (at start and when it answers again): how its routers want their keys. */
+  readonly onClusterInfo?: (info: ClusterInfo) => void;
   /** A finish could not be delivered (after its attempts, or the pending bound was reached). */
   readonly onFinishLost?: (role: Role, reqId: bigint, error: string) => void;
 }
@@ -105,12 +109,31 @@ export class CoordinatorClient {
     return this.#pendingFinishes;
   }
 
-  /** Asks once at start-up, so an unreachable coordinator is said at once rather than at the first request. */
+  /**
+   * Asks GET /cluster_info once at start-up, as upstream's client does before it serves: its
+   * routers' key settings are taken, and an unreachable coordinator is said at once rather than
+   * at the first request (upstream exits; here placement is local until it answers).
+   */
   start(): void {
-    void this.#healthy().then((problem) => {
+    void this.#syncClusterInfo().then((problem) => {
       if (problem !== undefined) this.#lost(problem);
       return undefined;
     });
+  }
+
+  /** undefined when /cluster_info answered and was read, else what went wrong. */
+  async #syncClusterInfo(): Promise<string | undefined> {
+    try {
+      const response = await this.#call("GET", "/cluster_info", undefined, this.#settings.timeoutMs);
+      const answer = await this.#answerOf(response);
+      if (response.status !== 200) return `GET /cluster_info answered ${response.status}`;
+      const info = answer === undefined ? undefined : readClusterInfo(answer);
+      if (info === undefined || isRefusal(info)) return "GET /cluster_info answered no cluster info";
+      this.#events.onClusterInfo?.(info);
+      return undefined;
+    } catch (error) {
+      return messageOf(error);
+    }
   }
 
   /** GET /health: undefined when it answers 200, else what went wrong. */
@@ -256,6 +279,8 @@ export class CoordinatorClient {
     }
     this.#reachable = true;
     this.#events.onBack(this.#settings.url);
+    // A restarted coordinator may key its routers otherwise.
+    void this.#syncClusterInfo();
   }
 }
 

@@ -18,6 +18,8 @@ export interface StandInCoordinator extends AsyncDisposable {
   /** What /select answers next (default: the first server of `servers`). */
   answer: (body: MsgpackMap) => StandInAnswer;
   healthy: boolean;
+  /** What GET /cluster_info answers. */
+  clusterInfo: WireMap;
   /** Called as each /finish arrives, before it is answered. */
   onFinish: (body: MsgpackMap) => void;
   stop(): Promise<void>;
@@ -33,6 +35,7 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
   const state = {
     answer: (_body: MsgpackMap): StandInAnswer => ({ server: servers[0] ?? "127.0.0.1:1" }),
     healthy: true,
+    clusterInfo: { is_ready: true, server_lists: { context: [], generation: [] } } as WireMap,
     onFinish: (_body: MsgpackMap): void => {},
   };
   const hung: (() => void)[] = [];
@@ -42,6 +45,7 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
     async fetch(request) {
       const path = new URL(request.url).pathname;
       if (path === "/health") return new Response(null, { status: state.healthy ? 200 : 503 });
+      if (path === "/cluster_info") return reply(state.clusterInfo);
       const body = readMsgpack(new Uint8Array(await request.arrayBuffer())) as MsgpackMap;
       if (path === "/finish") {
         state.onFinish(body);
@@ -73,6 +77,12 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
     },
     set answer(fn) {
       state.answer = fn;
+    },
+    get clusterInfo() {
+      return state.clusterInfo;
+    },
+    set clusterInfo(info) {
+      state.clusterInfo = info;
     },
     get onFinish() {
       return state.onFinish;
