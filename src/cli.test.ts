@@ -292,7 +292,7 @@ describe("commands", () => {
   });
 
   test("demo takes an optional port", () => {
-    expect(parse("demo")).toEqual({ kind: "demo", port: 8000 });
+    expect(parse("demo")).toEqual({ kind: "demo", port: 8080 });
     expect(parse("demo", "--port", "0")).toEqual({ kind: "demo", port: 0 });
   });
 });

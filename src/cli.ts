@@ -8,7 +8,7 @@ import { OPTIONS } from "./config/cli-options.ts";
 import { ConfigError, UsageError } from "./config/errors.ts";
 import { parseSection, usedSpelling } from "./config/flag-values.ts";
 import { loadConfig, systemLoadDeps, type LoadDeps, type StartupNote } from "./config/load.ts";
-import { DEFAULTS, type ProxyConfig } from "./config/types.ts";
+import { DEMO_PORT, type ProxyConfig } from "./config/types.ts";
 import { usageText, type Command as CommandName } from "./config/usage.ts";
 import { workerRegistration, type WorkerRegistrationSettings } from "./config/worker-registration.ts";
 import type { WorkerFlags } from "./config/cli-options.ts";
@@ -176,5 +176,5 @@ function parseDemo(args: readonly string[]): Command {
   const { help, version, port } = parseSection("demo", args);
   if (help === true) return { kind: "help", text: usageText(VERSION, "demo") };
   if (version === true) return { kind: "version" };
-  return { kind: "demo", port: port ?? DEFAULTS.port };
+  return { kind: "demo", port: port ?? DEMO_PORT };
 }

@@ -24,7 +24,14 @@ export async function startDemo(port: number, logger: Logger, version: string): 
     nodeId: 0,
     configFile: undefined,
   };
-  const proxy = startProxy(config, logger, version);
+  let proxy: RunningProxy;
+  try {
+    // The demo's port is its own: beside a proxy already serving it, the kernel refuses (ListenError).
+    proxy = startProxy(config, logger, version, { exclusivePort: true });
+  } catch (error) {
+    await Promise.all([context.stop(), generation.stop()]);
+    throw error;
+  }
   await proxy.waitForWorkers();
   return {
     proxy,

@@ -58,7 +58,14 @@ async function runWorker(command: Extract<Command, { kind: "worker" }>): Promise
     options.register =
       settings.storage === "http" ? httpRegistrar({ ...settings, uri: settings.endpoint, logger }) : etcdRegistrar({ ...settings, logger });
   }
-  const worker = startEmulatedWorker(options);
+  let worker: ReturnType<typeof startEmulatedWorker>;
+  try {
+    worker = startEmulatedWorker(options);
+  } catch (error) {
+    const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+    if (code === "EADDRINUSE") exit(2, `cannot listen on ${options.host ?? "127.0.0.1"}:${options.port ?? 0}: the port is already in use`);
+    throw error;
+  }
   process.stdout.write(`${worker.url}\n`);
   stopOnSignals(() => worker.stop());
 }
@@ -68,7 +75,10 @@ async function runDemo(port: number, capacity: CapacityState): Promise<void> {
   for (const warning of lowCapacityWarnings(capacity)) logger.warn(warning);
   keepServingOnStrayRejections(logger);
   const { demoBanner, startDemo } = await import("./demo.ts");
-  const demo = await startDemo(port, logger, VERSION);
+  const demo = await startDemo(port, logger, VERSION).catch((error: unknown) => {
+    if (error instanceof ListenError) return exit(2, `${error.message} (the demo never shares its port; give it another with --port)`);
+    throw error;
+  });
   process.stdout.write(demoBanner(demo));
   stopOnSignals(() => demo.stop());
 }

@@ -206,6 +206,9 @@ export interface ProxyConfig {
   readonly coordinatorTimeoutMs: number;
 }
 
+/** The demo's own port: not serve's 8000, so a demo started beside a proxy is not mistaken for it. */
+export const DEMO_PORT = 8080;
+
 export const DEFAULTS = {
   host: "localhost",
   bindHost: undefined,

@@ -95,6 +95,9 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
       hostname: fronted ? "127.0.0.1" : hostname,
       port: fronted ? 0 : (options.port ?? 0),
       development: false,
+      // Said outright: with development off, Bun shares the port (SO_REUSEPORT) unless told not
+      // to, so a worker started on a port a proxy serves took half its connections (Bun 1.4.5).
+      reusePort: false,
       idleTimeout: IDLE_TIMEOUT_S,
       fetch: (req, server) => this.#route(req, server),
       error: (error) => Response.json(errorEnvelope(500, `Internal error: ${error.message}`), { status: 500 }),

@@ -8,7 +8,13 @@ import { startQuietSweep } from "./keep-alive.ts";
 const RUNTIME_BODY_CAP_BYTES = 1024 ** 3;
 
 /** What the listener reads of the config. */
-export type ListenerSettings = Pick<ProxyConfig, "host" | "bindHost" | "tlsCertFile" | "tlsKeyFile" | "maxBodyBytes">;
+export type ListenerSettings = Pick<ProxyConfig, "host" | "bindHost" | "tlsCertFile" | "tlsKeyFile" | "maxBodyBytes"> & {
+  /**
+   * The port is this listener's alone (no SO_REUSEPORT): the kernel refuses a port anything
+   * already serves. The demo binds so; serve shares its port (TLS reload, take-over, event loops).
+   */
+  readonly exclusivePort?: boolean | undefined;
+};
 
 /** The listening socket could not be opened: names the address and the system's reason. */
 export class ListenError extends Error {
@@ -56,11 +62,11 @@ function serve(settings: ListenerSettings, host: string, port: number, dispatch:
   const listener = Bun.serve({
     hostname: host,
     port,
-    // Always shared (SO_REUSEPORT): a TLS reload starts a second listener with the new
+    // Shared (SO_REUSEPORT) unless exclusive: a TLS reload starts a second listener with the new
     // certificate on the same port, and an upgrade starts the new process beside the old
     // (--take-over). The kernel lets only the same user share it, and only when every listener
-    // asks to; the per-port control socket (control-socket.ts) refuses a second copy started by mistake.
-    reusePort: true,
+    // asks to; serve probes the port and its control socket (control-socket.ts) before it listens.
+    reusePort: settings.exclusivePort !== true,
     ...tlsOptions(settings),
     development: false,
     idleTimeout: bound.firstRequestS,

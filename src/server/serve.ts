@@ -40,6 +40,8 @@ export interface ServerOptions {
   readonly deferListen?: boolean;
   /** num_workers > 1: this loop's share of what the process's event loops have in common. */
   readonly loop?: LoopShare | undefined;
+  /** The port is this proxy's alone (the demo): listening where anything serves fails (ListenError). */
+  readonly exclusivePort?: boolean;
 }
 
 export interface RunningProxy {
@@ -85,7 +87,8 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   let closingConnections = false;
   const keepAlive = new KeepAlive(keepAliveBound(config.serverKeepAliveTimeoutS, options.idleTimeoutS));
   const dispatch = createDispatch(app, routes, { keepAlive, closeConnections: () => closingConnections });
-  if (options.deferListen !== true) servers.push(listen(config, config.port, dispatch, logger));
+  const listenerSettings = { ...config, exclusivePort: options.exclusivePort };
+  if (options.deferListen !== true) servers.push(listen(listenerSettings, config.port, dispatch, logger));
   const current = (): Bun.Server<undefined> => {
     const server = servers.at(-1);
     if (server === undefined) throw new Error("not listening yet");
@@ -130,7 +133,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     },
     listen() {
       if (servers.length > 0) return;
-      servers.push(listen(config, config.port, dispatch, logger));
+      servers.push(listen(listenerSettings, config.port, dispatch, logger));
     },
     app,
     async waitForWorkers() {
@@ -144,7 +147,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     reloadTls() {
       if (config.tlsCertFile === undefined) return;
       const previous = current();
-      servers.push(listen(config, previous.port ?? config.port, dispatch, logger));
+      servers.push(listen(listenerSettings, previous.port ?? config.port, dispatch, logger));
       // The old listener stops accepting; the requests it is serving run to their end.
       void previous.stop();
       logger.info("TLS certificate reloaded");

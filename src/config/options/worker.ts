@@ -1,7 +1,7 @@
 /** `worker` flags: the emulated trtllm-serve worker, its timings and its faults; and `demo`'s. */
 
 import type { OptionSpec } from "../option-spec.ts";
-import { DEFAULTS } from "../types.ts";
+import { DEMO_PORT } from "../types.ts";
 
 export const WORKER_OPTIONS = [
   {
@@ -282,7 +282,7 @@ export const WORKER_OPTIONS = [
     arg: "PORT",
     min: 0,
     max: 65_535,
-    default: String(DEFAULTS.port),
-    description: "Port of the demo proxy",
+    default: String(DEMO_PORT),
+    description: "Port of the demo proxy; one anything already serves is refused",
   },
 ] as const satisfies readonly OptionSpec[];
