@@ -8,6 +8,7 @@ import { isLoopData } from "./loops/event-loops.ts";
 import { runExtraLoop } from "./loops/extra-loop.ts";
 import { batchedStdout, createLogger, type Logger } from "./observability/logger.ts";
 import { runServe } from "./process/serve-process.ts";
+import { ListenError } from "./server/listener.ts";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 
 /** argv → command → run: serve, coordinator, worker or demo. The only place that exits the process. */
