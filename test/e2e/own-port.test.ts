@@ -29,6 +29,11 @@ async function run(args: string[]): Promise<{ code: number; stderr: string }> {
   return { code, stderr };
 }
 
+/** The default a help page names for --port. */
+function portDefault(help: string): string | undefined {
+  return /--port PORT[^\n]*?\(default:? (\d+)\)/.exec(help)?.[1];
+}
+
 describe("a port one proxy serves is refused to demo and worker", () => {
   let port = 0;
   let proxyPid = 0;
@@ -92,7 +97,6 @@ describe("a port one proxy serves is refused to demo and worker", () => {
   test("demo and serve default to different ports (8080 and 8000)", async () => {
     const demoHelp = await new Response(Bun.spawn([BINARY, "demo", "--help"], { stdout: "pipe" }).stdout).text();
     const serveHelp = await new Response(Bun.spawn([BINARY, "serve", "--help"], { stdout: "pipe" }).stdout).text();
-    const portDefault = (help: string): string | undefined => /--port PORT[^\n]*?\(default:? (\d+)\)/.exec(help)?.[1];
     expect([portDefault(demoHelp), portDefault(serveHelp)]).toEqual(["8080", "8000"]);
   });
 });
