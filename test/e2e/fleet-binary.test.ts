@@ -101,6 +101,9 @@ describe("the binary as upstream's coordinator fleet", () => {
     const serving = await spawnBinaryWithLog(["serve", "-c", fleetYaml, "--port", "0"], children);
     const lines = collect(serving.log);
     await ready(serving.url);
+    // Each extra loop joins the port once its own health checks found the workers: before that a
+    // worker the coordinator names may not be in that loop's rotation yet (placed locally, warned).
+    await eventually(() => lines.filter((line) => line["msg"] === "event loop listening").length === 3, 15_000, "four event loops");
     for (let i = 0; i < 4; i++) {
       const response = await fetch(`${serving.url}/v1/chat/completions`, chat(`docs-${i % 2}`));
       expect(response.status).toBe(200);
