@@ -104,6 +104,11 @@ export interface ProxyErrorOptions {
    * starting`): its readiness gate answers before any route runs, so nothing was done.
    */
   readonly starting?: boolean;
+  /**
+   * For WORKER_HTTP_ERROR: the worker is draining (upstream's RequestTracker refuses new
+   * admissions, "TensorRT-LLM is draining"): as a starting one, it did nothing; `starting` is set too.
+   */
+  readonly draining?: boolean;
 }
 
 export class ProxyError extends Error {
@@ -115,6 +120,7 @@ export class ProxyError extends Error {
   readonly unread: boolean;
   readonly overflow: ContextOverflow | undefined;
   readonly starting: boolean;
+  readonly draining: boolean;
 
   constructor(code: ErrorCode, status: number, message: string, options: ProxyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -124,7 +130,8 @@ export class ProxyError extends Error {
     this.neverSent = options.neverSent ?? false;
     this.unread = options.unread ?? false;
     this.overflow = options.overflow;
-    this.starting = options.starting ?? false;
+    this.draining = options.draining ?? false;
+    this.starting = (options.starting ?? false) || this.draining;
   }
 
   get outcome(): Outcome {

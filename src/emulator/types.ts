@@ -152,6 +152,8 @@ export interface EmulatedWorker {
   finishStarting(): void;
   /** Enters the start-up state again, as a worker restarted on its port does, until `finishStarting()`. */
   restartInPlace(): void;
+  /** Begins a drain (upstream's RequestTracker.start_drain): new model requests answer 503 "TensorRT-LLM is draining"; those running finish. */
+  startDraining(): void;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -15,7 +15,7 @@ import { WorkerPerfState } from "./perf/perf-state.ts";
 import { PREFILL_TALLY_PATH, PrefillTally } from "./perf/prefill-tally.ts";
 import { perfMetrics, setSteadyClockOffset, steadyClockProbe } from "./perf/perf-routes.ts";
 import type { ApiKind } from "./http/model-request.ts";
-import { ReadinessGate, startingResponse } from "./http/readiness.ts";
+import { drainingResponse, ReadinessGate, startingResponse } from "./http/readiness.ts";
 import { RequestLog } from "./http/request-log.ts";
 import { readJsonBody, serveModelRequest } from "./http/serve-model.ts";
 import type { EmulatedWorker, EmulatorOptions, PhaseRole, RecordedRequest, Registrar, WorkerRole } from "./types.ts";
@@ -71,6 +71,8 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
   readonly #startedAt = Math.floor(Date.now() / 1000);
   readonly #registrations: readonly ReturnType<Registrar>[];
   readonly #readiness: ReadinessGate;
+  /** Refusing new model requests, as upstream's RequestTracker does once its drain began. */
+  #draining = false;
   #lastLocalId = 0n;
   #stopped: Promise<void> | undefined;
 
@@ -151,6 +153,10 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     this.#readiness.shut();
   }
 
+  startDraining(): void {
+    this.#draining = true;
+  }
+
   deregister(): Promise<void> {
     return Promise.all(this.#registrations.map((registration) => registration.stop())).then(() => undefined);
   }
@@ -182,6 +188,7 @@ class EmulatedWorkerServer implements EmulatedWorker, WorkerContext {
     const api = MODEL_ROUTES[path];
     if (api === undefined) return this.#serveOther(req, path, server);
     if (req.method !== "POST") return detailResponse(405, "Method Not Allowed");
+    if (this.#draining) return drainingResponse();
     // A model request may be silent for as long as its prefill or a fault lasts.
     server.timeout(req, 0);
     return serveModelRequest(this, req, api, this.#stopping.signal);

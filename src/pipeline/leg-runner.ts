@@ -128,9 +128,10 @@ async function afterFailure(
   }
   if (next.kind === "elsewhere" || (next.kind === "fail" && next.starting)) {
     const wasReady = deps.placement.pool.markStarting(leg.origin);
-    deps.logger.info(`${plan.role} leg: the worker answered that it is starting; out of rotation until its health check passes`, {
+    const state = error.draining ? "draining" : "starting";
+    deps.logger.info(`${plan.role} leg: the worker answered that it is ${state}; out of rotation until its health check passes`, {
       ...fields,
-      state: "starting",
+      state,
       was_ready: wasReady,
       next: next.kind === "fail" ? "the request restarts on a fresh pair" : "the leg goes to another worker",
     });

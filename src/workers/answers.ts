@@ -49,6 +49,13 @@ export function answersStarting(response: Response): boolean {
 }
 
 /**
+ * What a draining worker says to a new request, whatever the status its frontend gives it:
+ * RequestTracker's RuntimeError (tensorrt_llm/serve/request_tracker.py @ 6953e49d, admit and
+ * begin_external). Such a worker did nothing with the request, as a starting one.
+ */
+const DRAINING_STATEMENT = "TensorRT-LLM is draining";
+
+/**
  * A worker's error answer as the domain error: a 400 refusing the prompt as too long for the
  * context is CONTEXT_OVERFLOW, with the counts the worker gave, so each dialect can say it in
  * its client's words; anything else is WORKER_HTTP_ERROR. Both keep the answer to relay.
@@ -59,7 +66,8 @@ export function workerHttpError(role: string, answer: WorkerAnswer, starting = f
   const text = message ?? `The ${role} worker rejected the request with status ${answer.status}`;
   const overflow = answer.status === 400 ? contextOverflowOf(message ?? "", code) : undefined;
   if (overflow !== undefined) return new ProxyError("CONTEXT_OVERFLOW", 400, text, { workerAnswer: answer, overflow });
-  return new ProxyError("WORKER_HTTP_ERROR", answer.status, text, { workerAnswer: answer, starting });
+  const draining = message?.includes(DRAINING_STATEMENT) === true;
+  return new ProxyError("WORKER_HTTP_ERROR", answer.status, text, { workerAnswer: answer, starting, draining });
 }
 
 const encoder = new TextEncoder();

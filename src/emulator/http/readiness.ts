@@ -6,6 +6,8 @@
  * "starting" from "dead" (connection refused) without parsing the body.
  */
 
+import { errorEnvelope } from "./worker-error.ts";
+
 export const SERVER_STATE_HEADER = "x-trtllm-server-state";
 
 const STARTING_BODY = JSON.stringify({
@@ -50,3 +52,18 @@ export function startingResponse(): Response {
     headers: { "content-type": "application/json", "retry-after": "1", [SERVER_STATE_HEADER]: "starting" },
   });
 }
+
+/**
+ * A model request to a draining worker: upstream's RequestTracker refuses every new admission
+ * once its drain began, with RuntimeError("TensorRT-LLM is draining") (admit and begin_external,
+ * tensorrt_llm/serve/request_tracker.py @ 6953e49df5ebe16e710d8c2edcbb43696a64000b), while the
+ * requests it holds run on and /health is the executor's (its health() ignores the drain). The
+ * HTTP frontend that wires the tracker is not in the stored index: the status played is 503, as
+ * the worker's other "not now" answers are.
+ */
+export function drainingResponse(): Response {
+  return Response.json(errorEnvelope(503, DRAINING_MESSAGE), { status: 503 });
+}
+
+/** The tracker's own words, which the proxy recognises a drain by. */
+export const DRAINING_MESSAGE = "TensorRT-LLM is draining";
