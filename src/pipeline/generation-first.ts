@@ -1,3 +1,4 @@
+import type { Role } from "../config/types.ts";
 import { asProxyError, type ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { RequestContext } from "../request/context.ts";
@@ -42,8 +43,8 @@ export async function generationFirst(
   const genAbort = new AbortController();
   const ctxAbort = new AbortController();
   // The leg that failed first, and its worker (read as it fails: the aborted pair's failure comes after).
-  let firstFailure: { error: ProxyError; leg: "context" | "generation"; worker: string | undefined } | undefined;
-  const failed = (error: unknown, leg: "context" | "generation", sibling: AbortController): never => {
+  let firstFailure: { error: ProxyError; leg: Role; worker: string | undefined } | undefined;
+  const failed = (error: unknown, leg: Role, sibling: AbortController): never => {
     const failure = asProxyError(error);
     firstFailure ??= { error: failure, leg, worker: ctx.failedWorker };
     sibling.abort(firstFailure.error);

@@ -1,3 +1,4 @@
+import type { Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import { versionNeededFor } from "../workers/protocol.ts";
@@ -13,8 +14,7 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
  * --responses-fallback aggregated the request runs whole on one generation worker.
  */
 export function canDisaggregateResponses(pool: WorkerPool): boolean {
-  const capable = (role: "context" | "generation"): boolean =>
-    pool.ready(role).some((worker) => worker.protocol.accepts.has("responses_disaggregation"));
+  const capable = (role: Role): boolean => pool.ready(role).some((worker) => worker.protocol.accepts.has("responses_disaggregation"));
   return capable("context") && capable("generation");
 }
 

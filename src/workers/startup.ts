@@ -1,3 +1,4 @@
+import type { Role } from "../config/types.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import { delay } from "../timers.ts";
@@ -45,7 +46,7 @@ export async function waitForWorkers(
 
 /** What discovery still lacks, e.g. "need 2 context workers, have 1; need 1 generation worker, have 1". */
 export function missingText(pool: WorkerPool): string {
-  const role = (name: "context" | "generation"): string => {
+  const role = (name: Role): string => {
     const need = pool.minimal[name];
     return `need ${need} ${name} worker${need === 1 ? "" : "s"}, have ${pool.ready(name).length}`;
   };
