@@ -139,6 +139,34 @@ describe("deploy/install.sh", () => {
   );
 
   test(
+    "the installed config and docs name only the units that exist (disagg-proxy@a, @b), and the installed config listens on loopback",
+    () => {
+      const root = tempRoot();
+      expect(install(["--destdir", root, real.tarball], {}, real).code).toBe(0);
+      const docDir = join(root, "usr/local/share/doc/disagg-proxy");
+      const files = [
+        join(root, "etc/disagg-proxy/disagg_config.yaml"),
+        ...readdirSync(docDir, { recursive: true, encoding: "utf8" }).map((file) => join(docDir, file)),
+      ];
+      // Every unit a systemctl or journalctl line names, in each installed text file.
+      const named = files
+        .filter((file) => statSync(file).isFile() && /\.(md|yaml)$/.test(file))
+        .flatMap((file) => readFileSync(file, "utf8").split("\n"))
+        .filter((line) => /\b(systemctl|journalctl)\b/.test(line))
+        .flatMap((line) => [...line.matchAll(/\bdisagg-proxy(@\.service|@[a-z*]*|\.service)?(?![\w./@-])/g)].map((match) => match[0]));
+      expect(named.length).toBeGreaterThan(5);
+      expect(
+        [...new Set(named)].filter(
+          (unit) => !["disagg-proxy@a", "disagg-proxy@b", "disagg-proxy@*", "disagg-proxy@", "disagg-proxy@.service"].includes(unit),
+        ),
+      ).toEqual([]);
+      const command = parseCommandLine(["serve", "-c", join(root, "etc/disagg-proxy/disagg_config.yaml")]);
+      expect(command.kind === "serve" ? [command.config.host, command.config.bindHost] : command.kind).toEqual(["127.0.0.1", undefined]);
+    },
+    SLOW,
+  );
+
+  test(
     "running it again keeps an edited config, replaces the binary and changes nothing else",
     () => {
       const root = tempRoot();
