@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { eventually, startCluster, type TestCluster } from "./support/cluster.ts";
 import type { JsonObject } from "../src/json/json.ts";
+import { DEFAULTS } from "../src/config/types.ts";
 import { memoryLogger } from "../src/observability/logger.ts";
 import { openAiErrorResponse } from "../src/routes/errors.ts";
 import { proxyThroughPipeline } from "../src/routes/proxied.ts";
@@ -244,8 +245,8 @@ describe("hardening: what the probe and the soak found", () => {
         },
       },
     };
-    const keepAlive = new KeepAlive(keepAliveBound(app.config.serverKeepAliveTimeoutS));
-    const server = listen(app.config, 0, createDispatch(app, routes, { keepAlive }), logger);
+    const keepAlive = new KeepAlive(keepAliveBound(DEFAULTS.serverKeepAliveTimeoutS));
+    const server = listen({ ...DEFAULTS, host: "127.0.0.1" }, 0, createDispatch(app, routes, { keepAlive }), logger);
     try {
       for (const path of ["/before", "/after"]) {
         const response = await fetch(`${server.url.origin}${path}`, { method: "POST", body: chat() });

@@ -29,6 +29,7 @@ import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
 import { createWorkerFetch, type WorkerFetch } from "../workers/transport.ts";
 import { clusterInfoOf } from "./cluster-info.ts";
 import { dashboardOf } from "./dashboard-source.ts";
+import type { DispatchSettings } from "./dispatch.ts";
 import type { RunningDiscovery } from "./discovery.ts";
 import type { LoopShare } from "./loop-share.ts";
 import { modelListOf, modelReadyOf } from "./model-list.ts";
@@ -38,9 +39,8 @@ import { modelListOf, modelReadyOf } from "./model-list.ts";
  * they need (RouteDeps), the pipeline's dependencies, and what the server itself manages.
  */
 export interface App extends RouteDeps, PipelineDeps {
-  readonly config: ProxyConfig;
-  /** What the routes and the pipeline read of the configuration. */
-  readonly settings: RouteSettings & PipelineSettings;
+  /** What the routes, the pipeline and the dispatch read of the configuration (the whole config, seen through their picks). */
+  readonly settings: RouteSettings & PipelineSettings & DispatchSettings;
   /** Requests between validation and their end. */
   readonly active: ReadonlySet<RequestContext>;
   readonly metrics: ProxyMetrics;
@@ -120,7 +120,6 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     metrics.handoffSettled(reason, settled),
   );
   return {
-    config,
     placement,
     ids,
     logger,

@@ -7,7 +7,7 @@ import type { Placement } from "../routing/placement.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import type { AdmissionControl } from "../request/admission.ts";
 
-/** What the dashboard shows of the configuration: whether the page needs a key, and where workers are discovered. */
+/** What the dashboard shows of the configuration: whether the page needs a key (protectMetrics, default false), and where workers are discovered (default none: static lists). */
 export type DashboardSourceSettings = Pick<ProxyConfig, "protectMetrics" | "discovery">;
 
 interface SourceParts {

@@ -1,7 +1,10 @@
+import type { ProxyConfig } from "../config/types.ts";
 import { asProxyError, bodyTooLarge, ProxyError } from "../errors.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
-import type { Handler } from "../routes/deps.ts";
-import type { App } from "./app.ts";
+import type { Handler, RouteDeps } from "../routes/deps.ts";
+import type { ClientKeys } from "../security/api-keys.ts";
+import type { HostCheck } from "../security/browser-guard.ts";
+import type { RequestEnds } from "../request/request-end.ts";
 import type { ConnectionHost, HeldConnection, KeepAlive } from "./keep-alive.ts";
 
 export interface RouteEntry {
@@ -18,6 +21,20 @@ export interface RouteEntry {
   readonly checkHost?: boolean;
   /** Failures before a request context exists, in the route's dialect (default: OpenAI's envelope). */
   readonly renderError?: (error: ProxyError) => Response;
+}
+
+/** What the dispatch reads of the configuration: --protect-metrics (default false: /metrics and the dashboard are open to scrapers). */
+export type DispatchSettings = Pick<ProxyConfig, "protectMetrics">;
+
+/** What the dispatch uses of the app (server/app.ts): the routes' deps, and what it checks and counts before a route runs. */
+export interface DispatchDeps extends RouteDeps {
+  readonly settings: RouteDeps["settings"] & DispatchSettings;
+  /** Which Host names the routes that check it answer to. */
+  readonly hosts: HostCheck;
+  /** Client keys; undefined when client authentication is off. */
+  readonly clientKeys: ClientKeys | undefined;
+  /** Where a request refused before it had a context is counted and logged. */
+  readonly ends: Pick<RequestEnds, "rejected">;
 }
 
 /** path → its methods. Paths are matched without the query string; a key ending in `/*` takes every path under it. */
@@ -39,7 +56,7 @@ export interface DispatchOptions {
   readonly closeConnections?: () => boolean;
 }
 
-export function createDispatch(app: App, routes: RouteTable, options: DispatchOptions): Dispatch {
+export function createDispatch(app: DispatchDeps, routes: RouteTable, options: DispatchOptions): Dispatch {
   const { keepAlive, closeConnections = () => false } = options;
   const handle = async (request: Request, connection: HeldConnection): Promise<Response> => {
     const path = pathOf(request);
@@ -110,25 +127,25 @@ async function withConnectionClose(answer: Promise<Response>): Promise<Response>
   }
 }
 
-function authorised(app: App, entry: RouteEntry, request: Request): boolean {
+function authorised(app: DispatchDeps, entry: RouteEntry, request: Request): boolean {
   return mayCall(app, entry.access, request);
 }
 
 /** Whether the request's credentials open a route of this access class under the current keys (read again on SIGHUP). */
-export function mayCall(app: App, access: RouteEntry["access"], request: Request): boolean {
+export function mayCall(app: DispatchDeps, access: RouteEntry["access"], request: Request): boolean {
   const keys = app.clientKeys;
   if (keys === undefined || access === "open") return true;
-  if ((access === "metrics" || access === "dashboard") && !app.config.protectMetrics) return true;
+  if ((access === "metrics" || access === "dashboard") && !app.settings.protectMetrics) return true;
   return keys.allows(request.headers) || (access === "dashboard" && keys.allowsBasic(request.headers));
 }
 
 /** Whether the request shows a valid client key (Bearer, x-api-key, or a Basic password): the operator's, not anyone's. */
-export function showsKey(app: App, request: Request): boolean {
+export function showsKey(app: DispatchDeps, request: Request): boolean {
   const keys = app.clientKeys;
   return keys !== undefined && (keys.allows(request.headers) || keys.allowsBasic(request.headers));
 }
 
-function misdirected(app: App, request: Request): ProxyError {
+function misdirected(app: DispatchDeps, request: Request): ProxyError {
   const host = (request.headers.get("host") ?? "").slice(0, 200);
   return new ProxyError(
     "MISDIRECTED",

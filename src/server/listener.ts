@@ -7,11 +7,15 @@ import { startQuietSweep } from "./keep-alive.ts";
 /** Far above any accepted body; the routes' own bound (--max-body-bytes) is what refuses. */
 const RUNTIME_BODY_CAP_BYTES = 1024 ** 3;
 
-/** What the listener reads of the config. */
+/**
+ * What the listener reads of the configuration, with the flags' defaults (config/types.ts
+ * DEFAULTS): host "localhost", bindHost none (bind `host`), no TLS, maxBodyBytes 32 MiB.
+ */
 export type ListenerSettings = Pick<ProxyConfig, "host" | "bindHost" | "tlsCertFile" | "tlsKeyFile" | "maxBodyBytes"> & {
   /**
    * The port is this listener's alone (no SO_REUSEPORT): the kernel refuses a port anything
    * already serves. The demo binds so; serve shares its port (TLS reload, take-over, event loops).
+   * @default false
    */
   readonly exclusivePort?: boolean | undefined;
 };
