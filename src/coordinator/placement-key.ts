@@ -5,7 +5,7 @@
  */
 
 import type { Role } from "../config/types.ts";
-import { TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "../routing/coordinator-wire.ts";
+import { serverNameOf, TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "../routing/coordinator-wire.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { WorkerEntry, WorkerPool } from "../workers/worker-pool.ts";
 
@@ -28,11 +28,6 @@ export function routingOf(key: RoutingKey): RoutingRequest | undefined {
     promptTokenCount: key.numTokens,
     knownBlocks: { tokens: key.hashesByAlgo.get(TOKEN_HASH_ALGO)?.[0], text: key.hashesByAlgo.get(TEXT_HASH_ALGO)?.[0] },
   };
-}
-
-/** The worker as /select names it. */
-export function serverNameOf(origin: string): string {
-  return origin.startsWith("http://") ? origin.slice("http://".length) : origin;
 }
 
 /** The worker of the role that `server` names (`host:port` or a URL), if the pool lists it. */

@@ -8,12 +8,12 @@
 import type { ProxyConfig, Role, RouterType } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { TOKEN_HASH_ALGO, type FinishRequest, type SelectRequest, type WireMap } from "../routing/coordinator-wire.ts";
+import { serverNameOf, TOKEN_HASH_ALGO, type FinishRequest, type SelectRequest, type WireMap } from "../routing/coordinator-wire.ts";
 import type { Placement, RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { inRotation } from "../workers/worker-pool.ts";
 import { LeaseTable, type Lease } from "./leases.ts";
-import { routingOf, serverNameOf } from "./placement-key.ts";
+import { routingOf } from "./placement-key.ts";
 
 export type CoordinatorSettings = Pick<ProxyConfig, "contextRouter" | "generationRouter" | "routerOptions" | "maxInflight"> & {
   /** A placement with no /finish is released after this long (upstream: 180 s). */

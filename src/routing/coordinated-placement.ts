@@ -12,8 +12,7 @@ import { ProxyError } from "../errors.ts";
 import { normaliseUrl } from "../config/urls.ts";
 import { inRotation, type WorkerEntry } from "../workers/worker-pool.ts";
 import type { CoordinatorLease } from "./coordinator-client.ts";
-import { serverOf } from "./coordination.ts";
-import type { WireMap } from "./coordinator-wire.ts";
+import { serverNameOf, type WireMap } from "./coordinator-wire.ts";
 import { modelNotFoundMessage, servesChoice } from "./model-choice.ts";
 import type { Placed, Placement, PlacementRequest, RoutedPlacement } from "./placement.ts";
 import { placeRemotely } from "./remote-placement.ts";
@@ -60,7 +59,7 @@ async function coordinated(
     role: request.role,
     routingKey: coordinator.keyFor(request.role, routing),
     reqId: request.requestKey,
-    excludeServer: request.exclude === undefined ? undefined : serverOf(request.exclude),
+    excludeServer: request.exclude === undefined ? undefined : serverNameOf(request.exclude),
   });
   if (outcome.kind === "unreachable") return local();
   if (outcome.kind === "refused") {

@@ -85,8 +85,3 @@ export class Coordination {
     this.#onUnusable?.(role, server);
   }
 }
-
-/** `http://host:port` → `host:port`, as upstream names servers on this wire (no scheme; an https one keeps it). */
-export function serverOf(origin: string): string {
-  return origin.startsWith("http://") ? origin.slice("http://".length) : origin;
-}

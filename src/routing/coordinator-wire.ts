@@ -287,3 +287,8 @@ function toWireValue(value: MsgpackValue): WireValue {
   if (isMsgpackMap(value)) return toWireMap(value);
   return value;
 }
+
+/** A worker as this wire names it: `host:port`, no scheme (an https worker keeps its `https://`, as upstream's clients keep it). */
+export function serverNameOf(origin: string): string {
+  return origin.startsWith("http://") ? origin.slice("http://".length) : origin;
+}
