@@ -10,13 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
 import { startCoordinator } from "../src/coordinator/run.ts";
-import { httpRegistrar } from "../src/discovery/index.ts";
+import { etcdRegistrar, httpRegistrar } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
 import { isMsgpackMap } from "../src/json/msgpack-read.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
 import { decodeWire, encodeFinishRequest, encodeSelectRequest } from "../src/routing/coordinator-wire.ts";
 import { startProxy } from "../src/server/serve.ts";
-import { freePort } from "./support/etcd.ts";
+import { freePort, startEtcd } from "./support/etcd.ts";
 import { call, nameOf, running, select, setup, stopStarted } from "./support/coordinator.ts";
 import { eventually } from "./support/wait.ts";
 
@@ -122,6 +122,51 @@ describe("the coordinator owns discovery", () => {
       5000,
       "the deregistered worker left",
     );
+  });
+});
+
+describe("the coordinator owns etcd discovery", () => {
+  test("workers registering in etcd (disagg_cluster etcd://) join its pool and are placed on", async () => {
+    await using etcd = await startEtcd();
+    const discovery = {
+      kind: "cluster",
+      storage: "etcd",
+      endpoint: etcd.endpoint,
+      clusterName: "coord-etcd",
+      minimalContext: 1,
+      minimalGeneration: 1,
+      leaseTtlMs: 2000,
+    } as const;
+    const config: ProxyConfig = {
+      ...DEFAULTS,
+      host: "127.0.0.1",
+      port: 0,
+      contextServers: [],
+      generationServers: [],
+      discovery,
+      serverStartTimeoutMs: 50,
+      healthCheckIntervalMs: 50,
+      configFile: undefined,
+      nodeId: 1,
+    };
+    const coordinator = startCoordinator(config, { port: 0, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
+    running.push(() => coordinator.stop());
+    const register = (): ReturnType<typeof etcdRegistrar> =>
+      etcdRegistrar({ endpoint: etcd.endpoint, clusterName: "coord-etcd", heartbeatMs: 300, ttlMs: 2000, logger: silentLogger });
+    const context = startEmulatedWorker({ role: "context", register: register() });
+    const generation = startEmulatedWorker({ role: "generation", register: register() });
+    running.unshift(async () => {
+      await Promise.all([context.stop(), generation.stop()]);
+    });
+    await coordinator.waitForWorkers();
+    await eventually(() => coordinator.service.ready(), 10_000, "the workers registered in etcd are ready");
+    const placed = await select(coordinator.url.origin, {
+      role: "context",
+      routingKey: { kind: "none" },
+      reqId: 1n,
+      excludeServer: undefined,
+    });
+    expect(placed.body["server"]).toBe(nameOf(context));
   });
 });
 
