@@ -1,4 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeMsgpack } from "../src/json/msgpack-write.ts";
 import { CoordinatorClient } from "../src/routing/coordinator-client.ts";
 import { startStandInCoordinator } from "./support/stand-in-coordinator.ts";
 import { eventually } from "./support/wait.ts";
@@ -121,4 +125,29 @@ describe("coordinator client (upstream's CoordinatorDelegatingRouter wire)", () 
     await eventually(() => coordinator.finishes.length === 1);
     client.close();
   });
+});
+
+test("a unix:/path.sock coordinator is reached over its socket (upstream's COORDINATOR_UDS_SCHEME)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "coordinator-uds-"));
+  const socket = join(dir, "coordinator.sock");
+  const seen: string[] = [];
+  const server = Bun.serve({
+    unix: socket,
+    async fetch(request) {
+      seen.push(`${request.method} ${new URL(request.url).pathname}`);
+      await request.arrayBuffer();
+      return new Response(writeMsgpack({ server: "127.0.0.1:8101", info: {}, req_id: null }), {
+        headers: { "content-type": "application/msgpack" },
+      });
+    },
+  });
+  try {
+    const client = new CoordinatorClient({ url: `unix:${socket}`, timeoutMs: 2000 }, recorder().events);
+    const outcome = await client.select({ role: "generation", routingKey: { kind: "none" }, reqId: REQ_ID, excludeServer: undefined });
+    expect(outcome.kind).toBe("placed");
+    expect(seen).toEqual(["POST /select"]);
+    client.close();
+  } finally {
+    await server.stop(true);
+  }
 });
