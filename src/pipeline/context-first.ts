@@ -22,7 +22,7 @@ import { asProxyError } from "../errors.ts";
 import { outcomeOf } from "./outcome.ts";
 import { placeForRequest } from "./placing.ts";
 import { responsesUnsupported } from "./responses-support.ts";
-import { outputLengthTimeout, restartable } from "./retry.ts";
+import { outputLengthTimeout, provesKvPulled, restartable } from "./retry.ts";
 import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 
 /**
@@ -78,6 +78,10 @@ export async function contextFirst(
     } catch (error) {
       // No generation request can have reached a worker: the context worker still holds the KV.
       if (!watch.reached) deps.handoffs?.settle(handoff, settleReason(ctx, error));
+      // One reached a worker that may have failed before it pulled (while the request runs on: an
+      // attempt its end left in flight is the watch's). Claimed elsewhere than where it failed.
+      else if (!ctx.signal.aborted && !provesKvPulled(asProxyError(error)))
+        deps.handoffs?.settle(handoff, "generation_failed", ctx.failedWorker === undefined ? [] : [ctx.failedWorker]);
       // A non-streamed answer longer than the request timeout would be as long again: not run twice.
       if (!input.stream && outputLengthTimeout("generation", asProxyError(error))) throw error;
       throw restartable(ctx, error, ctx.failedWorker, continueId);

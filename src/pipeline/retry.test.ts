@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
-import { contextLegRetryable, generationLegRetryable, nextAttempt, type AttemptState } from "./retry.ts";
+import { contextLegRetryable, generationLegRetryable, nextAttempt, provesKvPulled, type AttemptState } from "./retry.ts";
 
 const lostUnread = new ProxyError("WORKER_UNREACHABLE", 502, "reset", { unread: true });
 const starting = new ProxyError("WORKER_HTTP_ERROR", 503, "starting", { starting: true });
@@ -63,5 +63,20 @@ describe("nextAttempt: what follows a failed attempt", () => {
     expect(nextAttempt(timeout, { ...generation, wholeAnswer: false })).toEqual({ kind: "fail", saysNothing: false, starting: false });
     expect(nextAttempt(serverError, { ...generation, resend: true })).toEqual({ kind: "fail", saysNothing: true, starting: false });
     expect(nextAttempt(serverError, { ...first, resend: true })).toEqual({ kind: "retry", saysNothing: false });
+  });
+});
+
+describe("provesKvPulled", () => {
+  test("only a worker's KV transfer error proves the generation request pulled its hand-off", () => {
+    const transfer = new ProxyError(
+      "WORKER_HTTP_ERROR",
+      500,
+      "KV cache transfer failed for ctx_request_id 7: the context worker holds no KV for it (404)",
+    );
+    expect(provesKvPulled(transfer)).toBe(true);
+    expect(provesKvPulled(new ProxyError("WORKER_HTTP_ERROR", 500, "Emulated rejection with status 500"))).toBe(false);
+    for (const error of [serverError, timeout, refused, lostUnread, starting]) expect(provesKvPulled(error)).toBe(false);
+    // A client's own words carry no weight: only a worker's answer proves anything.
+    expect(provesKvPulled(new ProxyError("BAD_REQUEST", 400, "KV transfer"))).toBe(false);
   });
 });

@@ -35,6 +35,17 @@ export function neverReachedEngine(error: ProxyError): boolean {
 }
 
 /**
+ * A generation worker's answer that proves it pulled its hand-off's KV: a KV transfer error (the
+ * pull began; the context worker no longer holds the KV, or will free it by its own timeout).
+ * Any other failure before the first byte may have come before the pull (a worker failing
+ * before it reads the request does), so the hand-off is claimed then; a claim that finds the KV
+ * gone costs one refused request (handoff/settler.ts).
+ */
+export function provesKvPulled(error: ProxyError): boolean {
+  return (error.code === "WORKER_HTTP_ERROR" || error.code === "WORKER_BAD_ANSWER") && /\bKV\b[^.]*\btransfer/i.test(error.message);
+}
+
+/**
  * A request lost on a reused connection before any byte of an answer: sent once more, at once,
  * to the same worker on a fresh connection, under the same id, for both legs and outside
  * --max-retries, as TensorRT-LLM's own client does (#14562). It assumes the proxy reaches the

@@ -6,7 +6,7 @@ import type { RoutingRequest } from "../../routing/routing-request.ts";
 import { delay } from "../../timers.ts";
 import { JSON_CODEC } from "../../workers/body-codec.ts";
 import { postForJson } from "../../workers/client.ts";
-import { neverReachedEngine } from "../retry.ts";
+import { neverReachedEngine, provesKvPulled } from "../retry.ts";
 import { WORKER_PATH, type ApiKind } from "../api-kind.ts";
 import type { ProxyConfig, Role } from "../../config/types.ts";
 import type { Logger } from "../../observability/logger.ts";
@@ -51,7 +51,7 @@ const PLACE_AGAIN_MS = 100;
 const TURNED_AWAY_WAIT_MAX_MS = 2000;
 
 /** Why a hand-off was settled (the metric's `reason` label). */
-export type SettleReason = "client_gone" | "no_generation_worker" | "draining" | "generation_unsent";
+export type SettleReason = "client_gone" | "no_generation_worker" | "draining" | "generation_unsent" | "generation_failed";
 
 /** A hand-off no generation request carried, and what claiming it needs. */
 export interface UnclaimedHandoff {
@@ -86,6 +86,8 @@ export type SettleListener = (reason: SettleReason, settled: boolean) => void;
 interface Settle {
   readonly handoff: UnclaimedHandoff;
   readonly reason: SettleReason;
+  /** Generation workers not to claim it on (the one its generation leg failed on). */
+  readonly avoid: readonly string[];
 }
 
 export class HandoffSettler {
@@ -106,8 +108,8 @@ export class HandoffSettler {
     return this.#running + this.#queue.length + this.#adopted;
   }
 
-  /** Claims the hand-off with a one-token generation request, now or once a settle slot frees. */
-  settle(handoff: UnclaimedHandoff, reason: SettleReason): void {
+  /** Claims the hand-off with a one-token generation request, now or once a settle slot frees; not on a worker in `avoid` while another can take it. */
+  settle(handoff: UnclaimedHandoff, reason: SettleReason, avoid: readonly string[] = []): void {
     if (this.#stopping.signal.aborted) return;
     if (this.#queue.length >= SETTLE_QUEUE) {
       this.#deps.logger.warn("hand-off not settled: too many waiting", {
@@ -118,7 +120,7 @@ export class HandoffSettler {
       this.#onSettled(reason, false);
       return;
     }
-    this.#queue.push({ handoff, reason });
+    this.#queue.push({ handoff, reason, avoid });
     this.#next();
   }
 
@@ -190,13 +192,13 @@ export class HandoffSettler {
     }
   }
 
-  async #run({ handoff, reason }: Settle): Promise<void> {
+  async #run({ handoff, reason, avoid }: Settle): Promise<void> {
     const { deps } = { deps: this.#deps };
     const deadline = performance.now() + deps.settings.requestTimeoutMs;
     const fields = { disagg_request_id: handoff.disaggRequestId, context_worker: handoff.contextWorker, reason };
     let lastError: ProxyError | undefined;
     let turnedAwayWaitMs = PLACE_AGAIN_MS;
-    const tried: string[] = [];
+    const tried: string[] = [...avoid];
     while (!this.#stopping.signal.aborted && performance.now() < deadline) {
       try {
         const worker = await this.#claimOnce(handoff, deadline - performance.now(), tried);
@@ -205,6 +207,12 @@ export class HandoffSettler {
         return;
       } catch (thrown) {
         lastError = asProxyError(thrown);
+        // Already pulled (a generation attempt that failed after its pull): expected, nothing held.
+        if (provesKvPulled(lastError)) {
+          deps.logger.info("hand-off was already claimed", { ...fields, error: lastError.message });
+          this.#onSettled(reason, true);
+          return;
+        }
         // A worker that answered (an error included) pulled the KV or found none: nothing to retry.
         if (neverReachedEngine(lastError)) {
           await delay(Math.min(turnedAwayWaitMs, deadline - performance.now()), this.#stopping.signal);
