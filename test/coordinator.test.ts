@@ -54,6 +54,12 @@ describe("the coordinator answers upstream's serving processes", () => {
     const finished = await call(url, "/finish", bytes("83 a4 726f6c65 a3 67656e a6 7265715f6964 cf 000001000000002a a7 73756363657373 c3"));
     expect(finished).toEqual({ status: 200, type: "application/msgpack", body: {} });
     expect((await call(url, "/cluster_info")).body["leases"]).toBe(3n);
+    // Ours beside upstream's API: the placements in Prometheus text.
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('disagg_coordinator_placements_total{role="generation",status="200"} 4');
+    expect(metrics).toContain('disagg_coordinator_finishes_total{role="generation",success="true",known="true"} 1');
+    expect(metrics).toContain("disagg_coordinator_leases 3");
+    expect(metrics).toMatch(/disagg_coordinator_worker_in_flight\{role="generation",worker="http:\/\/[^"]+"\} 3/);
   });
 
   test("cluster_info, health and version answer as upstream's client reads them", async () => {
@@ -202,6 +208,7 @@ describe("placements are leases", () => {
       role: "generation",
       req_id: "7",
     });
+    expect(await (await fetch(`${url}/metrics`)).text()).toContain('disagg_coordinator_leases_expired_total{role="generation"} 1');
     // The serving process's finish arrives after all: nothing is released twice.
     await select(url, { role: "generation", routingKey: { kind: "conversation", id: "gone" }, reqId: 8n, excludeServer: undefined });
     expect((await call(url, "/finish", encodeFinishRequest({ role: "generation", reqId: 7n, success: true }))).status).toBe(200);

@@ -2,7 +2,7 @@
  * The coordinator's HTTP API, as upstream's CoordinatorServer serves it (coordinator_server.py
  * [id 56726411408]): POST /select, POST /finish, GET /cluster_info, GET /version in MessagePack
  * (any request content type is read as msgpack, as upstream reads it), GET /health with no body
- * (200 ready, 503 not). A bad body is a 400 `{error}` in upstream's words, logged, and places
+ * (200 ready, 503 not); ours beside them, GET /metrics (Prometheus text, metrics.ts). A bad body is a 400 `{error}` in upstream's words, logged, and places
  * nothing. Like upstream's, it has no authentication: serve it on a trusted network only
  * (docs/cluster.md); beyond upstream, a POST a browser marks as another site's is refused (403).
  */
@@ -28,6 +28,8 @@ export interface CoordinatorHttp {
 }
 
 const METHODS: Readonly<Record<string, string>> = {
+  "/metrics": "GET",
+  "/prometheus/metrics": "GET",
   "/select": "POST",
   "/finish": "POST",
   "/cluster_info": "GET",
@@ -44,6 +46,10 @@ export function coordinatorHttp(
   const routes = async (request: Request, path: string): Promise<Response> => {
     if (path === "/health") return new Response(null, { status: service.ready() ? 200 : 503 });
     if (path === "/version") return msgpack({ version });
+    if (path === "/metrics" || path === "/prometheus/metrics") {
+      const { contentType, text } = await service.metrics.text();
+      return new Response(text, { headers: { "content-type": contentType } });
+    }
     if (path === "/cluster_info") return msgpack(service.clusterInfo(version));
     const read = await readWireBody(request.body);
     if (!read.ok) return refused(path, read.error);

@@ -13,6 +13,7 @@ import type { Placement, RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { inRotation } from "../workers/worker-pool.ts";
 import { LeaseTable, type Lease } from "./leases.ts";
+import { coordinatorMetrics, type CoordinatorMetrics } from "./metrics.ts";
 import { routingOf } from "./placement-key.ts";
 
 export type CoordinatorSettings = Pick<ProxyConfig, "contextRouter" | "generationRouter" | "routerOptions" | "maxInflight"> & {
@@ -41,6 +42,7 @@ const STATEFUL: ReadonlySet<RouterType> = new Set(["conversation", "kv_cache_awa
 
 export class CoordinatorService {
   readonly placement: Placement;
+  readonly metrics: CoordinatorMetrics;
   readonly #settings: CoordinatorSettings;
   readonly #logger: Logger;
   readonly #leases: LeaseTable<Held>;
@@ -55,6 +57,7 @@ export class CoordinatorService {
     this.#logger = logger;
     const leaseSettings = { timeoutMs: settings.reservationTimeoutMs, maxLeases: settings.maxLeases ?? MAX_LEASES };
     this.#leases = new LeaseTable<Held>(leaseSettings, (lease) => this.#expired(lease));
+    this.metrics = coordinatorMetrics(placement, () => this.#leases.size);
   }
 
   /** Placements held (one per role and req_id). */
@@ -64,6 +67,12 @@ export class CoordinatorService {
 
   /** POST /select: a worker for the leg, reserved until its /finish or the lease's end. */
   select(request: SelectRequest): Answer {
+    const answer = this.#select(request);
+    this.metrics.placed(request.role, answer.status);
+    return answer;
+  }
+
+  #select(request: SelectRequest): Answer {
     const { role, reqId } = request;
     // A second select of the same leg first releases the first, as failed (upstream's re-select rule).
     const previous = reqId === undefined ? undefined : this.#leases.take(role, reqId);
@@ -94,6 +103,7 @@ export class CoordinatorService {
   /** POST /finish: releases the leg's placement; an unknown one is a no-op, as upstream. */
   finish(request: FinishRequest): void {
     const lease = this.#leases.take(request.role, request.reqId);
+    this.metrics.finished(request.role, request.success, lease !== undefined);
     if (lease !== undefined) this.#release(lease, request.success);
   }
 
@@ -165,6 +175,7 @@ export class CoordinatorService {
   }
 
   #expired(lease: Lease<Held>): void {
+    this.metrics.expired(lease.role);
     this.#logger.warn("Releasing stale coordinator reservation", {
       role: lease.role,
       req_id: lease.reqId.toString(),
