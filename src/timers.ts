@@ -44,6 +44,15 @@ export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "l
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
+/** Looks every 20 ms until `done()` or `timeoutMs` passed. */
+export async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const never = new AbortController().signal;
+  while (!done() && performance.now() < deadline) {
+    await pause(Math.min(20, deadline - performance.now()), never);
+  }
+}
+
 /** How the promise stands after at most `ms` (an infinite `ms` waits for it to settle). */
 export async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"fulfilled" | "rejected" | "pending"> {
   const settled = promise.then(

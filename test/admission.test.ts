@@ -7,7 +7,7 @@ describe("admission control", () => {
   test("beyond --max-inflight a request gets 429 with Retry-After at once, and the proxy recovers", async () => {
     await using cluster = await startCluster({ config: { maxInflight: 2 } });
     const slow = [1, 2].map(() => cluster.post("/v1/chat/completions", chat("[[emu ctx.prefill_ms=400]]")));
-    await eventually(() => cluster.proxy.app.active.size === 2);
+    await eventually(() => cluster.proxy.app.requests.active.size === 2);
     const started = performance.now();
     const refused = await cluster.post("/v1/chat/completions", chat("one too many"));
     expect(performance.now() - started).toBeLessThan(200);
@@ -24,7 +24,7 @@ describe("admission control", () => {
   test("with --admission-wait-ms a request over the limit waits for a slot instead", async () => {
     await using cluster = await startCluster({ config: { maxInflight: 1, admissionWaitMs: 2000 } });
     const first = cluster.post("/v1/chat/completions", chat("[[emu ctx.prefill_ms=200]]"));
-    await eventually(() => cluster.proxy.app.active.size === 1);
+    await eventually(() => cluster.proxy.app.requests.active.size === 1);
     const second = await cluster.post("/v1/chat/completions", chat("queued"));
     expect(second.status).toBe(200);
     expect((await first).status).toBe(200);

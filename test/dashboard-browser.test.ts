@@ -98,7 +98,7 @@ describe("the dashboard in headless Chromium", () => {
     // Quiet: the page's numbers, once it has the next snapshot, are the metrics' and /cluster_info's.
     traffic.abort();
     await Promise.all(lanes);
-    await eventually(() => cluster.proxy.app.active.size === 0);
+    await eventually(() => cluster.proxy.app.requests.active.size === 0);
     const seen = await browser.evaluate<number>(page, `Number(document.body.dataset.updates)`);
     await browser.evaluate(page, waitInPage(`Number(document.body.dataset.updates) >= ${seen + 2}`, 5000));
     const routes = await browser.evaluate<{ route: string; outcome: string; total: number }[]>(page, ROUTE_ROWS);

@@ -77,7 +77,7 @@ describe("the dashboard", () => {
     for (let i = 0; i < 4; i++) await (await cluster.post("/v1/chat/completions", chat(`hello ${i}`, i % 2 === 0))).text();
     await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
     await (await cluster.post("/v1/completions", { model: "m" })).text();
-    await eventually(() => cluster.proxy.app.active.size === 0);
+    await eventually(() => cluster.proxy.app.requests.active.size === 0);
     const data = await snapshot(cluster);
     const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
     expect(data.proxy.requests.length).toBe(3);
@@ -110,7 +110,7 @@ describe("the dashboard", () => {
     expect(rejected.disaggRequestId).toBeUndefined();
     expect(JSON.stringify(data.failures)).not.toContain("hello");
     expect(data.proxy.draining).toBe(false);
-    cluster.proxy.app.startDraining();
+    cluster.proxy.app.requests.startDraining();
     expect((await snapshot(cluster)).proxy.draining).toBe(true);
   });
 

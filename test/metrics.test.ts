@@ -26,7 +26,7 @@ describe("Prometheus metrics", () => {
     await (await cluster.post("/v1/chat/completions", chat("[[emu ctx.prefill_ms=200]] streamed", true))).text();
     await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
     await (await cluster.post("/v1/chat/completions", { model: "m" })).text();
-    await eventually(() => cluster.proxy.app.active.size === 0);
+    await eventually(() => cluster.proxy.app.requests.active.size === 0);
     const text = await scrape();
     expect(sample(text, "total_requests_total")).toBe(3);
     expect(sample(text, "stream_requests_total")).toBe(1);
@@ -57,7 +57,7 @@ describe("Prometheus metrics", () => {
     expect(sample(during, "disagg_proxy_streams_open")).toBe(1);
     expect(sample(during, "disagg_proxy_worker_in_flight", { role: "generation" })).toBe(1);
     client.abort();
-    await eventually(() => cluster.proxy.app.active.size === 0);
+    await eventually(() => cluster.proxy.app.requests.active.size === 0);
     const after = await (await fetch(`${cluster.url}/metrics`)).text();
     expect(sample(after, "disagg_proxy_streams_open")).toBe(0);
     expect(sample(after, "disagg_proxy_worker_in_flight", { role: "generation" })).toBe(0);

@@ -132,7 +132,7 @@ describe("a request ends once, whatever throws after it started", () => {
       expect(response.status).toBe(500);
       await response.arrayBuffer();
       await end.promise;
-      expect(app.active.size).toBe(0);
+      expect(app.requests.active.size).toBe(0);
       expect(app.placement.table.active()).toBe(0);
       const lines = logger.records.filter((record) => record["msg"] === "request");
       expect(lines).toHaveLength(1);

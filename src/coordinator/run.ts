@@ -13,7 +13,7 @@ import type { Logger } from "../observability/logger.ts";
 import { Placement } from "../routing/placement.ts";
 import { startDiscovery } from "../server/discovery.ts";
 import { ListenError } from "../server/listener.ts";
-import { pollWorkerLoads } from "../server/load-polling.ts";
+import { pollWorkerLoads } from "../routing/load-polling.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { createWorkerFetch } from "../workers/transport.ts";

@@ -1,4 +1,5 @@
 import { ProxyError } from "../errors.ts";
+import { waitUntil } from "../timers.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ProxyMetrics } from "../observability/metrics.ts";
 import type { RequestTraceWriter, TracedRequestInput, TraceEnd } from "../observability/request-trace.ts";
@@ -9,6 +10,9 @@ import { RequestContext, type RequestHooks, type RequestSummary } from "./contex
 import type { DisaggIdAllocator } from "./disagg-id.ts";
 import { metricsHooks } from "./metrics-hooks.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
+
+/** After the drain timeout, requests still in flight get this long to write their in-band error. */
+const ABORT_GRACE_MS = 1000;
 
 /** What a request trace records of a request beside its route and headers (which the start adds). */
 export type TraceInput = Omit<TracedRequestInput, "route" | "headers">;
@@ -59,6 +63,19 @@ export class Requests {
   /** From now on new requests are refused with 503 (and Retry-After). */
   startDraining(): void {
     this.#draining = true;
+  }
+
+  /** Resolves once no request is in flight, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<void> {
+    return waitUntil(() => this.#active.size === 0, timeoutMs);
+  }
+
+  /** After a drain timeout: the requests left end with the usual in-band error, given ABORT_GRACE_MS to write it. */
+  async abortLeft(): Promise<void> {
+    this.#parts.logger.warn("drain timeout: aborting in-flight requests", { in_flight: this.#active.size });
+    const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
+    for (const ctx of this.#active) ctx.abortLegs(reason);
+    await this.settled(ABORT_GRACE_MS);
   }
 
   /**

@@ -11,7 +11,6 @@ import { callOneWorker } from "../pipeline/one-shot.ts";
 import { runPipeline } from "../pipeline/orchestrate.ts";
 import type { PipelineDeps, PipelineSettings } from "../pipeline/types.ts";
 import { Admission, SharedAdmission, type AdmissionControl } from "../request/admission.ts";
-import type { RequestContext } from "../request/context.ts";
 import { DisaggIdAllocator } from "../request/disagg-id.ts";
 import { modelGauges, workerGauges } from "../request/metrics-hooks.ts";
 import type { RequestEnds } from "../request/request-end.ts";
@@ -27,12 +26,12 @@ import { JSON_CODEC, msgpackCodec } from "../workers/body-codec.ts";
 import type { OutlierDetector } from "../workers/outlier-detector.ts";
 import { fetchWorkerPerfMetrics } from "../workers/perf-metrics-fetch.ts";
 import { createWorkerFetch, type WorkerFetch } from "../workers/transport.ts";
-import { clusterInfoOf } from "./cluster-info.ts";
+import { clusterInfoOf } from "../routing/cluster-info.ts";
 import { dashboardOf } from "./dashboard-source.ts";
 import type { DispatchSettings } from "./dispatch.ts";
 import type { RunningDiscovery } from "./discovery.ts";
 import type { LoopShare } from "./loop-share.ts";
-import { modelListOf, modelReadyOf } from "./model-list.ts";
+import { modelListOf, modelReadyOf } from "../routing/model-list.ts";
 
 /**
  * The server's own state, built once per server (no module state): what the routes declared
@@ -41,8 +40,8 @@ import { modelListOf, modelReadyOf } from "./model-list.ts";
 export interface App extends RouteDeps, PipelineDeps {
   /** What the routes, the pipeline and the dispatch read of the configuration (the whole config, seen through their picks). */
   readonly settings: RouteSettings & PipelineSettings & DispatchSettings;
-  /** Requests between validation and their end. */
-  readonly active: ReadonlySet<RequestContext>;
+  /** The requests of this event loop: their start, those in flight, draining. */
+  readonly requests: Requests;
   readonly metrics: ProxyMetrics;
   /** Where requests are counted and logged as they end, with a context or refused before one. */
   readonly ends: RequestEnds;
@@ -54,8 +53,6 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly hosts: HostCheck;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
   reloadClientKeys(): void;
-  /** From now on new requests are refused with 503 and Retry-After. */
-  startDraining(): void;
   /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
   readonly telemetry: Telemetry;
   /** TRTLLM_REQUEST_TRACE_DIR's writer; undefined when the variable is unset. */
@@ -133,13 +130,12 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     dashboard,
     outliers: placement.outliers,
     settings: config,
-    active: requests.active,
+    requests,
     ends: requests.ends,
     bodyLimits: { maxBytes: config.maxBodyBytes, minBytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyGraceMs },
     get draining() {
       return requests.draining;
     },
-    startDraining: () => requests.startDraining(),
     startRequest: (route, stream, client, traceInput) => requests.start(route, stream, client, traceInput),
     hosts: new HostCheck(ownNames(config)),
     clusterStorage: clusterStorageOf(config, logger, metrics),

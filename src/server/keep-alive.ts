@@ -1,20 +1,9 @@
 /**
- * server_keep_alive_timeout on Bun.serve. An idle keep-alive connection must stay open at least
- * the configured time: closing earlier is what the setting exists to prevent (a gateway's idle
- * pool outliving the proxy's bound meets resets; NVIDIA/TensorRT-LLM#16430).
- *
- * Two mechanisms, measured on Bun 1.4.5 over loopback:
- *  - The runtime's socket timer moves in 4-second ticks, counted from the moment the timeout is
- *    set; a timeout of t seconds fires on the ceil(t/4)-th tick, i.e. after 4·(ceil(t/4) − 1) to
- *    4·ceil(t/4) seconds of silence, and it takes at most 255 s (300 and 1000 both closed at
- *    256 s). So N is kept by asking for one tick more than N needs: a connection closes at the
- *    latest 8 s after N. Beyond what 64 ticks can promise, the timer is off for idle connections.
- *  - `closeIdleConnections()` closes every connection that has been answered and sent nothing
- *    since (never a new one that has sent nothing yet, one in the middle of a request head, nor
- *    one whose answer is still being written). Once nothing has been in flight for N (the
- *    runtime counts a request until its answer is written), every idle connection has been idle
- *    at least N: the sweep then closes them all, within half a second of N. A server never idle
- *    that long leaves the closing to the timer.
+ * server_keep_alive_timeout on Bun.serve: an idle keep-alive connection stays open at least the
+ * configured N (a gateway's idle pool outliving the proxy's bound meets resets;
+ * NVIDIA/TensorRT-LLM#16430). Two mechanisms: the runtime's socket timer (4-second ticks, at most
+ * 255 s, so one tick more than N is asked for) and, once nothing has been in flight for N, a sweep
+ * that closes every idle connection. Measured on Bun 1.4.5: docs/security.md#idle-connections.
  */
 
 import type { Connection } from "../routes/deps.ts";

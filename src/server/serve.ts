@@ -1,11 +1,10 @@
 import { hostname, networkInterfaces } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
-import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { pause, withDeadline } from "../timers.ts";
+import { pause, waitUntil, withDeadline } from "../timers.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
 import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
-import { pollWorkerLoads } from "./load-polling.ts";
+import { pollWorkerLoads } from "../routing/load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import type { LoopShare, WatcherOf } from "./loop-share.ts";
 import { startDiscovery, type RunningDiscovery } from "./discovery.ts";
@@ -16,9 +15,7 @@ import { dashboardHttp } from "../dashboard/http.ts";
 import { dashboardRoutes, forwardedDashboardRoutes, ROUTES } from "./route-table.ts";
 import type { HandedItem } from "../discovery/index.ts";
 
-/** After the drain timeout, aborted streams get this long to write their in-band error. */
-const ABORT_GRACE_MS = 1000;
-/** Then hand-off settles still running get this long before the proxy stops. */
+/** After the drain, hand-off settles still running get this long before the proxy stops. */
 const SETTLE_GRACE_MS = 2000;
 
 /**
@@ -190,10 +187,11 @@ function replacePoolWorkers(app: App, logger: Logger, context: readonly string[]
 
 /** New requests refused; those in flight get `timeoutMs`, then are aborted in-band; their hand-offs are claimed. */
 async function drained(app: App, logger: Logger, timeoutMs: number): Promise<void> {
-  app.startDraining();
-  logger.info("draining", { in_flight: app.active.size, timeout_ms: timeoutMs });
-  await waitUntil(() => app.active.size === 0, timeoutMs);
-  if (app.active.size > 0) await abortLeft(app, logger);
+  const { requests } = app;
+  requests.startDraining();
+  logger.info("draining", { in_flight: requests.active.size, timeout_ms: timeoutMs });
+  await requests.settled(timeoutMs);
+  if (requests.active.size > 0) await requests.abortLeft();
   // The hand-offs the drained requests left are claimed before the proxy goes.
   await waitUntil(() => app.handoffs.pending === 0, SETTLE_GRACE_MS);
 }
@@ -210,7 +208,7 @@ function handedOver(
     await pause(CONNECTION_CLOSE_PHASE_MS, new AbortController().signal);
     const connectionsClosed = Promise.all(servers.map((server) => server.stop(false)));
     logger.info("stopped listening: the new process serves the port; requests in flight run on", {
-      in_flight: app.active.size,
+      in_flight: app.requests.active.size,
       timeout_ms: timeoutMs,
     });
     // Wrapped: awaiting `closing` must not wait for every connection.
@@ -219,27 +217,10 @@ function handedOver(
   const listenerClosed = closing.then(() => undefined);
   const finished = (async () => {
     const { connectionsClosed } = await closing;
-    if ((await withDeadline(connectionsClosed, timeoutMs)) === "late") await abortLeft(app, logger);
+    if ((await withDeadline(connectionsClosed, timeoutMs)) === "late") await app.requests.abortLeft();
     await stop();
   })();
   return { listenerClosed, finished };
-}
-
-/** After the drain timeout: the requests left end with the usual in-band error, given ABORT_GRACE_MS to write it. */
-async function abortLeft(app: App, logger: Logger): Promise<void> {
-  logger.warn("drain timeout: aborting in-flight requests", { in_flight: app.active.size });
-  const reason = new ProxyError("DRAINING", 503, "The proxy shut down before the request finished");
-  for (const ctx of app.active) ctx.abortLegs(reason);
-  await waitUntil(() => app.active.size === 0, ABORT_GRACE_MS);
-}
-
-/** Looks every 20 ms until `done` or `timeoutMs` passed. */
-async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  const never = new AbortController().signal;
-  while (!done() && performance.now() < deadline) {
-    await pause(Math.min(20, deadline - performance.now()), never);
-  }
 }
 
 /** What reaches this machine besides loopback and wildcards: hostname and bind_host, its name, every interface's address. */

@@ -2,7 +2,7 @@ import type { Role } from "../config/types.ts";
 import type { DiscoveryStatus, RegisteredWorker } from "../discovery/index.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { LoadReport } from "../workers/load-report.ts";
-import type { ModelRoleStatus, ModelStatus, Placement } from "../routing/placement.ts";
+import type { ModelRoleStatus, ModelStatus, Placement } from "./placement.ts";
 
 /** This proxy's address: the advertised `hostname` (what --report-addr writes), the bound host, the port. */
 export interface ServerAddress {

@@ -2,8 +2,8 @@
 
 import type { ModelAlias } from "../config/types.ts";
 import type { JsonObject } from "../json/json.ts";
-import { servesChoice } from "../routing/model-choice.ts";
-import type { Placement } from "../routing/placement.ts";
+import { servesChoice } from "./model-choice.ts";
+import type { Placement } from "./placement.ts";
 
 /**
  * GET /v1/models's body, OpenAI's list as trtllm-serve answers it (`owned_by: tensorrt_llm`):

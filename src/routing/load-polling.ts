@@ -3,7 +3,7 @@
  * slowest answer, so a worker is asked at most once per interval), until stopped.
  */
 
-import type { Placement } from "../routing/placement.ts";
+import type { Placement } from "./placement.ts";
 import { delay } from "../timers.ts";
 import { fetchLoadReport } from "../workers/load-report.ts";
 import type { WorkerFetch } from "../workers/transport.ts";
