@@ -1,13 +1,7 @@
-/**
- * A /select's routing key as what the routers know of a request, and workers as upstream names
- * them on this wire: `host:port` without a scheme (an https worker keeps its `https://`, which
- * upstream's clients keep too: router.py `_ensure_url` adds http:// only when there is none).
- */
+/** A /select's routing key as what the routers know of a request. */
 
-import type { Role } from "../config/types.ts";
-import { serverNameOf, TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "../routing/coordinator-wire.ts";
+import { TEXT_HASH_ALGO, TOKEN_HASH_ALGO, type RoutingKey } from "../routing/coordinator-wire.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
-import type { WorkerEntry, WorkerPool } from "../workers/worker-pool.ts";
 
 /**
  * What the routers may know of a request placed by its key: a conversation id places by
@@ -28,10 +22,4 @@ export function routingOf(key: RoutingKey): RoutingRequest | undefined {
     promptTokenCount: key.numTokens,
     knownBlocks: { tokens: key.hashesByAlgo.get(TOKEN_HASH_ALGO)?.[0], text: key.hashesByAlgo.get(TEXT_HASH_ALGO)?.[0] },
   };
-}
-
-/** The worker of the role that `server` names (`host:port` or a URL), if the pool lists it. */
-export function workerNamed(pool: WorkerPool, role: Role, server: string): WorkerEntry | undefined {
-  const name = serverNameOf(server.replace(/\/+$/, ""));
-  return pool.all(role).find((worker) => serverNameOf(worker.origin) === name);
 }

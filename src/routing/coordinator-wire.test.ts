@@ -10,6 +10,7 @@ import {
   readSelectAnswer,
   readSelectRequest,
   readWireBody,
+  serverNameOf,
   COORDINATOR_BODY_BYTES,
   type MsgpackValue,
 } from "./coordinator-wire.ts";
@@ -191,6 +192,14 @@ describe("answers", () => {
     expect(info.isReady).toBe(true);
     expect(info.serverLists).toEqual({ context: ["127.0.0.1:18001"], generation: ["127.0.0.1:18002"] });
     expect(info.routingKeyConfigs).toEqual({ generation: { tokens_per_block: 32n, kv_cache_hash_algo: "v1_block_key" } });
+  });
+});
+
+describe("server names", () => {
+  test("a worker is named host:port as upstream's clients send to http://{server}; an https worker keeps its scheme", () => {
+    expect(serverNameOf("http://10.0.0.5:8001")).toBe("10.0.0.5:8001");
+    expect(serverNameOf("http://[::1]:8001")).toBe("[::1]:8001");
+    expect(serverNameOf("https://gen.example:443")).toBe("https://gen.example:443");
   });
 });
 
