@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { ProxyError } from "../errors.ts";
 import { traceFrom } from "../observability/trace-context.ts";
 import { ReservationTable } from "../routing/reservations.ts";
-import { RequestContext, type RequestSummary } from "./context.ts";
+import { RequestContext } from "./context.ts";
+import type { RequestSummary } from "./reports.ts";
 
 /** A clock the test moves by hand. */
 function manualClock(): { now: () => number; advance: (ms: number) => void } {

@@ -1,4 +1,4 @@
-import { ProxyError, type ErrorCode, type Outcome } from "../errors.ts";
+import { ProxyError } from "../errors.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
 import { requestSpans, type RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
@@ -6,64 +6,10 @@ import type { TraceHandle } from "../observability/request-trace.ts";
 import type { ModelNames } from "../routing/model-choice.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
+import { NO_HOOKS, type RequestHooks, type RequestSummary } from "./reports.ts";
 import type { PlacedBy } from "../routing/coordination.ts";
 
 const NO_MODEL: ModelNames = { model: undefined, requestedModel: undefined };
-
-/** What one finished request reports: the request log line and the metrics come from it. */
-export interface RequestSummary {
-  readonly disaggRequestId: bigint;
-  readonly engineRequestId: bigint;
-  readonly route: string;
-  readonly stream: boolean;
-  readonly schedule: string;
-  readonly contextWorker: string | undefined;
-  readonly generationWorker: string | undefined;
-  /** The worker the last failed attempt went to (of either role), if an attempt failed. */
-  readonly failedWorker: string | undefined;
-  /** With a coordinator: which placed the request's legs (`coordinator`, `local`, or per role when they differ). */
-  readonly placedBy: string | undefined;
-  /** With a coordinator: how long its placements took, in ms (the coordinator's round trips, or the local routers'). */
-  readonly placementMs: number | undefined;
-  /** The served model it was placed on, and the client's name when that differs (routing/model-choice.ts's ModelNames). */
-  readonly model: string | undefined;
-  readonly requestedModel: string | undefined;
-  readonly status: number;
-  readonly outcome: Outcome;
-  readonly error: string | undefined;
-  /** The error's code (undefined on success): what the open dashboard shows instead of the message. */
-  readonly errorCode: ErrorCode | undefined;
-  /** What an internal error was caused by (logged at error level); undefined otherwise. */
-  readonly cause: unknown;
-  readonly retries: number;
-  readonly ttfbMs: number | undefined;
-  readonly ttftMs: number | undefined;
-  readonly durationMs: number;
-  readonly bytesOut: number;
-}
-
-/** What a request reports as it goes (metrics); every method is cheap and never throws. */
-export interface RequestHooks {
-  /** `origin` is the worker the attempt went to. */
-  legAttempt(role: Role, origin: string): void;
-  legRetry(role: Role): void;
-  legFailed(role: Role, origin: string | undefined): void;
-  /** Seconds from the attempt's start to its first token (or answer) and to its end. */
-  legCompleted(role: Role, firstTokenSeconds: number, completeSeconds: number, origin: string | undefined): void;
-  keepaliveSent(): void;
-  streamOpened(): void;
-  streamClosed(): void;
-}
-
-export const NO_HOOKS: RequestHooks = {
-  legAttempt() {},
-  legRetry() {},
-  legFailed() {},
-  legCompleted() {},
-  keepaliveSent() {},
-  streamOpened() {},
-  streamClosed() {},
-};
 
 /** The default clock: one function for every request (a bound `performance.now` per request cost a closure each). */
 const PERFORMANCE_NOW = (): number => performance.now();

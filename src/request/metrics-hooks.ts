@@ -1,6 +1,6 @@
 import type { ModelGauges, ProxyMetrics, WorkerGauges } from "../observability/metrics.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
-import type { RequestHooks } from "./context.ts";
+import type { RequestHooks } from "./reports.ts";
 import type { Placement } from "../routing/placement.ts";
 
 /**

@@ -2,7 +2,7 @@ import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ProxyMetrics } from "../observability/metrics.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
-import type { RequestSummary } from "./context.ts";
+import type { RequestSummary } from "./reports.ts";
 import { logRejection, logRequest } from "./request-log.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { RequestSummary } from "./context.ts";
+import type { RequestSummary } from "./reports.ts";
 
 /** One structured line per finished request (bodies are never logged here). */
 export function logRequest(logger: Logger, s: RequestSummary): void {

@@ -6,7 +6,8 @@ import type { RequestTraceWriter, TracedRequestInput, TraceEnd } from "../observ
 import type { Telemetry } from "../observability/telemetry.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { AdmissionControl } from "./admission.ts";
-import { RequestContext, type RequestHooks, type RequestSummary } from "./context.ts";
+import { RequestContext } from "./context.ts";
+import type { RequestHooks, RequestSummary } from "./reports.ts";
 import type { DisaggIdAllocator } from "./disagg-id.ts";
 import { metricsHooks } from "./metrics-hooks.ts";
 import { requestEnds, type RequestEnds } from "./request-end.ts";
