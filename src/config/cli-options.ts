@@ -6,6 +6,7 @@
 import type { OptionSpec, Section } from "./option-spec.ts";
 import { COORDINATOR_OPTIONS } from "./options/coordinator.ts";
 import { SERVE_EDGE_OPTIONS } from "./options/serve-edges.ts";
+import { SERVE_HEALTH_OPTIONS } from "./options/serve-health.ts";
 import { SERVE_RUN_OPTIONS } from "./options/serve-run.ts";
 import { WORKER_OPTIONS } from "./options/worker.ts";
 
@@ -15,6 +16,7 @@ export const OPTIONS = [
   { section: "global", name: "help", short: "h", key: "help", kind: "flag", description: "Print usage (per command: `<command> --help`)" },
   { section: "global", name: "version", key: "version", kind: "flag", description: "Print the version" },
   ...SERVE_RUN_OPTIONS,
+  ...SERVE_HEALTH_OPTIONS,
   ...SERVE_EDGE_OPTIONS,
   ...COORDINATOR_OPTIONS,
   ...WORKER_OPTIONS,
