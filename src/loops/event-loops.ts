@@ -1,17 +1,13 @@
 /**
  * `num_workers` > 1: the process serves the port from several event loops, one per Bun Worker
  * thread (upstream forks as many processes, commands/serve.py, #15905), each a whole proxy
- * listening with reusePort, the kernel spreading connections over them. What they share:
- *
- * - the load (reservations, per-worker limits, round-robin turns, admission) in one
- *   SharedArrayBuffer, `routing/shared-load.ts`: every placement reads and takes it atomically;
- * - one metrics exposition: the loop asked for /metrics gathers every loop's values and adds
- *   them up (prom-client's AggregatorRegistry, as its cluster mode does between processes);
- * - SIGHUP and SIGTERM, which the first loop (the main thread) receives and passes on.
- *
- * Each loop mints disagg_request_ids with its own process id (the configured one + its
- * index), as upstream's launcher gives each fleet worker its own TRTLLM_DISAGG_WORKER_PROCESS_ID
- * (llmapi/disagg_utils.py worker_local_process_id; find_string id 54588247121), so ids stay
+ * listening with reusePort, the kernel spreading connections over them. They share the load
+ * (reservations, per-worker limits, round-robin turns, admission) in one SharedArrayBuffer
+ * (`routing/shared-load.ts`), one metrics exposition (every loop's values added up, as
+ * prom-client's AggregatorRegistry does between processes), and SIGHUP and SIGTERM, which the
+ * main thread receives and passes on. Each loop mints disagg_request_ids with its own process id
+ * (the configured one + its index), as upstream's launcher gives each fleet worker its own
+ * TRTLLM_DISAGG_WORKER_PROCESS_ID (llmapi/disagg_utils.py worker_local_process_id), so ids stay
  * unique. Each loop checks workers' health itself and logs to the same stdout.
  */
 
