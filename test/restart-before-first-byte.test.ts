@@ -36,7 +36,7 @@ describe("restart before the first byte", () => {
   }
 
   test("a restarted Responses or Anthropic stream keeps the ids its client sees", async () => {
-    await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0 } });
+    await using cluster = await startCluster({ generations: [{}, {}], config: { maxRetries: 0, healthCheckIntervalMs: 50 } });
     const cases = [
       {
         path: "/v1/responses",
@@ -71,6 +71,8 @@ describe("restart before the first byte", () => {
       // The killed worker comes back for the next case.
       const index = cluster.generations.indexOf(victim);
       (cluster.generations as unknown as unknown[])[index] = startEmulatedWorker({ role: "generation", port });
+      // It refused a connection, so it is out of rotation until a health check passes.
+      await eventually(() => cluster.proxy.app.placement.pool.ready("generation").length === 2);
     }
   });
 

@@ -9,7 +9,7 @@ import type { LegPlan, LegResult } from "./leg-plan.ts";
 import { placeForRequest } from "./placing.ts";
 import { keepingRouteHint, withRouteHint } from "./route-hint.ts";
 import { dropField, fitToWorker, rejectedField } from "./protocol-fit.ts";
-import { neverReachedEngine, nextAttempt, type NextAttempt } from "./retry.ts";
+import { neverReachedEngine, nextAttempt, workerGone, type NextAttempt } from "./retry.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /** A non-streamed leg: over once the worker answered. */
@@ -93,7 +93,7 @@ async function runAttempts<T>(
         rejectedField: step.fieldDropped ? undefined : rejectedField(error, sent, plan.path),
         retryable: plan.retryable,
       });
-      const again = await afterFailure(deps, ctx, plan, { leg, error, next, attempt }, failedOn);
+      const again = await afterFailure(deps, ctx, plan, { leg, error, next, attempt, resend: step.resend }, failedOn);
       step = {
         attempt: attempt + 1,
         id: next.kind === "resend" ? id : plan.freshIdOnRetry ? deps.ids.next() : plan.id,
@@ -111,7 +111,13 @@ async function afterFailure(
   deps: PipelineDeps,
   ctx: RequestContext,
   plan: LegPlan,
-  failed: { readonly leg: LegAttempt; readonly error: ProxyError; readonly next: NextAttempt; readonly attempt: number },
+  failed: {
+    readonly leg: LegAttempt;
+    readonly error: ProxyError;
+    readonly next: NextAttempt;
+    readonly attempt: number;
+    readonly resend: boolean;
+  },
   failedOn: string[],
 ): Promise<Placed | undefined> {
   const { leg, error, next } = failed;
@@ -126,7 +132,9 @@ async function afterFailure(
     ctx.retried();
     return sameWorker();
   }
-  if (next.kind === "elsewhere" || (next.kind === "fail" && next.starting)) {
+  // An aborted leg's error is its abort's reason (its paired leg's failure): it says nothing of this worker.
+  if (!plan.signal.aborted && workerGone(error, failed.resend)) takeOutOfRotation(deps, plan.role, leg.origin, error);
+  else if (next.kind === "elsewhere" || (next.kind === "fail" && next.starting)) {
     const wasReady = deps.placement.pool.markStarting(leg.origin);
     const state = error.draining ? "draining" : "starting";
     deps.logger.info(`${plan.role} leg: the worker answered that it is ${state}; out of rotation until its health check passes`, {
@@ -156,6 +164,17 @@ async function afterFailure(
   failedOn.push(leg.origin);
   if (next.kind === "retry") await pause(deps.settings.retryDelayMs, plan.signal);
   return undefined;
+}
+
+/** A worker nothing serves at (retry.ts, workerGone): out of rotation at once, every role of its origin, until a health check passes. */
+function takeOutOfRotation(deps: PipelineDeps, role: string, origin: string, error: ProxyError): void {
+  const wasReady = deps.placement.pool.markGone(origin);
+  if (wasReady)
+    deps.logger.warn("worker out of rotation: nothing serves at its address; back once a health check passes", {
+      worker: origin,
+      role,
+      reason: error.neverSent ? "connection refused" : "connection reset before any answer",
+    });
 }
 
 function placeAttempt(

@@ -1,3 +1,4 @@
+import { ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import { benchmarkGenerationBody } from "./bodies.ts";
 import { contextFirst } from "./context-first.ts";
@@ -16,6 +17,7 @@ import type { PipelineDeps, PipelineInput, PipelineOutcome } from "./types.ts";
 export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<PipelineOutcome> {
   // --max-worker-queue: saturated workers refuse the request here, before its first leg (a rejection, as a leg's failure).
   deps.placement.refuseWhenSaturated(input.routing);
+  refuseWithoutRotation(deps);
   if (input.api === "responses" && !deps.settings.benchmarkGenerationOnly && !canDisaggregateResponses(deps.placement.pool)) {
     return responsesWithoutDisaggregation(deps, ctx, input);
   }
@@ -26,6 +28,17 @@ export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input
     return outcomeOf(await runGenerationLeg(deps, ctx, input, { exclude: undefined, body: benchmarkGenerationBody(input) }));
   }
   return restartingOnce(deps, ctx, (id, avoid) => contextFirst(deps, ctx, input, id, avoid));
+}
+
+/**
+ * A role whose listed workers are all out of rotation (as /health's 503 says): the request is
+ * refused now, not after a prefill that no generation worker could continue.
+ */
+function refuseWithoutRotation(deps: PipelineDeps): void {
+  const roles = deps.settings.benchmarkGenerationOnly ? (["generation"] as const) : (["context", "generation"] as const);
+  const pool = deps.placement.pool;
+  const empty = roles.find((role) => pool.all(role).length > 0 && pool.ready(role).length === 0);
+  if (empty !== undefined) throw new ProxyError("NO_WORKER", 503, `No ${empty} worker is available`);
 }
 
 /** One run of a pipeline under `id`; `avoid`: the generation worker a first run failed on. */

@@ -29,7 +29,7 @@ describe("nextAttempt: what follows a failed attempt", () => {
   });
 
   test("a worker that is starting is left for another, but a pinned leg fails so its request restarts", () => {
-    expect(nextAttempt(starting, first)).toEqual({ kind: "elsewhere" });
+    expect(nextAttempt(starting, first)).toEqual({ kind: "elsewhere", gone: false });
     expect(nextAttempt(starting, { ...first, pinned: true })).toEqual({ kind: "fail", saysNothing: false, starting: true });
   });
 
@@ -53,8 +53,20 @@ describe("nextAttempt: what follows a failed attempt", () => {
 
   test("a generation leg is retried only when its request never reached the worker", () => {
     const generation = { ...first, role: "generation" as const, retryable: generationLegRetryable };
-    expect(nextAttempt(refused, generation)).toEqual({ kind: "retry", saysNothing: false });
+    expect(nextAttempt(refused, generation)).toEqual({ kind: "elsewhere", gone: true });
     expect(nextAttempt(serverError, generation)).toEqual({ kind: "fail", saysNothing: false, starting: false });
+  });
+
+  test("a refused connection, or a fresh connection reset before any answer, leaves its worker at once for another, even with no retry left", () => {
+    const reset = new ProxyError("WORKER_UNREACHABLE", 502, "reset");
+    expect(nextAttempt(refused, { ...first, attempt: 2 })).toEqual({ kind: "elsewhere", gone: true });
+    expect(nextAttempt(reset, { ...first, resend: true })).toEqual({ kind: "elsewhere", gone: true });
+    // Reset on a connection that was not fresh: an ordinary retry; a pinned leg stays on its worker.
+    expect(nextAttempt(reset, first)).toEqual({ kind: "retry", saysNothing: false });
+    expect(nextAttempt(refused, { ...first, pinned: true })).toEqual({ kind: "retry", saysNothing: false });
+    // A generation resend refused: its first copy may have been read, so the ordinary rules decide.
+    const generation = { ...first, role: "generation" as const, retryable: generationLegRetryable, maxRetries: 0 };
+    expect(nextAttempt(refused, { ...generation, resend: true })).toEqual({ kind: "fail", saysNothing: false, starting: false });
   });
 
   test("a whole generation answer cut by its timeout, and a resend's 5xx on a generation leg, count against no worker", () => {

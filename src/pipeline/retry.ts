@@ -161,8 +161,11 @@ export interface AttemptState {
 export type NextAttempt =
   /** Once more to the same worker on a fresh connection, under the same id, outside --max-retries. */
   | { readonly kind: "resend" }
-  /** The worker is starting: it leaves rotation and the leg moves to another, outside --max-retries. */
-  | { readonly kind: "elsewhere" }
+  /**
+   * The worker is starting, or gone (workerGone): it leaves rotation and the leg moves to
+   * another at once, outside --max-retries (bounded by the fleet: each such worker leaves it).
+   */
+  | { readonly kind: "elsewhere"; readonly gone: boolean }
   /** Once more to the same worker without the field it rejected (a 400 ran nothing). */
   | { readonly kind: "without field"; readonly field: Capability }
   /** Another worker, after --retry-delay-ms, within --max-retries. */
@@ -171,13 +174,27 @@ export type NextAttempt =
   | { readonly kind: "fail"; readonly saysNothing: boolean; readonly starting: boolean };
 
 const RESEND: NextAttempt = { kind: "resend" };
-const ELSEWHERE: NextAttempt = { kind: "elsewhere" };
+const ELSEWHERE: NextAttempt = { kind: "elsewhere", gone: false };
+const GONE: NextAttempt = { kind: "elsewhere", gone: true };
+
+/**
+ * Nothing serves at the worker's address now: the connection was refused, or a fresh
+ * connection (the resend of a request a reused one lost) was reset before any answer. That is
+ * decisive, as a refused connection is to Envoy and HAProxy: the worker leaves rotation at once
+ * until a health check passes, and the leg goes to another worker without --retry-delay-ms.
+ */
+export function workerGone(error: ProxyError, resend: boolean): boolean {
+  return error.code === "WORKER_UNREACHABLE" && (error.neverSent || (resend && !error.unread));
+}
 
 /** The one retry decision of a leg: the rules above, in their order. */
 export function nextAttempt(error: ProxyError, state: AttemptState): NextAttempt {
   if (!state.aborted) {
     if (lostUnread(error)) return RESEND;
     if (workerStarting(error)) return state.pinned ? { kind: "fail", saysNothing: false, starting: true } : ELSEWHERE;
+    // A generation resend's first copy may have been read (and its KV pulled): that one restarts on a fresh pair instead.
+    const unread = state.role === "context" || !state.resend;
+    if (workerGone(error, state.resend) && unread && !state.pinned && state.retryable(error)) return GONE;
     if (state.rejectedField !== undefined) return { kind: "without field", field: state.rejectedField };
   }
   // Stopped by the proxy, a whole generation answer cut by its call's timeout, a resend's 5xx

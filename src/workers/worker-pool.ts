@@ -106,6 +106,18 @@ export class WorkerPool {
   }
 
   /**
+   * Nothing serves at the origin (a refused connection): out of rotation at once, every role of
+   * its origin, until a health check passes (health-monitor.ts takes it back as any worker not
+   * ready). True when it was ready until now.
+   */
+  markGone(origin: string): boolean {
+    const roles = this.entriesOf(origin);
+    const wasReady = roles.some((worker) => worker.ready);
+    for (const worker of roles) worker.ready = false;
+    return wasReady;
+  }
+
+  /**
    * Replaces a role's list (reload, discovery): workers still listed keep their state;
    * new ones start not ready and join after their first healthy check; removed ones take
    * no new requests (what they are serving runs to its end).
