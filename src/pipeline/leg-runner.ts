@@ -92,6 +92,7 @@ async function runAttempts<T>(
         resend: step.resend,
         rejectedField: step.fieldDropped ? undefined : rejectedField(error, sent, plan.path),
         retryable: plan.retryable,
+        retryOpensStream: retryOpensStream(deps, ctx),
       });
       const again = await afterFailure(deps, ctx, plan, { leg, error, next, attempt, resend: step.resend }, failedOn);
       step = {
@@ -199,4 +200,11 @@ function placeAttempt(
     signal: plan.signal,
   };
   return plan.workers.leastLoaded === true ? deps.placement.placeLeastLoaded(request) : placeForRequest(deps, ctx, request);
+}
+
+/** Whether a retry after --retry-delay-ms would begin only after the client's stream opened (it has not yet). */
+function retryOpensStream(deps: PipelineDeps, ctx: RequestContext): boolean {
+  if (!ctx.stream) return false;
+  const elapsed = ctx.elapsedMs();
+  return elapsed < deps.settings.streamStartWaitMs && elapsed + deps.settings.retryDelayMs >= deps.settings.streamStartWaitMs;
 }

@@ -21,6 +21,7 @@ const first: AttemptState = {
   resend: false,
   rejectedField: undefined,
   retryable: contextLegRetryable,
+  retryOpensStream: false,
 };
 
 describe("nextAttempt: what follows a failed attempt", () => {
@@ -90,5 +91,18 @@ describe("provesKvPulled", () => {
     for (const error of [serverError, timeout, refused, lostUnread, starting]) expect(provesKvPulled(error)).toBe(false);
     // A client's own words carry no weight: only a worker's answer proves anything.
     expect(provesKvPulled(new ProxyError("BAD_REQUEST", 400, "KV transfer"))).toBe(false);
+  });
+});
+
+describe("an overload past the stream-start wait", () => {
+  test("an overloaded context leg is not retried when the retry would begin after the stream opened; other failures still are", () => {
+    const overloaded = new ProxyError("WORKER_HTTP_ERROR", 503, "busy");
+    const late = { ...first, retryOpensStream: true };
+    expect(nextAttempt(overloaded, late)).toEqual({ kind: "fail", saysNothing: false, starting: false });
+    expect(nextAttempt(new ProxyError("WORKER_HTTP_ERROR", 429, "slow down"), late).kind).toBe("fail");
+    expect(nextAttempt(overloaded, first).kind).toBe("retry");
+    expect(nextAttempt(serverError, late).kind).toBe("retry");
+    // A starting worker is no overload: the leg moves on at once.
+    expect(nextAttempt(starting, late).kind).toBe("elsewhere");
   });
 });

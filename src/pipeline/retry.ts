@@ -155,6 +155,8 @@ export interface AttemptState {
   /** The optional field the worker's 400 rejected (protocol-fit.ts), unless one was dropped already. */
   readonly rejectedField: Capability | undefined;
   readonly retryable: (error: ProxyError) => boolean;
+  /** A retry now would begin only after a streamed request's response opened (--stream-start-wait-ms). */
+  readonly retryOpensStream: boolean;
 }
 
 /** What follows a failed attempt. `saysNothing`: the failure counts against no worker. */
@@ -201,6 +203,21 @@ export function nextAttempt(error: ProxyError, state: AttemptState): NextAttempt
   // on a generation leg: nothing said of this worker.
   const saysNothing =
     state.aborted || (state.wholeAnswer && outputLengthTimeout(state.role, error)) || (state.resend && resentAfterPull(state.role, error));
-  const last = state.attempt - state.freeRetries >= state.maxRetries || state.aborted || !state.retryable(error);
+  const last =
+    state.attempt - state.freeRetries >= state.maxRetries ||
+    state.aborted ||
+    !state.retryable(error) ||
+    (state.retryOpensStream && overloaded(error));
   return last ? { kind: "fail", saysNothing, starting: false } : { kind: "retry", saysNothing };
+}
+
+/**
+ * A worker turned the request away as overloaded (429, 503, 529; not starting nor draining). Its
+ * retry waits --retry-delay-ms; one that would begin only after a streamed request's response
+ * opened is not made: the client gets the overload as its status, with Retry-After, not a 200
+ * then an in-band error (its own back-off keys on the status; Claude Code and Codex read an
+ * in-band overload as a broken stream).
+ */
+export function overloaded(error: ProxyError): boolean {
+  return error.code === "WORKER_HTTP_ERROR" && !error.starting && (error.status === 429 || error.status === 503 || error.status === 529);
 }

@@ -56,7 +56,8 @@ export type PipelineOutcome =
  * DEFAULTS, docs/configuration.md): schedule context_first, maxRetries 1, retryDelayMs 1000,
  * requestTimeoutMs 180000, firstTokenTimeoutMs 0 (the request timeout alone), maxAnswerBytes
  * 64 MiB, internalAuthKey and conditionalDisagg none, genStripMessageHistory, genTokidsCtxbytes
- * and benchmarkGenerationOnly false, subagentAffinityScope "context", responsesFallback "error".
+ * and benchmarkGenerationOnly false, subagentAffinityScope "context", responsesFallback "error",
+ * streamStartWaitMs 1000 (an overload is not retried past it: retry.ts).
  */
 export type PipelineSettings = Pick<
   ProxyConfig,
@@ -73,6 +74,7 @@ export type PipelineSettings = Pick<
   | "benchmarkGenerationOnly"
   | "subagentAffinityScope"
   | "responsesFallback"
+  | "streamStartWaitMs"
 >;
 
 export interface PipelineDeps {

@@ -1,14 +1,15 @@
 import { errorType } from "../dialects/openai.ts";
+import { overloaded } from "../pipeline/retry.ts";
 import type { ProxyError } from "../errors.ts";
 import { isJsonObject, parseJsonOrUndefined, type JsonObject, type JsonValue } from "../json/json.ts";
 
 /** Seconds a refused client is told to wait before trying again (draining, overload). */
 export const RETRY_AFTER_S = 5;
 
-/** Headers of an error answer: a refused client (draining) is told when to come back. */
+/** Headers of an error answer: a refused client (draining, overload here or a worker's) is told when to come back. */
 export function errorHeaders(error: ProxyError, headers?: Headers): Headers {
   const out = new Headers(headers);
-  if (error.code === "DRAINING" || error.code === "OVERLOADED" || error.code === "WORKERS_BUSY")
+  if (error.code === "DRAINING" || error.code === "OVERLOADED" || error.code === "WORKERS_BUSY" || overloaded(error))
     out.set("retry-after", String(RETRY_AFTER_S));
   // A client that trickles its body, or whose body was refused before it was all read, does
   // not keep the connection: what is left of the body must not be read as a next request.
