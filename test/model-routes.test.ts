@@ -96,3 +96,18 @@ describe("the model routes through the anthropic SDK", () => {
     expect(cluster.contexts[0]!.requests.some((r) => r.path === "/v1/messages/count_tokens")).toBe(true);
   });
 });
+
+describe("one-shot calls take the context workers in turn", () => {
+  test("GET /v1/models and count_tokens spread over the context workers, as upstream's count_tokens takes them in turn", async () => {
+    await using two = await startCluster({ contexts: [{}, {}] });
+    const count = (path: string): number[] => two.contexts.map((worker) => worker.requests.filter((r) => r.path === path).length);
+    const listsBefore = count("/v1/models");
+    for (let i = 0; i < 4; i++) expect((await fetch(`${two.url}/v1/models`)).status).toBe(200);
+    expect(count("/v1/models").map((n, i) => n - listsBefore[i]!)).toEqual([2, 2]);
+    for (let i = 0; i < 4; i++) {
+      const counted = await two.post("/v1/messages/count_tokens", { model: "emulated-model", messages: [{ role: "user", content: "hi" }] });
+      expect(counted.status).toBe(200);
+    }
+    expect(count("/v1/messages/count_tokens")).toEqual([2, 2]);
+  });
+});
