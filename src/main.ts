@@ -25,17 +25,13 @@ async function main(argv: readonly string[]): Promise<void> {
   const capacity = command.kind === "serve" || command.kind === "demo" ? ensureHttpCapacity() : { ready: true as const };
   switch (command.kind) {
     case "help":
-      process.stdout.write(command.text);
-      return;
+      return void process.stdout.write(command.text);
     case "version":
-      process.stdout.write(`${versionLine()}\n`);
-      return;
+      return void process.stdout.write(`${versionLine()}\n`);
     case "worker":
-      await runWorker(command);
-      return;
+      return runWorker(command);
     case "demo":
-      await runDemo(command.port, capacity);
-      return;
+      return runDemo(command.port, capacity);
     case "coordinator":
     case "serve": {
       const stdout = batchedStdout();
@@ -91,24 +87,17 @@ function lowCapacityWarnings(capacity: CapacityState): string[] {
 }
 
 function stopOnSignals(stop: () => Promise<void>): void {
-  const onSignal = (): void => {
-    stop().then(
-      () => exit(0),
-      () => exit(1),
-    );
-  };
+  const onSignal = (): void =>
+    void stop()
+      .then(() => exit(0))
+      .catch(() => exit(1));
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
 }
 
 /** The command line parsed again (SIGHUP): undefined when it no longer names `kind`. */
 function commandOf<K extends Command["kind"]>(argv: readonly string[], kind: K): Extract<Command, { kind: K }> | undefined {
-  const next = parseCommandLine([...argv]);
-  return isKind(next, kind) ? next : undefined;
-}
-
-function isKind<K extends Command["kind"]>(command: Command, kind: K): command is Extract<Command, { kind: K }> {
-  return command.kind === kind;
+  return [parseCommandLine([...argv])].find((next): next is Extract<Command, { kind: K }> => next.kind === kind);
 }
 
 /** A stray rejection (e.g. from a stream's cancel) must not take every open stream down with it. */
