@@ -189,7 +189,7 @@ generation_servers: { router: { type: kv_cache_aware, use_token_ids: true, model
     ],
     [
       "context_servers: { num_instances: 2, urls: [a:1] }",
-      "Invalid config: context_servers.num_instances must be the number of context_servers.urls (1), not 2",
+      "Invalid config: context_servers.num_instances is 2 but context_servers.urls lists 1: set context_servers.num_instances to 1 (or remove it)",
     ],
     ["context_servers: { num_instances: two }", 'Invalid config: context_servers.num_instances must be an integer >= 0, not "two"'],
     ["generation_servers: { router: round_robin }", "Invalid config: generation_servers.router must be a mapping with a type"],

@@ -189,7 +189,10 @@ function readSection(section: Mapping | undefined, doc: Mapping, key: string, fo
   const urls = readUrls(section, key);
   const instances = optInt(section, "num_instances", `${key}.num_instances`, 0);
   if (urls !== undefined && instances !== undefined && urls.length !== instances) {
-    throw invalidConfig(`${key}.num_instances`, `the number of ${key}.urls (${urls.length}), not ${instances}`);
+    // Upstream's launcher starts num_instances workers per section; here it must match the list, so say which number to write.
+    throw new ConfigError(
+      `Invalid config: ${key}.num_instances is ${instances} but ${key}.urls lists ${urls.length}: set ${key}.num_instances to ${urls.length} (or remove it)`,
+    );
   }
   const own = doc[key];
   for (const name of Object.keys(isMapping(own) ? own : {})) {

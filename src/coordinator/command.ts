@@ -65,7 +65,8 @@ export async function runCoordinator(run: CoordinatorRun): Promise<void> {
       const next = run.reread();
       if (next !== undefined) coordinator.replaceWorkers(next.config.contextServers, next.config.generationServers);
     } catch (error) {
-      logger.error("reload failed: keeping the current workers", { error });
+      // The reason in one line, never a stack (a bad file is the operator's to fix).
+      logger.error("reload refused: keeping the current workers", { refused: error instanceof Error ? error.message : String(error) });
     }
   });
   if (await coordinator.waitForWorkers()) return;

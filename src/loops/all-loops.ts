@@ -18,9 +18,10 @@ export function withLoops(proxy: RunningProxy, loops: EventLoops): RunningProxy 
     registrations: () => proxy.registrations(),
     adoptRegistrations: (items) => proxy.adoptRegistrations(items),
     replaceWorkers(context, generation) {
-      proxy.replaceWorkers(context, generation);
+      const changes = proxy.replaceWorkers(context, generation);
       // Each extra loop also re-reads its TLS files and client keys on this message.
       loops.reload(context, generation);
+      return changes;
     },
     async drain(timeoutMs) {
       await Promise.all([proxy.drain(timeoutMs), loops.drain(timeoutMs)]);

@@ -21,6 +21,7 @@ import { announce, writeReportAddress } from "./report-address.ts";
 import { notifyReady } from "./sd-notify.ts";
 import { claimPort, type PortClaim, type Predecessor } from "./take-over.ts";
 import { takeOverOnceReady } from "./take-over-ready.ts";
+import { reloadConfig } from "./reload.ts";
 
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
@@ -99,7 +100,10 @@ class ServeProcess {
     if (predecessor === undefined) this.listening();
     process.on("SIGTERM", () => this.drain());
     process.on("SIGINT", () => this.drain());
-    process.on("SIGHUP", () => reload(proxy, run));
+    let running = run.command.config;
+    process.on("SIGHUP", () => {
+      running = reloadConfig(proxy, run.reread, running, run.logger);
+    });
     if (port.kind === "held") this.hold(port.control);
     if (predecessor === undefined) notifyReady(run.logger);
     else
@@ -265,17 +269,4 @@ async function claimedNodeId(config: ProxyConfig, logger: Logger): Promise<NodeI
   if (!config.claimNodeId || config.discovery?.kind !== "cluster" || config.discovery.storage !== "etcd") return undefined;
   const { endpoint, clusterName, leaseTtlMs } = config.discovery;
   return claimNodeId({ endpoint, clusterName, ttlMs: leaseTtlMs, logger });
-}
-
-/** SIGHUP: the config file and flags are read again; only the worker lists take effect. */
-function reload(proxy: RunningProxy, run: ServeRun): void {
-  try {
-    const next = run.reread();
-    if (next === undefined) return;
-    proxy.replaceWorkers(next.config.contextServers, next.config.generationServers);
-    proxy.reloadTls();
-    proxy.app.reloadClientKeys();
-  } catch (error) {
-    run.logger.error("reload failed: keeping the current workers", { error });
-  }
 }

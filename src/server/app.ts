@@ -52,7 +52,8 @@ export interface App extends RouteDeps, PipelineDeps {
   /** Which Host names the routes that check it answer to. */
   readonly hosts: HostCheck;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
-  reloadClientKeys(): void;
+  /** Reads the client keys again: what it read, or why it kept the current ones; undefined when authentication is off. */
+  reloadClientKeys(): KeysReload;
   /** Per-request perf metrics (JSONL, /perf_metrics) and span export, as configured. */
   readonly telemetry: Telemetry;
   /** TRTLLM_REQUEST_TRACE_DIR's writer; undefined when the variable is unset. */
@@ -91,7 +92,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const startedAt = Math.floor(Date.now() / 1000);
   const admission = admissionOf(config, loop);
   loop?.provideMetrics(() => metrics.values());
-  const keys = clientKeysOf(config, logger);
+  const keys = clientKeysOf(config);
   const discoveryStatus = (): DiscoveryStatus | undefined => around.discovery?.()?.status();
   const registered = (): RegisteredWorker[] | undefined => around.discovery?.()?.registered?.();
   // With several loops the requests in flight are the process's: admission counts every loop's.
@@ -206,8 +207,11 @@ function admissionOf(config: ProxyConfig, loop: LoopShare | undefined): Admissio
   return new SharedAdmission(config.maxInflight, config.admissionWaitMs, loop.shared.admission());
 }
 
+/** A reload of the client keys: the file read and its keys, or why the current ones were kept; undefined when authentication is off. */
+export type KeysReload = { readonly file: string | undefined; readonly count: number; readonly refused?: string } | undefined;
+
 /** The client keys (undefined: client authentication is off), read again on SIGHUP; a broken file keeps the old keys. */
-function clientKeysOf(config: ProxyConfig, logger: Logger): { current(): ClientKeys | undefined; reload(): void } {
+function clientKeysOf(config: ProxyConfig): { current(): ClientKeys | undefined; reload(): KeysReload } {
   const read = (): ClientKeys | undefined => loadClientKeys({ file: config.apiKeyFile, env: config.apiKeysFromEnv });
   let keys = read();
   return {
@@ -216,8 +220,10 @@ function clientKeysOf(config: ProxyConfig, logger: Logger): { current(): ClientK
       try {
         keys = read();
       } catch (error) {
-        logger.error("client key reload failed: keeping the current keys", { error });
+        const refused = error instanceof Error ? error.message : String(error);
+        return keys === undefined ? undefined : { file: config.apiKeyFile, count: keys.size, refused };
       }
+      return keys === undefined ? undefined : { file: config.apiKeyFile, count: keys.size };
     },
   };
 }

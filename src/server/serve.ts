@@ -1,5 +1,5 @@
 import { hostname, networkInterfaces } from "node:os";
-import type { ProxyConfig } from "../config/types.ts";
+import type { ProxyConfig, Role } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import { pause, waitUntil, withDeadline } from "../timers.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";
@@ -50,9 +50,9 @@ export interface RunningProxy {
   /** Polls the workers until all are ready or the start timeout passed, then keeps checking them. */
   waitForWorkers(): Promise<boolean>;
   /** Re-reads the TLS certificate and key (SIGHUP) without dropping a connection. */
-  reloadTls(): void;
+  reloadTls(): boolean;
   /** New worker lists (SIGHUP reload): added workers join after a healthy check. */
-  replaceWorkers(context: readonly string[], generation: readonly string[]): void;
+  replaceWorkers(context: readonly string[], generation: readonly string[]): WorkerChanges;
   /** Refuses new work, lets in-flight requests finish up to `timeoutMs`, aborts the rest, stops. */
   drain(timeoutMs: number): Promise<void>;
   /**
@@ -142,16 +142,17 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       return ready;
     },
     reloadTls() {
-      if (config.tlsCertFile === undefined) return;
+      if (config.tlsCertFile === undefined) return false;
       const previous = current();
       servers.push(listen(listenerSettings, previous.port ?? config.port, dispatch, logger));
       // The old listener stops accepting; the requests it is serving run to their end.
       void previous.stop();
-      logger.info("TLS certificate reloaded");
+      return true;
     },
     replaceWorkers(context, generation) {
-      replacePoolWorkers(app, logger, context, generation);
+      const changes = replacePoolWorkers(app, context, generation);
       void monitor.checkAll(stopping.signal);
+      return changes;
     },
     async drain(timeoutMs) {
       await drained(app, logger, timeoutMs);
@@ -173,16 +174,16 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
 }
 
 /** New worker lists (SIGHUP): each role's added and removed workers logged. */
-function replacePoolWorkers(app: App, logger: Logger, context: readonly string[], generation: readonly string[]): void {
-  for (const [role, origins] of [
-    ["context", context],
-    ["generation", generation],
-  ] as const) {
-    const { added, removed } = app.placement.pool.replace(role, origins);
-    if (added.length === 0 && removed.length === 0) continue;
-    logger.info("workers reloaded", { role, added, removed });
-    app.dashboard?.workersChanged();
-  }
+/** What a reload changed in each role's worker list (the reload's line says it: process/reload.ts). */
+export type WorkerChanges = Readonly<Record<Role, { readonly added: readonly string[]; readonly removed: readonly string[] }>>;
+
+function replacePoolWorkers(app: App, context: readonly string[], generation: readonly string[]): WorkerChanges {
+  const changes = {
+    context: app.placement.pool.replace("context", context),
+    generation: app.placement.pool.replace("generation", generation),
+  };
+  if (Object.values(changes).some(({ added, removed }) => added.length + removed.length > 0)) app.dashboard?.workersChanged();
+  return changes;
 }
 
 /** New requests refused; those in flight get `timeoutMs`, then are aborted in-band; their hand-offs are claimed. */
