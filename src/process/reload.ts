@@ -9,7 +9,12 @@ import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { KeysReload } from "../server/app.ts";
 import type { RunningProxy, WorkerChanges } from "../server/serve.ts";
-import type { ServeCommand } from "./serve-process.ts";
+
+/** The configuration read again, and the warnings reading it gave (serve-process.ts's ServeCommand). */
+interface Reread {
+  readonly config: ProxyConfig;
+  readonly warnings: readonly string[];
+}
 
 /** What a reload applies itself; every other setting is read at start-up only. */
 const APPLIED_KEYS: ReadonlySet<string> = new Set<keyof ProxyConfig>(["contextServers", "generationServers"]);
@@ -49,13 +54,8 @@ function keysPhrase(keys: KeysReload): string | undefined {
  * Reads the configuration again and applies what a reload can; returns the configuration the
  * process now runs (`current` with the applied worker lists), unchanged when the reload was refused.
  */
-export function reloadConfig(
-  proxy: RunningProxy,
-  reread: () => ServeCommand | undefined,
-  current: ProxyConfig,
-  logger: Logger,
-): ProxyConfig {
-  let next: ServeCommand | undefined;
+export function reloadConfig(proxy: RunningProxy, reread: () => Reread | undefined, current: ProxyConfig, logger: Logger): ProxyConfig {
+  let next: Reread | undefined;
   try {
     next = reread();
   } catch (error) {
