@@ -1,16 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { parseJson } from "../json/json.ts";
-import { blockHashes, matchedDepth, readBlockHash } from "./block-hash.ts";
+import { blockHashes, matchedDepth, readBlockHash, textBlockHashes } from "./block-hash.ts";
 
 /** Computed with TensorRT-LLM's tensorrt_llm/runtime/kv_cache_hash.py (hash_v1_block_key), blocks as its router cuts them. */
-const REFERENCE: readonly (readonly [readonly number[] | string, number, readonly string[]])[] = [
+const REFERENCE: readonly (readonly [readonly number[], number, readonly string[]])[] = [
   [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 4, ["924206229973855", "2728178455351807326", "5840390857880430736"]],
   [
     Array.from({ length: 100 }, (_, i) => 1000 + i),
     32,
     ["10007796145622571252", "12240282022063672032", "13951450858377288959", "1934432471346600697"],
   ],
-  ["hello world, this is a prompt", 8, ["10246977412189700753", "11705281214794049575", "10595543350263762221", "14846053030441675223"]],
   [[4294967295, 0, 123456789, 7], 2, ["209844182609", "12516000985120204551"]],
 ];
 
@@ -32,14 +31,35 @@ describe("blockHashes", () => {
   });
 
   test("a longer prompt starts with the hashes of the shorter prompt's full blocks", () => {
-    const short = blockHashes("abcdefghij", 4);
-    const long = blockHashes("abcdefghijklmnop", 4);
+    const short = blockHashes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 4);
+    const long = blockHashes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], 4);
     expect(long.slice(0, 2)).toEqual(short.slice(0, 2));
     expect(long[2]).not.toBe(short[2]);
   });
 
   test("skipping leading elements hashes the rest as a prompt of its own", () => {
-    expect(blockHashes("xxxxabcdefgh", 4, 4)).toEqual(blockHashes("abcdefgh", 4));
+    expect(blockHashes([9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8], 4, 4)).toEqual(blockHashes([1, 2, 3, 4, 5, 6, 7, 8], 4));
+  });
+});
+
+describe("textBlockHashes", () => {
+  test("cuts text as blockHashes cuts ids: the last code unit left out, a partial final window kept", () => {
+    expect(textBlockHashes("abcde", 2)).toHaveLength(2);
+    expect(textBlockHashes("abcdef", 2)).toHaveLength(3);
+    expect(textBlockHashes("a", 2)).toEqual([]);
+  });
+
+  test("a window's hash names its whole prefix, and a longer prompt starts with the shorter one's full windows", () => {
+    const short = textBlockHashes("abcdefghij", 4);
+    const long = textBlockHashes("abcdefghijklmnop", 4);
+    expect(long.slice(0, 2)).toEqual(short.slice(0, 2));
+    expect(long[2]).not.toBe(short[2]);
+    expect(textBlockHashes("xbcdefgh", 4)[1]).not.toBe(textBlockHashes("abcdefgh", 4)[1]);
+  });
+
+  test("skipping leading code units hashes the rest as a prompt of its own; equal text hashes alike however it was built", () => {
+    expect(textBlockHashes("xxxxabcdefgh", 4, 4)).toEqual(textBlockHashes("abcdefgh", 4));
+    expect(textBlockHashes(("中" + "é".repeat(9)).slice(1), 4)).toEqual(textBlockHashes("é".repeat(9), 4));
   });
 });
 

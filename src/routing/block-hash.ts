@@ -3,8 +3,8 @@
  * `v1_block_key`): the prompt is cut into blocks of `blockSize` elements, and a block's hash mixes
  * its elements into a seed made of its length and its parent block's hash, so one hash names the
  * block and its whole prefix. As in the engine, the prompt's last element belongs to no block key,
- * and the final block may be partial. Elements are token ids, or UTF-16 code units of the prompt
- * text when no token ids are known (routing without a tokenizer).
+ * and the final block may be partial. Elements are token ids; a prompt known only as text (routing
+ * without a tokenizer) is hashed by textBlockHashes, in windows of UTF-16 code units cut alike.
  *
  * The per-element mix works on two 32-bit halves in plain numbers: no BigInt in the hot loop.
  */
@@ -17,29 +17,14 @@ const MIX_CONST = 0x45d9f3b;
 const COMBINE_CONST = 0x9e3779b9;
 const TWO32 = 2 ** 32;
 
-/** The elements a prompt is hashed over: token ids or the text's code units. */
-export type HashInput = readonly number[] | string;
-
-/** hash_v1_block_key of input[from, to) under `parent` (0n for the first block). */
-export function blockKey(input: HashInput, from: number, to: number, parent: bigint): bigint {
+/** hash_v1_block_key of ids[from, to) under `parent` (0n for the first block). */
+export function blockKey(ids: readonly number[], from: number, to: number, parent: bigint): bigint {
   const seed = BigInt(to - from) ^ ((parent * PARENT_CONST) & MASK64);
-  const halves = typeof input === "string" ? mixText(input, from, to, seed) : mixIds(input, from, to, seed);
+  const halves = mixIds(ids, from, to, seed);
   return (BigInt(halves[0]) << 32n) | BigInt(halves[1]);
 }
 
-// seed ^= (hash32(element) + 0x9e3779b9) + (seed << 6) + (seed >> 2), modulo 2^64, for each
-// element. Written twice, once per input kind, because a loop that serves both runs 2–4× slower.
-
-function mixText(text: string, from: number, to: number, seed: bigint): [number, number] {
-  let hi = Number(seed >> 32n);
-  let lo = Number(seed & 0xffffffffn);
-  for (let i = from; i < to; i++) {
-    const lowSum = hash32(text.charCodeAt(i)) + ((lo << 6) >>> 0) + (((lo >>> 2) | (hi << 30)) >>> 0);
-    hi = (hi ^ ((((hi << 6) | (lo >>> 26)) + (hi >>> 2) + carry(lowSum)) >>> 0)) >>> 0;
-    lo = (lo ^ lowSum) >>> 0;
-  }
-  return [hi, lo];
-}
+// seed ^= (hash32(element) + 0x9e3779b9) + (seed << 6) + (seed >> 2), modulo 2^64, for each element.
 
 function mixIds(ids: readonly number[], from: number, to: number, seed: bigint): [number, number] {
   let hi = Number(seed >> 32n);
@@ -65,15 +50,33 @@ function hash32(element: number): number {
 }
 
 /**
- * The chained hashes of input[skip, length − 1), blocks of blockSize (the last one may be
+ * The chained hashes of ids[skip, length − 1), blocks of blockSize (the last one may be
  * partial). O(length).
  */
-export function blockHashes(input: HashInput, blockSize: number, skip = 0): bigint[] {
-  const end = input.length - 1;
+export function blockHashes(ids: readonly number[], blockSize: number, skip = 0): bigint[] {
+  const end = ids.length - 1;
   const hashes: bigint[] = [];
   let parent = 0n;
   for (let from = Math.max(0, skip); from < end; from += blockSize) {
-    parent = blockKey(input, from, Math.min(from + blockSize, end), parent);
+    parent = blockKey(ids, from, Math.min(from + blockSize, end), parent);
+    hashes.push(parent);
+  }
+  return hashes;
+}
+
+/**
+ * The chained hashes of text[skip, length − 1) in windows of blockSize UTF-16 code units, cut as
+ * blockHashes cuts ids: each window's UTF-8 bytes hashed natively (wyhash), seeded with its
+ * parent's hash. No worker reports text hashes (they are the proxy's own guess at a prefix), so
+ * they need not be v1_block_key: mixed per code unit in JS, a 100 KB prompt took 1,858 µs;
+ * natively, 36 µs.
+ */
+export function textBlockHashes(text: string, blockSize: number, skip = 0): bigint[] {
+  const end = text.length - 1;
+  const hashes: bigint[] = [];
+  let parent = 0n;
+  for (let from = Math.max(0, skip); from < end; from += blockSize) {
+    parent = Bun.hash.wyhash(text.slice(from, Math.min(from + blockSize, end)), parent);
     hashes.push(parent);
   }
   return hashes;

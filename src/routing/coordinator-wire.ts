@@ -31,12 +31,13 @@ const ROLE_WORDS: Readonly<Record<string, Role>> = { context: "context", ctx: "c
 /** The hash algorithm of token-id block keys, as the engine and upstream name it (router_utils KV_CACHE_HASH_ALGO_V1). */
 export const TOKEN_HASH_ALGO = "v1_block_key";
 /**
- * Ours, beside upstream's algorithms in `block_hashes_by_algo`: v1_block_key chained hashes of the
- * prompt's text in windows of tokens_per_block × 4 UTF-16 code units (routing/routing-request.ts
- * promptBlocks), for a proxy that has no tokenizer. Upstream's coordinator ignores an algorithm
- * no worker uses, so sending it there costs nothing.
+ * Ours, beside upstream's algorithms in `block_hashes_by_algo`: chained wyhash hashes of the
+ * prompt's text in windows of tokens_per_block × 4 UTF-16 code units (routing/block-hash.ts
+ * textBlockHashes), for a proxy that has no tokenizer; v1 was v1_block_key over the code units,
+ * 50× slower. Upstream's coordinator ignores an algorithm no worker uses, so sending it there
+ * costs nothing.
  */
-export const TEXT_HASH_ALGO = "disagg_proxy_text_v1";
+export const TEXT_HASH_ALGO = "disagg_proxy_text_v2";
 
 /**
  * What `routing_key` carries. Upstream's conversation router sends the conversation id (a str)

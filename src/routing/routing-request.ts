@@ -7,7 +7,7 @@
 
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../json/json.ts";
-import { blockHashes } from "./block-hash.ts";
+import { blockHashes, textBlockHashes } from "./block-hash.ts";
 import { promptLengthOf as lengthOfPrompt, promptTextOf, promptTokenIdsOf, type PromptApi } from "./prompt-text.ts";
 
 export interface RoutingRequest {
@@ -184,7 +184,7 @@ export function promptBlocks(request: RoutingRequest, options: BlockOptions): Pr
   }
   const text = request.promptText;
   return {
-    hashes: blockHashes(text, options.tokensPerBlock * CHARS_PER_TOKEN, options.skipTokens * CHARS_PER_TOKEN),
+    hashes: textBlockHashes(text, options.tokensPerBlock * CHARS_PER_TOKEN, options.skipTokens * CHARS_PER_TOKEN),
     kind: "text",
     blockTokens: options.tokensPerBlock,
     totalTokens: estimatedPromptTokens(request),
