@@ -357,7 +357,7 @@ describe("mistakes", () => {
     [["--node-id", "256"], 'Invalid value for --node-id: "256" (expected an integer from 0 to 255)'],
     [["--max-retries=-1"], 'Invalid value for --max-retries: "-1" (expected an integer >= 0)'],
     [["--request-timeout", "0"], 'Invalid value for --request-timeout: "0" (expected a number of seconds > 0)'],
-    [["--schedule", "random"], 'Invalid value for --schedule: "random" (expected one of context_first, generation_first)'],
+    [["--schedule", "random"], 'Invalid value for --schedule: "random" (expected one of context_first, generation_first (in any case))'],
     [["--context", "localhost"], 'Invalid value for --context: "localhost" (expected host:port or http(s)://host:port)'],
     [["--host", ""], 'Invalid value for --host: "" (expected a non-empty string)'],
     [["worker", "--port", "0"], "worker needs --role"],

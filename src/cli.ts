@@ -59,7 +59,8 @@ export function parseCommandLine(argv: readonly string[], deps: LoadDeps = syste
     return parseFor(command, named ? argv.slice(1) : argv, named, deps);
   } catch (error) {
     // Attach the usage of the command the user tried, so the hint fits what they typed.
-    if (error instanceof UsageError && error.usage === "") throw new UsageError(error.message, usageText(VERSION, command));
+    if (error instanceof UsageError && error.usage === "")
+      throw new UsageError(error.message, usageText(VERSION, command), `disagg-proxy ${command} --help`);
     throw error;
   }
 }

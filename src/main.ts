@@ -17,7 +17,8 @@ async function main(argv: readonly string[]): Promise<void> {
   try {
     command = parseCommandLine([...argv]);
   } catch (error) {
-    if (error instanceof UsageError) exit(2, error.usage ? `${error.message}\n\n${error.usage}` : error.message);
+    // One line and where help is: the whole usage would bury the mistake.
+    if (error instanceof UsageError) exit(2, `${error.message}; see ${error.help}`);
     if (error instanceof ConfigError) exit(2, error.message);
     throw error;
   }

@@ -8,15 +8,18 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-/** The command line is wrong. main.ts prints the message, then `usage`. */
+/** The command line is wrong. main.ts prints the message and where help is, in one line. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
   /** Usage text of the command the user tried, so the hint fits what they typed. */
   readonly usage: string;
+  /** The command line that prints that usage (`disagg-proxy worker --help`). */
+  readonly help: string;
 
-  constructor(message: string, usage = "") {
+  constructor(message: string, usage = "", help = "disagg-proxy --help") {
     super(message);
     this.usage = usage;
+    this.help = help;
   }
 }
 

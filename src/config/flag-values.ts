@@ -112,8 +112,14 @@ function convert(spec: OptionSpec, raw: RawValue): Value {
 function choiceOf(spec: OptionSpec, text: string): string {
   const given = spec.caseInsensitive === true ? text.toLowerCase() : text;
   const choice = spec.aliases?.[given] ?? given;
-  if (spec.choices?.includes(choice) !== true) throw invalid(spec, text, `one of ${(spec.choices ?? []).join(", ")}`);
+  if (spec.choices?.includes(choice) !== true) throw invalid(spec, text, `one of ${acceptedWords(spec)}`);
   return choice;
+}
+
+/** Every word a choice flag accepts: its choices, then the other tools' spellings it takes for them. */
+function acceptedWords(spec: OptionSpec): string {
+  const words = [...(spec.choices ?? []), ...Object.keys(spec.aliases ?? {})].join(", ");
+  return spec.caseInsensitive === true ? `${words} (in any case)` : words;
 }
 
 function secondsOf(spec: OptionSpec, text: string): number {

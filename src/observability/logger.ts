@@ -7,10 +7,15 @@ export interface Logger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /**
+   * A lifecycle line (listening, took over, drained): written whatever the level, as an operator
+   * running at warn or error still needs to know the process listens and when it exits.
+   */
+  notice(message: string, fields?: LogFields): void;
 }
 export type LogFields = Readonly<Record<string, unknown>>;
 
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const RANK: Record<LogLevel | "notice", number> = { debug: 10, info: 20, warn: 30, error: 40, notice: Number.POSITIVE_INFINITY };
 
 export type Sink = (line: string) => void;
 
@@ -94,7 +99,7 @@ export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Log
     }
     return stamp;
   };
-  const write = (lvl: LogLevel, msg: string, fields?: LogFields): void => {
+  const write = (lvl: LogLevel | "notice", msg: string, fields?: LogFields): void => {
     if (RANK[lvl] < threshold) return;
     const record: Record<string, unknown> = { ts: now(), level: lvl, msg };
     // Only ids and errors need describing; a request line's other fields go as they are.
@@ -110,11 +115,12 @@ export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Log
     info: (msg, fields) => write("info", msg, fields),
     warn: (msg, fields) => write("warn", msg, fields),
     error: (msg, fields) => write("error", msg, fields),
+    notice: (msg, fields) => write("notice", msg, fields),
   };
 }
 
 /** A logger that drops everything, for tests that assert on behaviour, not logs. */
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, notice() {} };
 
 /** A logger that keeps records in memory, for tests that assert on log lines. */
 export function memoryLogger(): Logger & { readonly records: Record<string, unknown>[] } {

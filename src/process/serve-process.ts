@@ -133,7 +133,7 @@ class ServeProcess {
     announce(proxy.url, config.port);
     if (config.reportAddrFile !== undefined) writeReportAddress(config.reportAddrFile, config.host, proxy.url);
     // `url` is the bound address; `advertised` the name other machines are given (hostname, as --report-addr writes it).
-    run.logger.info("listening", {
+    run.logger.notice("listening", {
       url: proxy.url.origin,
       advertised: `${config.host}:${proxy.url.port}`,
       schedule: config.schedule,
