@@ -24,30 +24,51 @@ export interface TestCluster extends AsyncDisposable {
   post(path: string, body: unknown, init?: RequestInit): Promise<Response>;
 }
 
-/** A proxy on port 0 in front of emulated workers on port 0, with test-sized timings. */
-export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
-  // Workers share the proxy's internal key, as a deployment's do, and so check its signatures.
-  const key = options.config?.internalAuthKey;
-  const shared = key === undefined ? {} : { internalAuthKey: key };
-  const contexts = (options.contexts ?? [{}]).map((spec) => startEmulatedWorker({ role: "context", ...shared, ...spec }));
-  const generations = (options.generations ?? [{}]).map((spec) => startEmulatedWorker({ role: "generation", ...shared, ...spec }));
-  const logger = memoryLogger();
-  const config: ProxyConfig = {
+/** Emulated workers of `role` on port 0: `count` of them with the `shared` options, or one per spec (a spec's own options win). */
+export function startWorkers(
+  role: EmulatorOptions["role"],
+  count: number | readonly WorkerSpec[],
+  shared: Partial<EmulatorOptions> = {},
+): EmulatedWorker[] {
+  const specs = typeof count === "number" ? Array.from({ length: count }, () => ({})) : count;
+  return specs.map((spec) => startEmulatedWorker({ role, ...shared, ...spec }));
+}
+
+/** A config that serves on loopback port 0 in front of these workers as node 3, polling their health every 20 ms; `settings` last. */
+export function configFor(
+  contexts: readonly EmulatedWorker[],
+  generations: readonly EmulatedWorker[],
+  settings: Partial<ProxyConfig> = {},
+): ProxyConfig {
+  return {
     ...DEFAULTS,
     host: "127.0.0.1",
     port: 0,
     contextServers: contexts.map((w) => w.url),
     generationServers: generations.map((w) => w.url),
+    serverStartPollMs: 20,
+    nodeId: 3,
+    configFile: undefined,
+    ...settings,
+  };
+}
+
+/** A proxy on port 0 in front of emulated workers on port 0, with test-sized timings. */
+export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
+  // Workers share the proxy's internal key, as a deployment's do, and so check its signatures.
+  const key = options.config?.internalAuthKey;
+  const shared = key === undefined ? {} : { internalAuthKey: key };
+  const contexts = startWorkers("context", options.contexts ?? [{}], shared);
+  const generations = startWorkers("generation", options.generations ?? [{}], shared);
+  const logger = memoryLogger();
+  const config = configFor(contexts, generations, {
     retryDelayMs: 5,
     requestTimeoutMs: 5000,
     serverStartTimeoutMs: 2000,
-    serverStartPollMs: 20,
-    nodeId: 3,
     logLevel: "debug",
     maxBodyBytes: 1024 * 1024,
-    configFile: undefined,
     ...options.config,
-  };
+  });
   const proxy = startProxy(config, logger, "test", options.idleTimeoutS === undefined ? {} : { idleTimeoutS: options.idleTimeoutS });
   await proxy.waitForWorkers();
   const url = proxy.url.origin;

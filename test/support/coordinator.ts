@@ -1,11 +1,12 @@
 /** A coordinator over emulated workers on port 0, and msgpack calls to it, for test/coordinator*.test.ts. */
 
 import { expect } from "bun:test";
-import { DEFAULTS, type ProxyConfig } from "../../src/config/types.ts";
+import type { ProxyConfig } from "../../src/config/types.ts";
 import { startCoordinator, type RunningCoordinator } from "../../src/coordinator/run.ts";
-import { startEmulatedWorker, type EmulatedWorker, type EmulatorOptions } from "../../src/emulator/index.ts";
+import type { EmulatedWorker, EmulatorOptions } from "../../src/emulator/index.ts";
 import { isMsgpackMap, type MsgpackMap, type MsgpackValue } from "../../src/json/msgpack-read.ts";
 import { memoryLogger } from "../../src/observability/logger.ts";
+import { configFor, startWorkers } from "./cluster.ts";
 import { decodeWire, encodeSelectRequest, type SelectRequest } from "../../src/routing/coordinator-wire.ts";
 
 export interface Setup {
@@ -33,24 +34,14 @@ export async function setup(
     worker?: Partial<EmulatorOptions>;
   } = {},
 ): Promise<Setup> {
-  const contexts = Array.from({ length: options.contexts ?? 1 }, () => startEmulatedWorker({ role: "context", ...options.worker }));
-  const generations = Array.from({ length: options.generations ?? 2 }, () =>
-    startEmulatedWorker({ role: "generation", ...options.worker }),
-  );
+  const contexts = startWorkers("context", options.contexts ?? 1, options.worker);
+  const generations = startWorkers("generation", options.generations ?? 2, options.worker);
   const logger = memoryLogger();
-  const config: ProxyConfig = {
-    ...DEFAULTS,
-    host: "127.0.0.1",
-    port: 0,
-    contextServers: contexts.map((w) => w.url),
-    generationServers: generations.map((w) => w.url),
+  const config = configFor(contexts, generations, {
     serverStartTimeoutMs: 5000,
-    serverStartPollMs: 20,
-    nodeId: 3,
-    configFile: undefined,
     generationRouter: "conversation",
     ...options.config,
-  };
+  });
   const coordinator = startCoordinator(
     config,
     { port: 0, reservationTimeoutMs: options.reservationTimeoutMs ?? 180_000, socketPath: options.socketPath },

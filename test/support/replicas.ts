@@ -4,11 +4,12 @@
  * each request to the next replica in turn (a round-robin load balancer).
  */
 
-import { DEFAULTS, type ProxyConfig } from "../../src/config/types.ts";
+import type { ProxyConfig } from "../../src/config/types.ts";
 import { startCoordinator, type RunningCoordinator } from "../../src/coordinator/run.ts";
-import { startEmulatedWorker, type EmulatedWorker, type EmulatorOptions } from "../../src/emulator/index.ts";
+import type { EmulatedWorker, EmulatorOptions } from "../../src/emulator/index.ts";
 import { memoryLogger } from "../../src/observability/logger.ts";
 import { startProxy, type RunningProxy } from "../../src/server/serve.ts";
+import { configFor, startWorkers } from "./cluster.ts";
 
 export interface ReplicaSet extends AsyncDisposable {
   readonly contexts: readonly EmulatedWorker[];
@@ -36,23 +37,16 @@ export interface ReplicaSetOptions {
 }
 
 export async function startReplicaSet(options: ReplicaSetOptions): Promise<ReplicaSet> {
-  const contexts = Array.from({ length: options.contexts }, () => startEmulatedWorker({ role: "context", ...options.worker }));
-  const generations = Array.from({ length: options.generations }, () => startEmulatedWorker({ role: "generation", ...options.worker }));
-  const base: ProxyConfig = {
-    ...DEFAULTS,
-    host: "127.0.0.1",
-    port: 0,
-    contextServers: contexts.map((w) => w.url),
-    generationServers: generations.map((w) => w.url),
+  const contexts = startWorkers("context", options.contexts, options.worker);
+  const generations = startWorkers("generation", options.generations, options.worker);
+  const base = configFor(contexts, generations, {
     retryDelayMs: 5,
     requestTimeoutMs: 10_000,
     serverStartTimeoutMs: 5000,
-    serverStartPollMs: 20,
     nodeId: 1,
     logLevel: "debug",
-    configFile: undefined,
     ...options.config,
-  };
+  });
   const coordinatorLogger = memoryLogger();
   let coordinator: RunningCoordinator | undefined;
   let coordinatorPort = 0;
