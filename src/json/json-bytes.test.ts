@@ -1,6 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { array, assert, boolean, constantFrom, nat, property } from "fast-check";
-import { ANSWER_SHAPE_LIMITS, integerListLength, keptListEquals, keptListValues, parseKeepingList } from "./json-bytes.ts";
+import {
+  ANSWER_SHAPE_LIMITS,
+  integerListLength,
+  keptListEquals,
+  keptListNumbers,
+  keptListValues,
+  parseKeepingList,
+  type KeptList,
+} from "./json-bytes.ts";
 import { JsonShapeGuard } from "./json-shape.ts";
 import type { JsonObject } from "./json.ts";
 
@@ -129,5 +137,15 @@ describe("the shape guard's integer lists", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+const kept = (text: string): KeptList => ({ bytes: encoder.encode(text), count: (JSON.parse(text) as unknown[]).length });
+
+describe("keptListNumbers", () => {
+  test("reads the kept ids as numbers, as the parse does, leaving out those beyond 2^53", () => {
+    expect(keptListNumbers(kept("[0, 12,-3 ,9007199254740991]"))).toEqual([0, 12, -3, 9007199254740991]);
+    expect(keptListNumbers(kept("[1,18446744073709551615,2]"))).toEqual([1, 2]);
+    expect(keptListNumbers(kept("[]"))).toEqual([]);
   });
 });

@@ -152,6 +152,17 @@ export function keptListEquals(kept: KeptList, values: JsonValue | undefined): b
   return ids !== undefined && ids.length === values.length && ids.every((id, i) => id === values[i]);
 }
 
+/**
+ * The kept list's integers that are numbers (a router hashes ids as numbers; one beyond 2^53,
+ * kept exact as text, cannot be one), read from the bytes: a 25,631-id list parsed and filtered
+ * took ~20 % of a kv_cache_aware placement's CPU.
+ */
+export function keptListNumbers(kept: KeptList): number[] {
+  return (
+    integersOf(kept.bytes, 0, kept.bytes.length, kept.count) ?? keptListValues(kept).filter((id): id is number => typeof id === "number")
+  );
+}
+
 /** The kept list's integers, parsed (for a router that wants them, or a codec that cannot send bytes). */
 export function keptListValues(kept: KeptList): JsonValue[] {
   const values = parseJson(decoder.decode(kept.bytes));

@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from "../json/json.ts";
-import { keptListEquals, keptListValues, type KeptList } from "../json/json-bytes.ts";
+import { keptListEquals, keptListNumbers, keptListValues, type KeptList } from "../json/json-bytes.ts";
 import { withOwnMember, type JsonSource } from "../json/json-source.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { RequestContext } from "../request/context.ts";
@@ -221,8 +221,7 @@ function releaseUnused(deps: PipelineDeps, input: PipelineInput, reserved: Route
 }
 
 function withContextTokens(routing: RoutingRequest, answer: JsonObject, kept: KeptList | undefined): RoutingRequest {
-  // Routers hash ids as numbers; an id beyond 2^53 (kept exact as text) cannot be one.
-  if (kept !== undefined) return withPromptTokenIds(routing, () => keptListValues(kept).filter((id) => typeof id === "number"), kept.count);
+  if (kept !== undefined) return withPromptTokenIds(routing, () => keptListNumbers(kept), kept.count);
   const tokens = answer["prompt_token_ids"];
   // Checked in place, never copied: a long prompt's ids are the largest part of the answer.
   return isNumberList(tokens) ? withPromptTokenIds(routing, tokens) : routing;
