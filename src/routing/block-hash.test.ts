@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { array, assert, integer, nat, property } from "fast-check";
 import { parseJson } from "../json/json.ts";
 import { blockHashes, matchedDepth, readBlockHash, textBlockHashes } from "./block-hash.ts";
 
@@ -40,6 +41,33 @@ describe("blockHashes", () => {
   test("skipping leading elements hashes the rest as a prompt of its own", () => {
     expect(blockHashes([9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8], 4, 4)).toEqual(blockHashes([1, 2, 3, 4, 5, 6, 7, 8], 4));
   });
+});
+
+/** v1_block_key in BigInt arithmetic, from its definition: the oracle for the int32 mix. */
+function oracleKey(ids: readonly number[], from: number, to: number, parent: bigint): bigint {
+  const mask = 2n ** 64n - 1n;
+  let seed = BigInt(to - from) ^ ((parent * 0xbf58476d1ce4e5b9n) & mask);
+  for (let i = from; i < to; i++) {
+    let x = BigInt((ids[i] ?? 0) >>> 0);
+    x = (((x >> 16n) ^ x) * 0x45d9f3bn) & 0xffffffffn;
+    x = (((x >> 16n) ^ x) * 0x45d9f3bn) & 0xffffffffn;
+    const hash = (((x >> 16n) ^ x) + 0x9e3779b9n) & 0xffffffffn;
+    seed = (seed ^ ((hash + (seed << 6n) + (seed >> 2n)) & mask)) & mask;
+  }
+  return seed;
+}
+
+test("blockHashes equals v1_block_key computed in BigInt arithmetic, on any ids and block size", () => {
+  assert(
+    property(array(nat(2 ** 32 - 1), { maxLength: 80 }), integer({ min: 1, max: 9 }), (ids, size) => {
+      const expected: bigint[] = [];
+      for (let from = 0, parent = 0n; from < ids.length - 1; from += size) {
+        parent = oracleKey(ids, from, Math.min(from + size, ids.length - 1), parent);
+        expected.push(parent);
+      }
+      expect(blockHashes(ids, size)).toEqual(expected);
+    }),
+  );
 });
 
 describe("textBlockHashes", () => {

@@ -15,38 +15,40 @@ const MASK64 = (1n << 64n) - 1n;
 const PARENT_CONST = 0xbf58476d1ce4e5b9n;
 const MIX_CONST = 0x45d9f3b;
 const COMBINE_CONST = 0x9e3779b9;
-const TWO32 = 2 ** 32;
 
 /** hash_v1_block_key of ids[from, to) under `parent` (0n for the first block). */
 export function blockKey(ids: readonly number[], from: number, to: number, parent: bigint): bigint {
   const seed = BigInt(to - from) ^ ((parent * PARENT_CONST) & MASK64);
-  const halves = mixIds(ids, from, to, seed);
-  return (BigInt(halves[0]) << 32n) | BigInt(halves[1]);
+  const halves = new Int32Array(2);
+  mixIds(ids, from, to, Number(seed >> 32n), Number(seed & 0xffffffffn), halves);
+  return (BigInt(halves[0]! >>> 0) << 32n) | BigInt(halves[1]! >>> 0);
 }
 
-// seed ^= (hash32(element) + 0x9e3779b9) + (seed << 6) + (seed >> 2), modulo 2^64, for each element.
+/** Flips the sign bit: an int32 comparison of flipped values is the unsigned comparison. */
+const SIGN = -0x80000000;
 
-function mixIds(ids: readonly number[], from: number, to: number, seed: bigint): [number, number] {
-  let hi = Number(seed >> 32n);
-  let lo = Number(seed & 0xffffffffn);
+/**
+ * seed ^= hash32(element) + (seed << 6) + (seed >> 2), modulo 2^64, for each element (hash32
+ * adds 0x9e3779b9 modulo 2^32), the seed in two int32 halves. All in int32 arithmetic, each
+ * carry out of the low half found by an unsigned comparison: the same mix in uint32 values
+ * (doubles past 2^31) took twice as long, 15 ns an id.
+ */
+function mixIds(ids: readonly number[], from: number, to: number, seedHi: number, seedLo: number, out: Int32Array): void {
+  let hi = seedHi | 0;
+  let lo = seedLo | 0;
   for (let i = from; i < to; i++) {
-    const lowSum = hash32(ids[i] ?? 0) + ((lo << 6) >>> 0) + (((lo >>> 2) | (hi << 30)) >>> 0);
-    hi = (hi ^ ((((hi << 6) | (lo >>> 26)) + (hi >>> 2) + carry(lowSum)) >>> 0)) >>> 0;
-    lo = (lo ^ lowSum) >>> 0;
+    let value = ids[i]! | 0;
+    value = Math.imul((value >>> 16) ^ value, MIX_CONST);
+    value = Math.imul((value >>> 16) ^ value, MIX_CONST);
+    const hash = (((value >>> 16) ^ value) + COMBINE_CONST) | 0;
+    const partial = (hash + (lo << 6)) | 0;
+    const lowSum = (partial + ((lo >>> 2) | (hi << 30))) | 0;
+    const carry = ((partial ^ SIGN) < (hash ^ SIGN) ? 1 : 0) + ((lowSum ^ SIGN) < (partial ^ SIGN) ? 1 : 0);
+    hi ^= (((hi << 6) | (lo >>> 26)) + (hi >>> 2) + carry) | 0;
+    lo ^= lowSum;
   }
-  return [hi, lo];
-}
-
-/** The carry out of the low half: the sum of three 32-bit values is below 3 × 2^32. */
-function carry(lowSum: number): number {
-  return lowSum >= TWO32 ? (lowSum >= 2 * TWO32 ? 2 : 1) : 0;
-}
-
-function hash32(element: number): number {
-  let value = element >>> 0;
-  value = Math.imul((value >>> 16) ^ value, MIX_CONST) >>> 0;
-  value = Math.imul((value >>> 16) ^ value, MIX_CONST) >>> 0;
-  return (((value >>> 16) ^ value) + COMBINE_CONST) >>> 0;
+  out[0] = hi;
+  out[1] = lo;
 }
 
 /**
