@@ -36,7 +36,9 @@ export function keyAt(bytes: Uint8Array, start: number, end: number): string {
  * growing, no text): undefined if one is too long to be exact as a number (parseJson keeps those).
  */
 export function integersOf(bytes: Uint8Array, start: number, end: number, count: number): number[] | undefined {
-  const values: number[] = Array.from({ length: count }, () => 0);
+  // Filled: Array.from({ length }) cost 2.5-3× as much (47-58 µs for 25,631 ids, against 17-22).
+  // oxlint-disable-next-line unicorn/no-new-array -- the one array of exactly `count` items, made at native speed
+  const values: number[] = new Array<number>(count).fill(0);
   let n = 0;
   for (let i = start + 1; i < end;) {
     let c = bytes[i]!;
