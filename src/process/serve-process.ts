@@ -97,6 +97,7 @@ class ServeProcess {
     const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
     for (const note of run.command.notes) run.logger[note.level](note.text);
     for (const warning of [...run.command.warnings, ...run.warnings]) run.logger.warn(warning);
+    logClientKeys(config, proxy, run.logger);
     if (predecessor === undefined) this.listening();
     process.on("SIGTERM", () => this.drain());
     process.on("SIGINT", () => this.drain());
@@ -161,7 +162,10 @@ class ServeProcess {
     done
       .then(() => this.claim?.release())
       .then(
-        () => this.run.exit(0),
+        () => {
+          this.run.logger.notice("drained, exiting", { exit_code: 0 });
+          this.run.exit(0);
+        },
         () => this.run.exit(1),
       );
   }
@@ -269,4 +273,16 @@ async function claimedNodeId(config: ProxyConfig, logger: Logger): Promise<NodeI
   if (!config.claimNodeId || config.discovery?.kind !== "cluster" || config.discovery.storage !== "etcd") return undefined;
   const { endpoint, clusterName, leaseTtlMs } = config.discovery;
   return claimNodeId({ endpoint, clusterName, ttlMs: leaseTtlMs, logger });
+}
+
+/** Which client keys the proxy takes, once at start (a reload's line says it again). */
+function logClientKeys(config: ProxyConfig, proxy: RunningProxy, logger: Logger): void {
+  const keys = proxy.app.clientKeys;
+  if (keys === undefined) logger.info("client keys: none, client authentication is off");
+  else
+    logger.info("client keys", {
+      file: config.apiKeyFile ?? "DISAGG_PROXY_API_KEYS",
+      keys: keys.size,
+      ...(config.apiKeyFile !== undefined && (config.apiKeysFromEnv?.trim() ?? "") !== "" ? { also: "DISAGG_PROXY_API_KEYS" } : {}),
+    });
 }

@@ -5,7 +5,7 @@ import { answersStarting, getFromWorker, INFO_ANSWER_BYTES, readJsonAnswer } fro
 import { acceptedVersion } from "./version-text.ts";
 import type { Logger } from "../observability/logger.ts";
 import { steadySeconds } from "../observability/steady-clock.ts";
-import type { WorkerPool } from "./worker-pool.ts";
+import type { WorkerEntry, WorkerPool } from "./worker-pool.ts";
 import { workerProtocol } from "./protocol.ts";
 import { syncWorkerClock } from "./clock-sync.ts";
 import { fetchServedModels } from "./served-models.ts";
@@ -43,6 +43,8 @@ export class HealthMonitor {
   readonly #streaks = new Map<string, Streak>();
   /** Origins whose check is under way: rounds overlap (a change of the worker list starts one at once, beside the periodic one). */
   readonly #checking = new Set<string>();
+  /** Origins that joined rotation once: a later join is a return. */
+  readonly #joinedOnce = new Set<string>();
   readonly #fetch: WorkerFetch;
   readonly #onChecked: HealthCheckListener | undefined;
 
@@ -91,7 +93,7 @@ export class HealthMonitor {
       // A worker that restarted says so: out of rotation until ready, which is no failure.
       if (answer === "starting")
         this.#logger.info("worker restarting: out of rotation until it is ready", { worker: origin, state: "starting" });
-      else this.#logger.warn("worker ejected", { worker: origin, failed_checks: streak.failures });
+      else this.#logger.warn("worker out of rotation: its health checks failed", { worker: origin, failed_checks: streak.failures });
     } else if (!ready && streak.successes >= this.#settings.healthCheckSuccesses) {
       const info = await this.#getJson(origin, "/server_info", signal);
       const reported = this.#versionOf(origin, await this.#getJson(origin, "/version", signal));
@@ -121,7 +123,7 @@ export class HealthMonitor {
         entry.protocol = protocol;
         entry.ready = true;
       }
-      this.#logger.info("worker ready", {
+      this.#logger.info(this.#joinedWords(origin, joined), {
         worker: origin,
         roles: entries.map((entry) => entry.role),
         version: protocol.version ?? "unknown",
@@ -143,6 +145,18 @@ export class HealthMonitor {
       this.#pool.entriesOf(origin).some((entry) => entry.ready),
       answer === "starting",
     );
+  }
+
+  /**
+   * How a passed check's (re)join is said: the first time `worker ready`; then `back in rotation`,
+   * or, while its requests' ejection lasts (outlier-detector.ts), that it still takes none.
+   */
+  #joinedWords(origin: string, entries: readonly WorkerEntry[]): string {
+    const first = !this.#joinedOnce.has(origin);
+    this.#joinedOnce.add(origin);
+    if (entries.some((entry) => entry.outlier?.ejected !== undefined))
+      return "worker healthy but still ejected: back in rotation once its ejection ends";
+    return first ? "worker ready" : "worker back in rotation: its health check passed";
   }
 
   /** Marks an origin's entries starting or not; logged once as it starts (upstream's 503s then say nothing new). */
