@@ -164,7 +164,7 @@ class ServeProcess {
       .then(
         () => {
           this.run.logger.notice("drained, exiting", { exit_code: 0 });
-          this.run.exit(0);
+          return this.run.exit(0);
         },
         () => this.run.exit(1),
       );

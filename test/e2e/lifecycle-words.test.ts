@@ -28,6 +28,12 @@ async function next(log: LogLines, msg: string): Promise<Record<string, unknown>
   return JSON.parse(last) as Record<string, unknown>;
 }
 
+const FAST_CHECKS = ["--health-check-interval-ms", "100", "--health-check-failures", "2"];
+
+function serveArgs(context: string, generation: string[]): string[] {
+  return ["serve", "--port", "0", "--host", "127.0.0.1", "--context", context, ...generation.flatMap((url) => ["--generation", url])];
+}
+
 async function killed(worker: { child: Child }): Promise<void> {
   worker.child.kill("SIGKILL");
   await worker.child.exited;
@@ -45,32 +51,10 @@ describe("lifecycle lines", () => {
     writeFileSync(keys, "key-one\nkey-two\n");
     const { child, url, log } = await spawnBinaryWithLog(
       [
-        ...[
-          "serve",
-          "--port",
-          "0",
-          "--host",
-          "127.0.0.1",
-          "--context",
-          context.url,
-          "--generation",
-          healthy.url,
-          "--generation",
-          failing.url,
-        ],
-        ...[
-          "--api-key-file",
-          keys,
-          "--outlier-failures",
-          "2",
-          "--max-retries",
-          "0",
-          "--health-check-interval-ms",
-          "100",
-          "--health-check-failures",
-          "2",
-        ],
-      ],
+        serveArgs(context.url, [healthy.url, failing.url]),
+        ["--api-key-file", keys, "--outlier-failures", "2", "--max-retries", "0"],
+        FAST_CHECKS,
+      ].flat(),
       children,
     );
     expect(await next(log, "client keys")).toMatchObject({ file: keys, keys: 2 });
