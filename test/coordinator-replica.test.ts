@@ -38,11 +38,12 @@ function requestLines(cluster: TestCluster): Record<string, unknown>[] {
 async function clusterBehind(
   coordinator: StandInCoordinator,
   router: "conversation" | "kv_cache_aware" | "round_robin" = "conversation",
+  schedule: "context_first" | "generation_first" = "context_first",
 ): Promise<TestCluster> {
   return startCluster({
     contexts: [{}, {}],
     generations: [{}, {}],
-    config: { disaggCoordinatorUrl: coordinator.url, coordinatorTimeoutMs: 200, contextRouter: router, generationRouter: router },
+    config: { disaggCoordinatorUrl: coordinator.url, coordinatorTimeoutMs: 200, contextRouter: router, generationRouter: router, schedule },
   });
 }
 
@@ -109,6 +110,29 @@ describe("a replica with disagg_coordinator_url", () => {
     expect(outcomes).toContain("generation:false");
     await eventually(() => cluster.contexts.every((w) => w.running() === 0) && cluster.generations.every((w) => w.running() === 0));
   });
+
+  for (const schedule of ["context_first", "generation_first"] as const) {
+    test(`${schedule}: a request restarted on a fresh pair never places a leg the coordinator still holds under the same req_id`, async () => {
+      await using coordinator = startStandInCoordinator([]);
+      await using cluster = await clusterBehind(coordinator, "conversation", schedule);
+      const [context] = cluster.contexts;
+      const [generation] = cluster.generations;
+      if (context === undefined || generation === undefined) throw new Error("workers");
+      coordinator.answer = (body) => ({ server: hostOf(body["role"] === "context" ? context.url : generation.url) });
+      // The generation worker refuses before any byte: the request restarts on a fresh pair, the first hand-off is settled.
+      const refused = await cluster.post("/v1/chat/completions", chat("conv-r", "[[emu gen.reject=500]]"));
+      expect(refused.status).toBe(500);
+      await refused.text();
+      await eventually(
+        () => finishesPerSelect(coordinator).unmatched === 0 && coordinator.selects.length >= 4,
+        3000,
+        "a finish per placed leg",
+      );
+      await eventually(() => cluster.contexts.every((w) => w.running() === 0) && cluster.generations.every((w) => w.running() === 0));
+      expect(coordinator.selectsWhileHeld).toEqual([]);
+      expect(finishesPerSelect(coordinator).unmatched).toBe(0);
+    });
+  }
 
   test("a generation the proxy follows after its client left stays placed at the coordinator until the worker ends it", async () => {
     await using coordinator = startStandInCoordinator([]);

@@ -114,7 +114,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const traffic = dashboard ?? loop?.traffic;
   const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic });
-  const handoffs = new HandoffSettler({ settings: config, placement, logger, workerFetch, bodyCodec }, (reason, settled) =>
+  const handoffs = new HandoffSettler({ settings: config, placement, ids, logger, workerFetch, bodyCodec }, (reason, settled) =>
     metrics.handoffSettled(reason, settled),
   );
   return {

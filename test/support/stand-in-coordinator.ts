@@ -15,6 +15,8 @@ export interface StandInCoordinator extends AsyncDisposable {
   readonly port: number;
   readonly selects: MsgpackMap[];
   readonly finishes: MsgpackMap[];
+  /** `role req_id` of each /select that came while that leg was still placed (no /finish between): the second would be released by the first's finish. */
+  readonly selectsWhileHeld: string[];
   /** What /select answers next (default: the first server of `servers`). */
   answer: (body: MsgpackMap) => StandInAnswer;
   healthy: boolean;
@@ -29,9 +31,17 @@ function reply(value: WireMap, status = 200): Response {
   return new Response(writeMsgpack(value), { status, headers: { "content-type": "application/msgpack" } });
 }
 
+/** `role req_id` of a select or finish body. */
+function legOf(body: MsgpackMap): string {
+  const [role, reqId] = [body["role"], body["req_id"]];
+  return `${typeof role === "string" ? role : "?"} ${typeof reqId === "bigint" ? reqId : "?"}`;
+}
+
 export function startStandInCoordinator(servers: readonly string[], port = 0): StandInCoordinator {
   const selects: MsgpackMap[] = [];
   const finishes: MsgpackMap[] = [];
+  const selectsWhileHeld: string[] = [];
+  const held = new Set<string>();
   const state = {
     answer: (_body: MsgpackMap): StandInAnswer => ({ server: servers[0] ?? "127.0.0.1:1" }),
     healthy: true,
@@ -50,11 +60,14 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
       if (path === "/finish") {
         state.onFinish(body);
         finishes.push(body);
+        held.delete(legOf(body));
         return reply({});
       }
       if (path !== "/select") return new Response("not found", { status: 404 });
       selects.push(body);
+      if (held.has(legOf(body))) selectsWhileHeld.push(legOf(body));
       const answer = state.answer(body);
+      if (typeof answer === "object" && "server" in answer) held.add(legOf(body));
       if (answer === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(reply({}, 500))));
       if (answer === "garbage") return new Response("<html>proxy error</html>", { status: 200 });
       const reqId = body["req_id"];
@@ -72,6 +85,7 @@ export function startStandInCoordinator(servers: readonly string[], port = 0): S
     port: server.port ?? 0,
     selects,
     finishes,
+    selectsWhileHeld,
     get answer() {
       return state.answer;
     },

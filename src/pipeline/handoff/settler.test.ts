@@ -3,6 +3,7 @@ import { DEFAULTS, type ProxyConfig } from "../../config/types.ts";
 import { silentLogger } from "../../observability/logger.ts";
 import { Placement } from "../../routing/placement.ts";
 import { createWorkerFetch } from "../../workers/transport.ts";
+import { DisaggIdAllocator } from "../../request/disagg-id.ts";
 import { HandoffSettler } from "./settler.ts";
 
 const G = "http://g:1";
@@ -18,7 +19,10 @@ const config: ProxyConfig = {
 
 test("an attempt that runs on after its client left keeps its worker counted in flight until it ends", async () => {
   const placement = new Placement(config);
-  const settler = new HandoffSettler({ settings: config, placement, logger: silentLogger, workerFetch: createWorkerFetch({}) }, () => {});
+  const settler = new HandoffSettler(
+    { settings: config, placement, ids: new DisaggIdAllocator(0), logger: silentLogger, workerFetch: createWorkerFetch({}) },
+    () => {},
+  );
   const { promise: attempt, resolve } = Promise.withResolvers<undefined>();
   const { promise: followed, resolve: done } = Promise.withResolvers<undefined>();
   const outcome = {

@@ -12,6 +12,7 @@ import type { ProxyConfig, Role } from "../../config/types.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { placeSettle } from "../../routing/coordinated-placement.ts";
 import type { Placed, Placement } from "../../routing/placement.ts";
+import type { DisaggIdAllocator } from "../../request/disagg-id.ts";
 import type { BodyCodec } from "../../workers/body-codec.ts";
 import type { WorkerFetch } from "../../workers/transport.ts";
 
@@ -26,6 +27,8 @@ export type SettlerSettings = Pick<ProxyConfig, "requestTimeoutMs" | "maxAnswerB
 export interface SettlerDeps {
   readonly settings: SettlerSettings;
   readonly placement: Placement;
+  /** A settle's placement key: its own id, never the request's (a restarted request's legs may still hold that one). */
+  readonly ids: DisaggIdAllocator;
   readonly logger: Logger;
   readonly workerFetch: WorkerFetch;
   readonly bodyCodec?: BodyCodec | undefined;
@@ -233,9 +236,10 @@ export class HandoffSettler {
    */
   #place(handoff: UnclaimedHandoff, tried: readonly string[]): Placed | Promise<Placed> {
     // With a coordinator, it places the settle too: the worker's limit counts it across replicas.
+    // A coordinator keys its reservation by role and req_id: under the request's id, the restarted request's generation leg would share it.
     return placeSettle(this.#deps.placement, {
       role: "generation",
-      requestKey: handoff.disaggRequestId,
+      requestKey: this.#deps.ids.next(),
       exclude: handoff.contextWorker,
       avoid: tried,
       routing: handoff.routing,
