@@ -160,6 +160,8 @@ describe("POST /finish bodies", () => {
       bytes("83 a4 726f6c65 a3 67656e a6 7265715f6964 01 a7 73756363657373 01"),
       "success must be a boolean",
     ],
+    // body.get("success", True) is None when the key is sent as nil: not a bool.
+    ["a nil success", bytes("83 a4 726f6c65 a3 67656e a6 7265715f6964 01 a7 73756363657373 c0"), "success must be a boolean"],
   ])("%s is refused", (_name, message, wording) => {
     const finish = readFinishRequest(decoded(message));
     expect(isRefusal(finish) ? finish.error : "").toContain(wording);

@@ -138,14 +138,15 @@ export function encodeSelectRequest(request: SelectRequest): Uint8Array {
   });
 }
 
-/** POST /finish's body: role and an integer req_id required, success a bool when present. */
+/** POST /finish's body: role and an integer req_id required, success a bool when present (true when absent). */
 export function readFinishRequest(body: MsgpackValue): FinishRequest | WireRefusal {
   if (!isMsgpackMap(body) || !("role" in body) || !("req_id" in body)) return { error: "body must include 'role' and 'req_id'" };
   const role = roleOf(body["role"]);
   if (role === undefined) return { error: `invalid role: ${shown(body["role"])}` };
   const reqId = body["req_id"];
   if (typeof reqId !== "bigint") return { error: "req_id must be an integer" };
-  const success = body["success"] ?? true;
+  // Absent is true; a nil success is refused, as upstream's body.get("success", True) gives None.
+  const success = "success" in body ? body["success"] : true;
   if (typeof success !== "boolean") return { error: "success must be a boolean" };
   return { role, reqId, success };
 }
