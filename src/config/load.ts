@@ -79,7 +79,10 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     reportAddrFile: flags.reportAddrFile,
     takeOver: flags.takeOver ?? false,
     runtimeDir: flags.runtimeDir,
-    clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map(allowedNetwork),
+    clusterAllowFrom: (flags.clusterAllowFrom ?? file?.settings.clusterAllowFrom ?? []).map((text) =>
+      allowedNetwork(text, "cluster allow-from"),
+    ),
+    trustedProxies: (flags.trustedProxies ?? []).map((text) => allowedNetwork(text, "--trusted-proxy")),
     clusterKey: clusterKey(flags.clusterKeyFile, deps),
     modelAliases: mergedAliases(
       (flags.modelAlias ?? []).map((text) => modelAliasOf(text)),
@@ -268,11 +271,11 @@ function notesOf(file: TrtllmYaml | undefined): StartupNote[] {
   ];
 }
 
-/** A --cluster-allow-from / cluster_allow_from entry; one that is no network stops start-up naming it. */
-function allowedNetwork(text: string): string {
+/** A network entry (--cluster-allow-from / cluster_allow_from, --trusted-proxy); one that is no network stops start-up naming it. */
+function allowedNetwork(text: string, what: string): string {
   const parsed = parseNetwork(text);
   if (parsed === undefined)
-    throw new ConfigError(`Invalid config: cluster allow-from ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
+    throw new ConfigError(`Invalid config: ${what} ${JSON.stringify(text)} is not a network (e.g. 10.0.0.0/8 or fd00::/8)`);
   return parsed.text;
 }
 

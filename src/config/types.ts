@@ -169,6 +169,8 @@ export interface ProxyConfig {
   readonly reportAddrFile: string | undefined;
   /** --cluster-allow-from / cluster_allow_from: networks (besides loopback) whose workers may use the HTTP cluster storage. */
   readonly clusterAllowFrom: readonly string[];
+  /** --trusted-proxy: networks whose X-Forwarded-For names the client in the request log (request/client-address.ts). */
+  readonly trustedProxies: readonly string[];
   /** --allowed-host: names besides IP literals, localhost and `host` accepted in Host on /dashboard, /cluster_info and the cluster storage. */
   readonly allowedHosts: readonly string[];
   /** --allow-link-local-workers: discovered workers may be at link-local or metadata addresses. */
@@ -273,6 +275,7 @@ export const DEFAULTS = {
   workerMsgpack: false,
   reportAddrFile: undefined,
   clusterAllowFrom: Object.freeze([]),
+  trustedProxies: Object.freeze([]),
   allowedHosts: Object.freeze([]),
   allowLinkLocalWorkers: false,
   clusterKey: undefined,

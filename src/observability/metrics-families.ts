@@ -15,6 +15,11 @@ export const SHORT_TIME_BUCKETS: readonly number[] = Object.freeze([
   0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560,
 ]);
 
+/** The worker's e2e_request_latency_seconds buckets (tensorrt_llm/metrics/collector.py @ 050f80de). */
+const E2E_BUCKETS: readonly number[] = Object.freeze([
+  0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680,
+]);
+
 /** Upstream's LONG_TIME_BUCKETS: complete latency. */
 export const LONG_TIME_BUCKETS: readonly number[] = Object.freeze([
   0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920,
@@ -65,6 +70,8 @@ export interface OwnFamilies {
   readonly handoffsUnsettled: Counter<"reason">;
   readonly requestTraceLines: Gauge<"result">;
   readonly storeStalls: Histogram;
+  readonly e2eLatency: Histogram<"route">;
+  readonly timeToFirstToken: Histogram<"route">;
 }
 
 function counter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
@@ -194,5 +201,20 @@ export function ownFamilies(registry: Registry): OwnFamilies {
       "Stalls of the proxy's event loop the HTTP cluster storage found and charged to no key's TTL (the TTLs were extended by them)",
       STALL_BUCKETS,
     ),
+    // The worker's own names and buckets (trtllm_*, tensorrt_llm/metrics/collector.py @ 050f80de) for the whole request here.
+    e2eLatency: new Histogram({
+      name: "disagg_proxy_e2e_request_latency_seconds",
+      help: "Seconds from a request's arrival to its end (both phases, retries and restarts included), requests that ended well, by route",
+      labelNames: ["route"],
+      buckets: [...E2E_BUCKETS],
+      registers: [registry],
+    }),
+    timeToFirstToken: new Histogram({
+      name: "disagg_proxy_time_to_first_token_seconds",
+      help: "Seconds from a request's arrival to its first output token sent to the client, requests that ended well, by route",
+      labelNames: ["route"],
+      buckets: [...SHORT_TIME_BUCKETS],
+      registers: [registry],
+    }),
   };
 }

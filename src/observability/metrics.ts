@@ -20,7 +20,7 @@
  * Labels: `route` must be the route pattern (a fixed set), never the raw request URL.
  */
 
-import { AggregatorRegistry, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
+import { AggregatorRegistry, collectDefaultMetrics, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies } from "./metrics-families.ts";
 import type { Role } from "../config/types.ts";
 import type { TraceCounts } from "./request-trace.ts";
@@ -60,6 +60,8 @@ export interface ProxyMetrics {
   validationFailed(route: string): void;
   /** A request ended; outcome is one of ok | worker_error | client_disconnected | timeout | rejected | internal_error. */
   requestEnded(route: string, outcome: string, status: number): void;
+  /** A request that ended well: its whole duration and its time to first token (undefined: it sent none). */
+  requestLatency(route: string, durationSeconds: number, firstTokenSeconds: number | undefined): void;
   /** One upstream attempt of a leg (retries included). */
   upstreamAttempt(role: Role): void;
   upstreamRetry(role: Role): void;
@@ -152,9 +154,17 @@ function refreshTraceGauges(own: OwnFamilies, trace: TraceCounts): void {
   for (const [reason, count] of Object.entries(trace.dropped)) own.requestTraceLines.set({ result: reason }, count);
 }
 
-/** A fresh, independent set of metrics; `source` is read on every render(). */
-export function createMetrics(source: ScrapeGaugeSource): ProxyMetrics {
+/**
+ * A fresh, independent set of metrics; `source` is read on every render(). `processMetrics`:
+ * prom-client's process and runtime collectors (RSS, CPU, open fds, event-loop lag), on one event
+ * loop only: they read the whole process, so a second loop's would be summed into double.
+ */
+export function createMetrics(
+  source: ScrapeGaugeSource,
+  options: { readonly processMetrics: boolean } = { processMetrics: false },
+): ProxyMetrics {
   const registry = new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
   const server = serverFamilies(registry);
   const roles: Readonly<Record<Role, RoleFamilies>> = {
     context: roleFamilies(registry, "context"),
@@ -175,6 +185,12 @@ export function createMetrics(source: ScrapeGaugeSource): ProxyMetrics {
       if (status >= 400) server.httpExceptions.inc();
       if (outcome === "internal_error") server.internalErrors.inc();
       own.requests.inc({ route, outcome });
+    },
+    requestLatency(route, durationSeconds, firstTokenSeconds) {
+      const whole = seconds(durationSeconds);
+      if (whole !== undefined) own.e2eLatency.observe({ route }, whole);
+      const first = firstTokenSeconds === undefined ? undefined : seconds(firstTokenSeconds);
+      if (first !== undefined) own.timeToFirstToken.observe({ route }, first);
     },
     upstreamAttempt: (role) => roles[role].totalRequests.inc(),
     upstreamRetry: (role) => roles[role].retryRequests.inc(),

@@ -6,6 +6,7 @@ import type { TraceHandle } from "../observability/request-trace.ts";
 import type { ModelNames } from "../routing/model-choice.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
+import type { ClientFacts } from "./client-address.ts";
 import { NO_HOOKS, type RequestHooks, type RequestSummary } from "./reports.ts";
 import type { PlacedBy } from "../routing/coordination.ts";
 
@@ -34,6 +35,7 @@ export interface RequestContextOptions {
   readonly traced?: TraceHandle | undefined;
   /** Frees its admission slot (--max-inflight): at its end, or once the attempts it left running end (keepAdmission). */
   readonly releaseAdmission?: (() => void) | undefined;
+  readonly client?: ClientFacts | undefined;
 }
 
 /**
@@ -70,6 +72,7 @@ export class RequestContext {
   readonly #controller = new AbortController();
   readonly #reservations = new Set<Reservation>();
   readonly #onEnd: (summary: RequestSummary) => void;
+  readonly #client: ClientFacts | undefined;
   readonly #now: () => number;
   readonly #startedAt: number;
   #ttfbMs: number | undefined;
@@ -93,6 +96,7 @@ export class RequestContext {
     this.#schedule = options.schedule;
     this.#releaseAdmission = options.releaseAdmission;
     this.#onEnd = options.onEnd;
+    this.#client = options.client;
     this.#now = options.now ?? PERFORMANCE_NOW;
     this.#startedAt = this.#now();
   }
@@ -283,6 +287,7 @@ export class RequestContext {
       ttftMs: this.#ttftMs,
       durationMs: this.#now() - this.#startedAt,
       bytesOut: this.#bytesOut,
+      client: this.#client,
     };
   }
 }

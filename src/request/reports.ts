@@ -1,5 +1,6 @@
 /** What a request reports: its summary once it ended, and its hooks as it goes. */
 
+import type { ClientFacts } from "./client-address.ts";
 import type { Role } from "../config/types.ts";
 import type { ErrorCode, Outcome } from "../errors.ts";
 
@@ -33,6 +34,8 @@ export interface RequestSummary {
   readonly ttftMs: number | undefined;
   readonly durationMs: number;
   readonly bytesOut: number;
+  /** Who sent it: its address (--trusted-proxy: the one a trusted proxy forwarded) and User-Agent. */
+  readonly client: ClientFacts | undefined;
 }
 
 /** What a request reports as it goes (metrics); every method is cheap and never throws. */

@@ -2,6 +2,7 @@ import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { ProxyMetrics } from "../observability/metrics.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
+import type { ClientFacts } from "./client-address.ts";
 import type { RequestSummary } from "./reports.ts";
 import { logRejection, logRequest } from "./request-log.ts";
 
@@ -12,7 +13,7 @@ import { logRejection, logRequest } from "./request-log.ts";
 export interface RequestEnds {
   finished(summary: RequestSummary): void;
   /** `label` is the metrics' route label; `thrown` what was caught, for an internal failure's error line. */
-  rejected(label: string, path: string, error: ProxyError, thrown: unknown): void;
+  rejected(label: string, path: string, error: ProxyError, thrown: unknown, client?: ClientFacts): void;
 }
 
 /** `traffic` (the dashboard) hears every end the metrics count. */
@@ -20,6 +21,8 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
   return {
     finished(summary) {
       metrics.requestEnded(summary.route, summary.outcome, summary.status);
+      if (summary.outcome === "ok")
+        metrics.requestLatency(summary.route, summary.durationMs / 1000, summary.ttftMs === undefined ? undefined : summary.ttftMs / 1000);
       if (summary.outcome === "client_disconnected") metrics.clientDisconnected(summary.route);
       logRequest(logger, summary);
       traffic?.requestEnded({
@@ -34,7 +37,7 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
         durationMs: summary.durationMs,
       });
     },
-    rejected(label, path, error, thrown) {
+    rejected(label, path, error, thrown, client) {
       metrics.validationFailed(label);
       metrics.requestEnded(label, error.outcome, error.status);
       traffic?.requestEnded({
@@ -49,7 +52,7 @@ export function requestEnds(metrics: ProxyMetrics, logger: Logger, traffic?: Tra
         durationMs: undefined,
       });
       if (error.code === "INTERNAL") logger.error("unexpected failure", { path, error: thrown });
-      else logRejection(logger, path, error);
+      else logRejection(logger, path, error, client);
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { ClientFacts } from "./client-address.ts";
 import type { RequestSummary } from "./reports.ts";
 
 /** One structured line per finished request (bodies are never logged here). */
@@ -25,6 +26,8 @@ export function logRequest(logger: Logger, s: RequestSummary): void {
     ttft_ms: round(s.ttftMs),
     duration_ms: round(s.durationMs),
     bytes_out: s.bytesOut,
+    client: s.client?.address,
+    user_agent: s.client?.userAgent,
   };
   if (s.outcome === "ok") logger.info("request", fields);
   else if (s.outcome === "internal_error") logger.error("request", { ...fields, cause: s.cause });
@@ -36,6 +39,7 @@ function round(ms: number | undefined): number | undefined {
 }
 
 /** The log line of a request refused before any worker saw it (validation, draining, …). */
-export function logRejection(logger: Logger, route: string, error: ProxyError): void {
-  logger.warn("request", { route, status: error.status, outcome: error.outcome, code: error.code, error: error.message });
+export function logRejection(logger: Logger, route: string, error: ProxyError, client?: ClientFacts): void {
+  const from = { client: client?.address, user_agent: client?.userAgent };
+  logger.warn("request", { route, status: error.status, outcome: error.outcome, code: error.code, error: error.message, ...from });
 }

@@ -6,6 +6,7 @@ import type { RequestTraceWriter, TracedRequestInput, TraceEnd } from "../observ
 import type { Telemetry } from "../observability/telemetry.ts";
 import type { TrafficObserver } from "../observability/traffic-observer.ts";
 import type { AdmissionControl } from "./admission.ts";
+import type { Clients } from "./client-address.ts";
 import { RequestContext } from "./context.ts";
 import type { RequestHooks, RequestSummary } from "./reports.ts";
 import type { DisaggIdAllocator } from "./disagg-id.ts";
@@ -32,6 +33,8 @@ export interface RequestsParts {
   readonly logger: Logger;
   /** The dashboard (or the main loop's, from an extra loop): hears every request's leg events and end. */
   readonly traffic: TrafficObserver | undefined;
+  /** Who sent each request (--trusted-proxy). */
+  readonly clients: Clients;
 }
 
 /**
@@ -126,6 +129,7 @@ export class Requests {
       spans: telemetry.spansFor(trace, route),
       traced,
       releaseAdmission: release,
+      client: this.#parts.clients.of(client),
       onEnd: (summary) => {
         this.#active.delete(ctx);
         if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));

@@ -8,7 +8,7 @@
  */
 
 import { timingSafeEqual } from "node:crypto";
-import { addressBytes, parseNetwork, type Network } from "./networks.ts";
+import { addressBytes, inNetwork, parseNetwork, type Network } from "./networks.ts";
 
 export interface ClusterAccessOptions {
   readonly allowFrom: readonly string[];
@@ -60,8 +60,8 @@ export class ClusterAccess {
 
   check(remoteAddress: string | undefined, authorization: string | null): AccessVerdict {
     const address = remoteAddress === undefined ? undefined : addressBytes(remoteAddress);
-    const fromLoopback = address !== undefined && LOOPBACK.some((n) => contains(n, address));
-    const fromAllowed = address !== undefined && this.#allowFrom.some((n) => contains(n, address));
+    const fromLoopback = address !== undefined && LOOPBACK.some((n) => inNetwork(n, address));
+    const fromAllowed = address !== undefined && this.#allowFrom.some((n) => inNetwork(n, address));
     if (this.#key === undefined) {
       return fromLoopback || fromAllowed
         ? { allowed: true }
@@ -75,15 +75,4 @@ export class ClusterAccess {
     const same = bytes.length === this.#key.length && timingSafeEqual(bytes, this.#key);
     return same ? { allowed: true } : { allowed: false, reason: "Invalid API key" };
   }
-}
-
-function contains(net: Network, address: Uint8Array): boolean {
-  // An IPv4 peer may arrive as ::ffff:a.b.c.d on a dual-stack socket; addressBytes unwraps it.
-  if (address.length !== net.bytes.length) return false;
-  for (let bit = 0; bit < net.prefix; bit++) {
-    const index = bit >> 3;
-    const mask = 0x80 >> (bit & 7);
-    if (((address[index] ?? 0) & mask) !== ((net.bytes[index] ?? 0) & mask)) return false;
-  }
-  return true;
 }

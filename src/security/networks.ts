@@ -16,6 +16,18 @@ export function parseNetwork(text: string): Network | undefined {
   return { text: text.trim(), bytes, prefix };
 }
 
+/** Whether an address (addressBytes) lies in the network. */
+export function inNetwork(net: Network, address: Uint8Array): boolean {
+  // An IPv4 peer may arrive as ::ffff:a.b.c.d on a dual-stack socket; addressBytes unwraps it.
+  if (address.length !== net.bytes.length) return false;
+  for (let bit = 0; bit < net.prefix; bit++) {
+    const index = bit >> 3;
+    const mask = 0x80 >> (bit & 7);
+    if (((address[index] ?? 0) & mask) !== ((net.bytes[index] ?? 0) & mask)) return false;
+  }
+  return true;
+}
+
 /** IPv4 → 4 bytes; IPv6 → 16 bytes (IPv4-mapped unwrapped to 4); anything else undefined. */
 export function addressBytes(text: string): Uint8Array | undefined {
   const bare = text.replace(/^\[|\]$/g, "").replace(/%.*$/, "");

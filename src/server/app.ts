@@ -1,3 +1,4 @@
+import { Clients } from "../request/client-address.ts";
 import { hostname } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardRecorder } from "../dashboard/recorder.ts";
@@ -45,6 +46,7 @@ export interface App extends RouteDeps, PipelineDeps {
   readonly metrics: ProxyMetrics;
   /** Where requests are counted and logged as they end, with a context or refused before one. */
   readonly ends: RequestEnds;
+  readonly clients: Clients;
   /** Client keys; undefined when client authentication is off. */
   readonly clientKeys: ClientKeys | undefined;
   /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
@@ -83,11 +85,11 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const placement = placementOf(config, logger, workerFetch, loop);
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
   const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
-  const metrics = createMetrics({
-    workers: () => workerGauges(placement),
-    models: () => modelGauges(placement),
-    requestTrace: () => requestTrace?.counts(),
-  });
+  const metrics = createMetrics(
+    { workers: () => workerGauges(placement), models: () => modelGauges(placement), requestTrace: () => requestTrace?.counts() },
+    // The process's own figures come from its main event loop only (extra loops' are summed in).
+    { processMetrics: (loop?.index ?? 0) === 0 },
+  );
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
   const admission = admissionOf(config, loop);
@@ -113,7 +115,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   // Each loop its own process id in the snowflake (loops/event-loops.ts).
   const ids = new DisaggIdAllocator(config.nodeId, { processId: (config.processId + (loop?.index ?? 0)) % 64 });
   const traffic = dashboard ?? loop?.traffic;
-  const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic });
+  const clients = new Clients(config);
+  const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic, clients });
   const handoffs = new HandoffSettler({ settings: config, placement, ids, logger, workerFetch, bodyCodec }, (reason, settled) =>
     metrics.handoffSettled(reason, settled),
   );
@@ -133,6 +136,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     settings: config,
     requests,
     ends: requests.ends,
+    clients,
     bodyLimits: { maxBytes: config.maxBodyBytes, minBytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyGraceMs },
     get draining() {
       return requests.draining;

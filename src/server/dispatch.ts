@@ -1,3 +1,4 @@
+import type { Clients } from "../request/client-address.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { asProxyError, bodyTooLarge, ProxyError } from "../errors.ts";
 import { openAiErrorResponse } from "../routes/errors.ts";
@@ -35,6 +36,8 @@ export interface DispatchDeps extends RouteDeps {
   readonly clientKeys: ClientKeys | undefined;
   /** Where a request refused before it had a context is counted and logged. */
   readonly ends: Pick<RequestEnds, "rejected">;
+  /** Who sends each request: its connection is noted here, for its log line. */
+  readonly clients: Clients;
 }
 
 /** path → its methods. Paths are matched without the query string; a key ending in `/*` takes every path under it. */
@@ -63,6 +66,7 @@ export function createDispatch(app: DispatchDeps, routes: RouteTable, options: D
     const route = routeOf(routes, path);
     const entry = route === undefined ? undefined : routes[route];
     const handler = entry?.methods[request.method];
+    app.clients.note(request, connection.peer);
     try {
       // RFC 9112 §3.2: a request with more than one Host is a 400. The runtime joins them with a comma, which no host name holds.
       if (request.headers.get("host")?.includes(",") === true)
@@ -78,7 +82,7 @@ export function createDispatch(app: DispatchDeps, routes: RouteTable, options: D
       connection.restoreIfLifted();
       const error = asProxyError(thrown);
       // Unknown paths share one label: a label per scanned URL would grow without bound.
-      app.ends.rejected(route ?? "unmatched", path, error, thrown);
+      app.ends.rejected(route ?? "unmatched", path, error, thrown, app.clients.of(request));
       const answer = (entry?.renderError ?? openAiErrorResponse)(error);
       // RFC 9110 §15.5.6: a 405 lists the methods the target supports.
       if (entry && error.code === "METHOD_NOT_ALLOWED") answer.headers.set("allow", Object.keys(entry.methods).join(", "));

@@ -158,6 +158,16 @@ export const SERVE_EDGE_OPTIONS = [
   },
   {
     section: "serve",
+    name: "trusted-proxy",
+    key: "trustedProxies",
+    kind: "list",
+    arg: "CIDR",
+    repeatable: true,
+    description:
+      "A network of proxies in front of this one (a load balancer): from them, the request log's client is the address X-Forwarded-For names (a comma list)",
+  },
+  {
+    section: "serve",
     name: "allowed-host",
     key: "allowedHosts",
     kind: "list",

@@ -1,0 +1,66 @@
+/**
+ * Who sent a request, for its log line: the peer's address, or, when the peer is one of the
+ * --trusted-proxy networks, the address it forwarded (X-Forwarded-For, read right to left past
+ * every trusted hop, as nginx's real_ip_recursive does); and the client's User-Agent.
+ */
+
+import { addressBytes, inNetwork, parseNetwork, type Network } from "../security/networks.ts";
+
+/** An X-Forwarded-For longer than this is not read (its hops beyond are a client's word anyway). */
+const MAX_FORWARDED_CHARS = 4096;
+/** A User-Agent is logged up to this many characters. */
+const MAX_USER_AGENT_CHARS = 256;
+
+export interface ClientFacts {
+  /** The client's address (IPv4-mapped IPv6 shown as IPv4); undefined when the runtime gave none. */
+  readonly address: string | undefined;
+  readonly userAgent: string | undefined;
+}
+
+/** The networks a forwarding proxy may be in (--trusted-proxy), given as CIDRs or addresses (checked at start-up). */
+export type ClientSettings = { readonly trustedProxies: readonly string[] };
+
+/** The requests of one event loop and the peer of each (looked up only when asked, while the request lives). */
+export class Clients {
+  readonly #trusted: readonly Network[];
+  readonly #peers = new WeakMap<Request, () => string | undefined>();
+
+  constructor(settings: ClientSettings) {
+    this.#trusted = settings.trustedProxies.flatMap((text) => parseNetwork(text) ?? []);
+  }
+
+  /** The front door notes each request's connection (server/dispatch.ts). */
+  note(request: Request, peer: () => string | undefined): void {
+    this.#peers.set(request, peer);
+  }
+
+  of(request: Request): ClientFacts {
+    const peer = this.#peers.get(request)?.();
+    const userAgent = request.headers.get("user-agent")?.slice(0, MAX_USER_AGENT_CHARS) ?? undefined;
+    return { address: clientAddressOf(peer, request.headers.get("x-forwarded-for"), this.#trusted), userAgent };
+  }
+}
+
+/** The client's address: `peer` unless it is a trusted proxy; then the right-most forwarded hop that is not one. */
+export function clientAddressOf(peer: string | undefined, forwardedFor: string | null, trusted: readonly Network[]): string | undefined {
+  let address = peer === undefined ? undefined : shown(peer);
+  if (address === undefined || trusted.length === 0 || forwardedFor === null || forwardedFor.length > MAX_FORWARDED_CHARS) return address;
+  const hops = forwardedFor.split(",").map((hop) => hop.trim());
+  while (isTrusted(address, trusted)) {
+    const hop = hops.pop();
+    // A hop that is no address ends the walk: what the last trusted proxy saw is kept.
+    if (hop === undefined || addressBytes(hop) === undefined) return address;
+    address = shown(hop);
+  }
+  return address;
+}
+
+function isTrusted(address: string, trusted: readonly Network[]): boolean {
+  const bytes = addressBytes(address);
+  return bytes !== undefined && trusted.some((network) => inNetwork(network, bytes));
+}
+
+/** ::ffff:10.1.2.3 (an IPv4 peer on a dual-stack socket) as 10.1.2.3. */
+function shown(address: string): string {
+  return address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, "$1");
+}
