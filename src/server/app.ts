@@ -85,11 +85,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const placement = placementOf(config, logger, workerFetch, loop);
   const bodyCodec = config.workerMsgpack ? msgpackCodec() : JSON_CODEC;
   const requestTrace = config.requestTraceDir === undefined ? undefined : openRequestTrace(config.requestTraceDir, logger);
-  const metrics = createMetrics(
-    { workers: () => workerGauges(placement), models: () => modelGauges(placement), requestTrace: () => requestTrace?.counts() },
-    // The process's own figures come from its main event loop only (extra loops' are summed in).
-    { processMetrics: (loop?.index ?? 0) === 0 },
-  );
+  const metrics = metricsOf(placement, requestTrace, loop);
   // GET /v1/models's `created`, as a worker gives its start time (seconds).
   const startedAt = Math.floor(Date.now() / 1000);
   const admission = admissionOf(config, loop);
@@ -193,6 +189,15 @@ function placementOf(config: ProxyConfig, logger: Logger, workerFetch: WorkerFet
         ? logger.info("worker reports its load", { worker: origin })
         : logger.warn("worker reports no load (GET /prometheus/metrics): its requests are counted by this proxy alone", { worker: origin }),
   });
+}
+
+/** The Prometheus metrics, their gauges read from placement and the request trace at scrape time. */
+function metricsOf(placement: Placement, requestTrace: RequestTraceWriter | undefined, loop: LoopShare | undefined): ProxyMetrics {
+  return createMetrics(
+    { workers: () => workerGauges(placement), models: () => modelGauges(placement), requestTrace: () => requestTrace?.counts() },
+    // The process's own figures come from its main event loop only (extra loops' are summed in).
+    { processMetrics: (loop?.index ?? 0) === 0 },
+  );
 }
 
 /** Perf metrics and spans; /perf_metrics also asks the workers for theirs. */
