@@ -3,6 +3,7 @@ import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import { ListenError } from "../server/listener.ts";
 import { startCoordinator, type RunningCoordinator } from "./run.ts";
+import { removeStaleSocket } from "./stale-socket.ts";
 
 /** What `coordinator` was started with. */
 export interface CoordinatorCommand {
@@ -30,6 +31,8 @@ export async function runCoordinator(run: CoordinatorRun): Promise<void> {
   const { config } = command;
   for (const note of command.notes) logger[note.level](note.text);
   for (const warning of command.warnings) logger.warn(warning);
+  if (command.socketPath !== undefined && (await removeStaleSocket(command.socketPath)))
+    logger.warn("removed the socket file of a coordinator that did not stop (nothing listened on it)", { socket: command.socketPath });
   let coordinator: RunningCoordinator;
   try {
     coordinator = startCoordinator(

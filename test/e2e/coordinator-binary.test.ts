@@ -6,7 +6,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isMsgpackMap } from "../../src/json/msgpack-read.ts";
@@ -85,5 +85,23 @@ describe("the compiled binary runs the coordinator", () => {
     expect((await post("/finish", encodeFinishRequest({ role: "generation", reqId, success: true }))).status).toBe(200);
     coordinator.child.kill("SIGTERM");
     expect(await coordinator.child.exited).toBe(0);
+  }, 30_000);
+
+  test("killed (SIGKILL) with a unix: coordinator URL, it starts again on the socket file it left", async () => {
+    const socket = join(mkdtempSync(join(tmpdir(), "disagg-coordinator-uds-")), "coordinator.sock");
+    const udsYaml = `${yaml}.uds.yaml`;
+    writeFileSync(udsYaml, `${readFileSync(yaml, "utf8")}disagg_coordinator_url: "unix:${socket}"\n`);
+    const args = ["coordinator", "-c", udsYaml, "--port", "0", "--log-level", "info"];
+    const first = await spawnBinaryWithLog(args, children);
+    await first.log.until((line) => line.includes("all workers are ready"));
+    first.child.kill("SIGKILL");
+    await first.child.exited;
+    expect(existsSync(socket)).toBe(true);
+    const second = await spawnBinaryWithLog(args, children);
+    const lines = await second.log.until((line) => line.includes("all workers are ready"));
+    expect(lines.some((line) => line.includes("removed the socket file of a coordinator that did not stop"))).toBe(true);
+    expect((await fetch("http://localhost/health", { unix: socket })).status).toBe(200);
+    second.child.kill("SIGTERM");
+    expect(await second.child.exited).toBe(0);
   }, 30_000);
 });
