@@ -246,7 +246,7 @@ describe("hardening: what the probe and the soak found", () => {
       },
     };
     const keepAlive = new KeepAlive(keepAliveBound(DEFAULTS.serverKeepAliveTimeoutS));
-    const server = listen({ ...DEFAULTS, host: "127.0.0.1" }, 0, createDispatch(app, routes, { keepAlive }), logger);
+    const server = listen({ ...DEFAULTS, host: "127.0.0.1" }, 0, createDispatch(app, routes, keepAlive), logger);
     try {
       for (const path of ["/before", "/after"]) {
         const response = await fetch(`${server.url.origin}${path}`, { method: "POST", body: chat() });

@@ -53,14 +53,8 @@ export interface Dispatch {
   readonly keepAlive: KeepAlive;
 }
 
-export interface DispatchOptions {
-  readonly keepAlive: KeepAlive;
-  /** While true, every answer says `Connection: close` (an upgrade moves kept-alive clients to new connections). @default never */
-  readonly closeConnections?: () => boolean;
-}
-
-export function createDispatch(app: DispatchDeps, routes: RouteTable, options: DispatchOptions): Dispatch {
-  const { keepAlive, closeConnections = () => false } = options;
+/** `keepAlive`: the idle bound of the server's connections, and whether answers close them (an upgrade's old side). */
+export function createDispatch(app: DispatchDeps, routes: RouteTable, keepAlive: KeepAlive): Dispatch {
   const handle = async (request: Request, connection: HeldConnection): Promise<Response> => {
     const path = pathOf(request);
     const route = routeOf(routes, path);
@@ -93,7 +87,7 @@ export function createDispatch(app: DispatchDeps, routes: RouteTable, options: D
     keepAlive,
     fetch: (request, server) => {
       const answer = handle(request, keepAlive.connectionOf(request, server));
-      return closeConnections() ? withConnectionClose(answer) : answer;
+      return keepAlive.closing ? withConnectionClose(answer) : answer;
     },
   };
 }

@@ -45,9 +45,20 @@ export interface HeldConnection extends Connection {
 export class KeepAlive {
   readonly bound: KeepAliveBound;
   #lastRequestAt = 0;
+  #closing = false;
 
   constructor(bound: KeepAliveBound) {
     this.bound = bound;
+  }
+
+  /** Once true, every answer says `Connection: close` (an upgrade moves kept-alive clients to new connections). */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** From now on every answer closes its connection after it. */
+  closeConnections(): void {
+    this.#closing = true;
   }
 
   /** performance.now() at the latest request's start. */

@@ -81,9 +81,8 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
   const app = createApp(config, logger, appVersion, { loop: options.loop, boundPort: () => servers[0]?.port, discovery: () => discovery });
   const allowed = (access: RouteEntry["access"], request: Request): boolean => mayCall(app, access, request);
   const routes = routesOf(app, allowed, options.loop);
-  let closingConnections = false;
   const keepAlive = new KeepAlive(keepAliveBound(config.serverKeepAliveTimeoutS, options.idleTimeoutS));
-  const dispatch = createDispatch(app, routes, { keepAlive, closeConnections: () => closingConnections });
+  const dispatch = createDispatch(app, routes, keepAlive);
   const listenerSettings = { ...config, exclusivePort: options.exclusivePort };
   if (options.deferListen !== true) servers.push(listen(listenerSettings, config.port, dispatch, logger));
   const current = (): Bun.Server<undefined> => {
@@ -159,7 +158,7 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       await stop();
     },
     handOver(timeoutMs) {
-      closingConnections = true;
+      keepAlive.closeConnections();
       return handedOver(app, logger, servers, timeoutMs, stop);
     },
     registrations: () => app.clusterStorage?.store.handOver() ?? [],
