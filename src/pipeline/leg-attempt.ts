@@ -68,6 +68,7 @@ export class LegAttempt {
         plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.settings.requestTimeoutMs,
       maxAnswerBytes: deps.settings.maxAnswerBytes,
       fetch: deps.workerFetch,
+      deadlines: deps.deadlines,
       headers,
       ...(fresh ? { fresh } : {}),
     };

@@ -1,3 +1,4 @@
+import type { Deadlines } from "../deadline-wheel.ts";
 import type { FirstRead } from "../bytes.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { JsonObject } from "../json/json.ts";
@@ -87,4 +88,6 @@ export interface PipelineDeps {
   readonly bodyCodec?: BodyCodec;
   /** Claims the hand-offs of requests that ended before their generation leg did (none: left to the workers' timeout). */
   readonly handoffs?: HandoffSettler | undefined;
+  /** The worker calls' deadlines, on one timer (none: a timer per call). */
+  readonly deadlines?: Deadlines | undefined;
 }

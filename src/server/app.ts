@@ -1,4 +1,5 @@
 import { Clients } from "../request/client-address.ts";
+import { DeadlineWheel } from "../deadline-wheel.ts";
 import { hostname } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { DashboardRecorder } from "../dashboard/recorder.ts";
@@ -121,6 +122,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     ids,
     logger,
     workerFetch,
+    deadlines: new DeadlineWheel(),
     bodyCodec,
     handoffs,
     telemetry,

@@ -14,6 +14,7 @@ import {
   workerHttpError,
 } from "./answers.ts";
 import type { Role } from "../config/types.ts";
+import type { Deadlines } from "../deadline-wheel.ts";
 
 export interface WorkerPost {
   readonly role: Role;
@@ -39,6 +40,8 @@ export interface WorkerPost {
   readonly onAnswer?: (() => void) | undefined;
   /** On a connection of its own, never a pooled one (the retry of a request a reused connection lost). */
   readonly fresh?: boolean | undefined;
+  /** Where `timeoutMs` is kept: the process's shared wheel; absent, a timer of the call's own. */
+  readonly deadlines?: Deadlines | undefined;
 }
 
 export interface JsonAnswer {
@@ -74,7 +77,7 @@ function decodeAnswer(bytes: Uint8Array): string {
 
 /** POSTs a non-streamed request and returns the worker's JSON answer, or throws a ProxyError. */
 export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
-  const deadline = new Deadline(post.timeoutMs);
+  const deadline = new Deadline(post.timeoutMs, post.deadlines);
   const response = await send(post, deadline);
   post.onAnswer?.();
   try {
@@ -105,7 +108,7 @@ export interface RawAnswer {
 
 /** Calls a worker's non-model route (/v1/models, count_tokens); the caller judges the status. */
 export async function fetchAnswer(post: WorkerPost): Promise<RawAnswer> {
-  const deadline = new Deadline(post.timeoutMs);
+  const deadline = new Deadline(post.timeoutMs, post.deadlines);
   try {
     const response = await send(post, deadline);
     const body = await readBounded(response, post.maxAnswerBytes);
@@ -120,7 +123,7 @@ export async function fetchAnswer(post: WorkerPost): Promise<RawAnswer> {
 /** POSTs a streamed request and returns the worker's SSE response once its headers arrived. */
 export async function postForStream(post: WorkerPost): Promise<Response> {
   // Only the wait for headers is bounded here: the relay bounds silence, never length.
-  const deadline = new Deadline(post.timeoutMs);
+  const deadline = new Deadline(post.timeoutMs, post.deadlines);
   const response = await send(post, deadline).finally(() => deadline.clear());
   if (response.status >= 400 || !isEventStream(response)) {
     const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((error: unknown) => {
@@ -134,13 +137,18 @@ export async function postForStream(post: WorkerPost): Promise<Response> {
   return response;
 }
 
-/** A timeout that can be cleared, unlike AbortSignal.timeout. */
+/** A timeout that can be cleared, unlike AbortSignal.timeout: on the shared wheel when there is one. */
 class Deadline {
   readonly #controller = new AbortController();
-  readonly #timer: Timer;
+  readonly #clear: () => void;
 
-  constructor(ms: number) {
-    this.#timer = setTimeout(() => this.#controller.abort(new DOMException("Timed out", "TimeoutError")), ms);
+  constructor(ms: number, deadlines: Deadlines | undefined) {
+    const fire = (): void => this.#controller.abort(new DOMException("Timed out", "TimeoutError"));
+    if (deadlines !== undefined) this.#clear = deadlines.schedule(ms, fire);
+    else {
+      const timer = setTimeout(fire, ms);
+      this.#clear = () => clearTimeout(timer);
+    }
   }
 
   get signal(): AbortSignal {
@@ -148,7 +156,7 @@ class Deadline {
   }
 
   clear(): void {
-    clearTimeout(this.#timer);
+    this.#clear();
   }
 }
 
