@@ -125,6 +125,65 @@ describe("the coordinator owns discovery", () => {
   });
 });
 
+describe("replicas of a coordinator that owns the HTTP cluster storage", () => {
+  test("list the workers registered at the coordinator (its /cluster_info), serve through them, and drop one that leaves", async () => {
+    const port = freePort();
+    const endpoint = `http://127.0.0.1:${port}`;
+    const discovery = {
+      kind: "cluster",
+      storage: "http",
+      endpoint,
+      clusterName: "owned",
+      minimalContext: 1,
+      minimalGeneration: 1,
+      leaseTtlMs: 2000,
+    } as const;
+    const base: ProxyConfig = {
+      ...DEFAULTS,
+      host: "127.0.0.1",
+      port: 0,
+      contextServers: [],
+      generationServers: [],
+      generationRouter: "conversation",
+      discovery,
+      serverStartTimeoutMs: 50,
+      healthCheckIntervalMs: 50,
+      configFile: undefined,
+      nodeId: 1,
+    };
+    const coordinator = startCoordinator(base, { port, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
+    running.push(() => coordinator.stop());
+    const register = (): ReturnType<typeof httpRegistrar> =>
+      httpRegistrar({ uri: endpoint, clusterName: "owned", heartbeatMs: 200, ttlMs: 1000, logger: silentLogger, retryMs: 100 });
+    const context = startEmulatedWorker({ role: "context", register: register() });
+    const generation = startEmulatedWorker({ role: "generation", register: register() });
+    running.push(() => Promise.all([context.stop(), generation.stop()]).then(() => undefined));
+    const logger = memoryLogger();
+    const replica = startProxy({ ...base, disaggCoordinatorUrl: endpoint, serverStartTimeoutMs: 5000, nodeId: 5 }, logger, "test");
+    running.unshift(() => replica.stop());
+    await eventually(
+      async () => (await fetch(`${replica.url.origin}/health`)).status === 200,
+      5000,
+      "the replica lists the registered workers",
+    );
+    const answer = await fetch(`${replica.url.origin}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": "conv-owned" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
+    });
+    expect(answer.status).toBe(200);
+    await answer.text();
+    await eventually(() => logger.records.some((r) => r["msg"] === "request" && r["placed_by"] !== undefined), 2000, "the request line");
+    expect(logger.records.find((r) => r["msg"] === "request")?.["placed_by"]).toBe("context:local generation:coordinator");
+    await generation.stop();
+    await eventually(
+      async () => (await fetch(`${replica.url.origin}/health`)).status === 503,
+      5000,
+      "the replica drops the worker that left",
+    );
+  });
+});
+
 describe("the coordinator owns etcd discovery", () => {
   test("workers registering in etcd (disagg_cluster etcd://) join its pool and are placed on", async () => {
     await using etcd = await startEtcd();

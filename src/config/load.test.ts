@@ -143,6 +143,9 @@ max_retires: 2
       "disagg_cluster.cluster_uri http://head:8000 names port 8000, but this proxy serves its cluster storage on port 9000: workers given that URI will not reach it",
     ]);
     expect(loadConfig({ configFile: "d.yaml", port: 0 }, deps({ "d.yaml": yaml })).warnings).toEqual([]);
+    // With a coordinator the storage is the coordinator's, on the URI's port: nothing to warn about.
+    const fleet = `port: 8001\ndisagg_coordinator_url: "http://head:8000"\ndisagg_cluster: { cluster_uri: "http://head:8000" }\n`;
+    expect(loadConfig({ configFile: "d.yaml" }, deps({ "d.yaml": fleet })).warnings).toEqual([]);
   });
 
   test("flags override the YAML, key by key", () => {

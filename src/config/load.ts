@@ -254,7 +254,9 @@ function warningsOf(file: TrtllmYaml | undefined, config: ProxyConfig, noRetry: 
  */
 function clusterPortMismatch(config: ProxyConfig): string | undefined {
   const discovery = config.discovery;
-  if (discovery?.kind !== "cluster" || discovery.storage !== "http" || config.port === 0) return undefined;
+  // With a coordinator the storage is the coordinator's (disagg-proxy coordinator listens on the URI's port).
+  if (discovery?.kind !== "cluster" || discovery.storage !== "http" || config.port === 0 || config.disaggCoordinatorUrl !== undefined)
+    return undefined;
   const uri = new URL(discovery.endpoint);
   const port = uri.port === "" ? (uri.protocol === "https:" ? 443 : 80) : Number(uri.port);
   if (port === config.port) return undefined;

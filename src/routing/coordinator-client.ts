@@ -4,8 +4,7 @@
  * as upstream's CoordinatorDelegatingRouter does (tensorrt_llm/serve/router.py, id 54957247436;
  * tensorrt_llm/serve/disagg_coordinator.py @ 0186c597). Unlike upstream, an unreachable
  * coordinator is not an outage: the caller places on its own routers, one warning says so, and
- * a probe every `timeoutMs` brings placement back to the coordinator once it answers
- * (docs/cluster.md, "One routing brain").
+ * a probe every `timeoutMs` brings placement back once it answers (docs/cluster.md, "One routing brain").
  */
 
 import type { Role } from "../config/types.ts";
@@ -123,14 +122,20 @@ export class CoordinatorClient {
 
   /** undefined when /cluster_info answered and was read, else what went wrong. */
   async #syncClusterInfo(): Promise<string | undefined> {
+    const info = await this.clusterInfo();
+    if (typeof info !== "string") this.#events.onClusterInfo?.(info);
+    return typeof info === "string" ? info : undefined;
+  }
+
+  /** GET /cluster_info read, or what went wrong. */
+  async clusterInfo(): Promise<ClusterInfo | string> {
     try {
       const response = await this.#call("GET", "/cluster_info", undefined, this.#settings.timeoutMs);
       const answer = await this.#answerOf(response);
       if (response.status !== 200) return `GET /cluster_info answered ${response.status}`;
       const info = answer === undefined ? undefined : readClusterInfo(answer);
       if (info === undefined || isRefusal(info)) return "GET /cluster_info answered no cluster info";
-      this.#events.onClusterInfo?.(info);
-      return undefined;
+      return info;
     } catch (error) {
       return messageOf(error);
     }

@@ -241,6 +241,8 @@ function clientKeysOf(config: ProxyConfig): { current(): ClientKeys | undefined;
 
 function clusterStorageOf(config: ProxyConfig, logger: Logger, metrics: ProxyMetrics): App["clusterStorage"] {
   if (config.discovery?.kind !== "cluster" || config.discovery.storage !== "http") return undefined;
+  // With a coordinator, workers register there (it serves the storage, as upstream's); this replica lists what it lists.
+  if (config.disaggCoordinatorUrl !== undefined) return undefined;
   const onStall = (ms: number): void => {
     logger.warn("the proxy stalled: cluster storage TTLs extended by the stall", { stall_ms: Math.round(ms) });
     metrics.storeStalled(ms / 1000);

@@ -10,6 +10,7 @@ import {
 import type { Logger } from "../observability/logger.ts";
 import { workerAddressRefusal, type WorkerAddressRules } from "../security/worker-address.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
+import { coordinatorListDiscovery, type CoordinatorListSettings } from "./coordinator-discovery.ts";
 
 /** A started discovery: its connection state, and disagg_cluster's registered workers (upstream's current_workers). */
 export type RunningDiscovery = Discovery & { registered?(): RegisteredWorker[] };
@@ -28,8 +29,11 @@ export function startDiscovery(
   changed: () => void,
   logger: Logger,
   addressRules: WorkerAddressRules,
+  coordinator?: CoordinatorListSettings,
 ): RunningDiscovery {
-  const discovery = discoveryOf(config, store, logger);
+  // A replica whose coordinator owns the HTTP cluster storage lists what the coordinator lists.
+  const ownedByCoordinator = config.kind === "cluster" && config.storage === "http" && coordinator !== undefined;
+  const discovery = ownedByCoordinator ? coordinatorListDiscovery(coordinator) : discoveryOf(config, store, logger);
   discovery
     .start((event) => {
       const refusal = event.kind === "add" ? workerAddressRefusal(event.origin, addressRules) : undefined;

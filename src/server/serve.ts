@@ -107,9 +107,19 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     ownPort: servers[0]?.port ?? config.port,
     ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]),
   };
+  const client = app.placement.coordinator?.client;
+  const coordinatorLists = client && { clusterInfo: () => client.clusterInfo(), intervalMs: config.healthCheckIntervalMs };
   if (options.registrations !== undefined) app.clusterStorage?.store.adopt(options.registrations);
   if (config.discovery !== undefined)
-    discovery = startDiscovery(config.discovery, app.clusterStorage?.store, app.placement.pool, workersChanged, logger, addressRules);
+    discovery = startDiscovery(
+      config.discovery,
+      app.clusterStorage?.store,
+      app.placement.pool,
+      workersChanged,
+      logger,
+      addressRules,
+      coordinatorLists,
+    );
   dashboard?.start();
   if (app.clusterStorage !== undefined)
     logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
