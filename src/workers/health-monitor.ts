@@ -43,6 +43,8 @@ export class HealthMonitor {
   readonly #streaks = new Map<string, Streak>();
   /** Origins whose check is under way: rounds overlap (a change of the worker list starts one at once, beside the periodic one). */
   readonly #checking = new Set<string>();
+  /** Who waits for the end of the next round (the start-up wait). */
+  readonly #roundWaiters: (() => void)[] = [];
   /** Origins that joined rotation once: a later join is a return. */
   readonly #joinedOnce = new Set<string>();
   readonly #fetch: WorkerFetch;
@@ -62,6 +64,12 @@ export class HealthMonitor {
     const listed = new Set(origins);
     for (const origin of this.#streaks.keys()) if (!listed.has(origin)) this.#streaks.delete(origin);
     await Promise.all(origins.map((origin) => this.#check(origin, signal)));
+    for (const resolve of this.#roundWaiters.splice(0)) resolve();
+  }
+
+  /** Resolves when the next round ends (a changed worker list starts one: registrations handed over, discovered). */
+  nextRound(): Promise<void> {
+    return new Promise((resolve) => this.#roundWaiters.push(resolve));
   }
 
   async #check(origin: string, signal: AbortSignal): Promise<void> {

@@ -33,7 +33,11 @@ export async function waitForWorkers(
     if (config.discovered) logger.info(`waiting for workers to register: ${missingText(pool)}`);
     const left = deadline - performance.now();
     if (left <= 0) break;
-    await delay(Math.min(config.serverStartPollMs, left), signal);
+    // Until the next poll, or sooner when another round ends: registrations handed over by the
+    // process taking over (or discovered) start one, and waiting out the poll cost 3 s of take-over.
+    const waited = new AbortController();
+    await Promise.race([delay(Math.min(config.serverStartPollMs, left), AbortSignal.any([signal, waited.signal])), monitor.nextRound()]);
+    waited.abort();
   }
   // Stopped (a signal during start-up): not a timeout, nothing to warn about.
   if (signal.aborted) return pool.isReady();
