@@ -17,6 +17,9 @@ export function withLoops(proxy: RunningProxy, loops: EventLoops): RunningProxy 
     reloadTls: () => proxy.reloadTls(),
     registrations: () => proxy.registrations(),
     adoptRegistrations: (items) => proxy.adoptRegistrations(items),
+    // The HTTP cluster storage is served by one event loop only (config/load.ts).
+    forwardStorage: (forward) => proxy.forwardStorage(forward),
+    storageCall: (call) => proxy.storageCall(call),
     replaceWorkers(context, generation) {
       const changes = proxy.replaceWorkers(context, generation);
       // Each extra loop also re-reads its TLS files and client keys on this message.

@@ -17,6 +17,7 @@ import { lstatSync, rmSync, type Stats } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { isJsonObject } from "../json/json.ts";
+import type { StorageCall } from "../routes/deps.ts";
 import { fileDistrust } from "../security/private-paths.ts";
 
 /** Registrations of a full cluster store fit (10,000 keys of a few hundred bytes); a larger reply ends the connection. */
@@ -35,10 +36,16 @@ export interface ControlLimits {
 /** The start of the one line a full holder writes before it closes a connection. */
 const BUSY = "busy";
 
-export const CONTROL_LIMITS: ControlLimits = { connections: 8, requestBytes: 64 * 1024, idleMs: 10_000 };
+/** A forwarded /set (a 64 KiB value, escaped in a JSON string) fits a request line. */
+export const CONTROL_LIMITS: ControlLimits = { connections: 8, requestBytes: 256 * 1024, idleMs: 10_000 };
 
 /** A release names the process that is to serve the port: the holder lets go only if that process listens on it. */
-export type ControlRequest = { readonly op: "hello" } | { readonly op: "state" } | { readonly op: "release"; readonly pid?: number };
+export type ControlRequest =
+  | { readonly op: "hello" }
+  | { readonly op: "state" }
+  | { readonly op: "release"; readonly pid?: number }
+  /** A cluster storage call the process taking the port over received (routes/cluster-storage.ts, forwarded). */
+  | { readonly op: "storage"; readonly call: StorageCall };
 export type ControlHandler = (request: ControlRequest) => Promise<Record<string, unknown>>;
 
 export function controlSocketPath(runtimeDir: string, port: number): string {
@@ -72,8 +79,19 @@ function lineReader(socket: net.Socket, maxBytes: number, onMessage: (message: u
 
 function isRequest(message: unknown): message is ControlRequest {
   if (!isJsonObject(message)) return false;
-  const { op, pid } = message;
+  const { op, pid, call } = message;
+  if (op === "storage") return isStorageCall(call);
   return op === "hello" || op === "state" || (op === "release" && (pid === undefined || typeof pid === "number"));
+}
+
+function optionalText(value: unknown): boolean {
+  return value === undefined || typeof value === "string";
+}
+
+function isStorageCall(call: unknown): call is StorageCall {
+  if (!isJsonObject(call)) return false;
+  const { method, target, body, from } = call;
+  return typeof method === "string" && typeof target === "string" && target.startsWith("/") && optionalText(body) && optionalText(from);
 }
 
 export interface ControlServer {

@@ -58,6 +58,8 @@ export function controlHandler(side: OldSide): ControlHandler {
   return (request) => {
     if (request.op === "hello") return Promise.resolve({ ...side.info });
     if (request.op === "state") return Promise.resolve({ registrations: side.proxy.registrations() });
+    // Until this process answers the release, it holds the registrations: the successor asks it.
+    if (request.op === "storage") return side.proxy.storageCall(request.call).then((answer) => ({ ...answer }));
     // One release is decided at a time: of two successors asking at once, one gets the port.
     const decision = deciding.then(() => decide(request.pid));
     deciding = decision;

@@ -36,8 +36,15 @@ export async function takeOverOnceReady(steps: TakeOverSteps, workersReady: bool
     });
     return "abandoned";
   }
+  // From listening beside it until its release's answer, the old process holds the registrations:
+  // cluster storage calls go to it; one it can no longer answer waits for the handed items.
+  const { promise: adopted, resolve: handedOver } = Promise.withResolvers<undefined>();
+  steps.proxy.forwardStorage((call) => predecessor.storage(call).catch(() => adopted));
   await steps.listen();
-  const lost = await releaseAndHold(steps);
+  const lost = await releaseAndHold(steps).finally(() => {
+    steps.proxy.forwardStorage(undefined);
+    handedOver(undefined);
+  });
   if (lost !== undefined) {
     steps.logger.error(`${lost.what}; this one stops listening, drains and exits`, { old_pid: predecessor.info.pid, reason: lost.reason });
     return "left";

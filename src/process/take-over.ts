@@ -12,6 +12,7 @@
  * are take-over-ready.ts; the old process's side is port-release.ts.
  */
 
+import type { StorageAnswer, StorageCall } from "../routes/deps.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { HandedItem } from "../discovery/index.ts";
 import {
@@ -37,6 +38,8 @@ export interface Predecessor {
    * meanwhile. Rejects with ReleaseRefused when it answered no.
    */
   release(): Promise<HandedItem[]>;
+  /** A cluster storage call answered by it (it holds the registrations until it answers the release). */
+  storage(call: StorageCall): Promise<StorageAnswer>;
 }
 
 export type PortClaim =
@@ -177,6 +180,15 @@ function predecessorOf(path: string, info: ProcessInfo, registrations: HandedIte
       if (reply["released"] !== true)
         throw new ReleaseRefused(`the old process (pid ${info.pid}) kept the port: ${JSON.stringify(reply["error"] ?? "no reason given")}`);
       return handedItems(reply["registrations"]);
+    },
+    async storage(call) {
+      const holder = await connectControlSocket(path);
+      if (holder === undefined) throw new Error(`nobody holds ${path} any more`);
+      const reply = await holder.request({ op: "storage", call }, CONTROL_TIMEOUT_MS).finally(() => holder.close());
+      const { status, body } = reply;
+      if (typeof status !== "number" || typeof body !== "string")
+        throw new Error(`the old process answered ${JSON.stringify(reply).slice(0, 200)}`);
+      return { status, body };
     },
   };
 }

@@ -13,7 +13,7 @@
 
 import type { JsonObject } from "../json/json.ts";
 import { STORE_LIMITS, StoreFullError, type ClusterStore } from "../discovery/index.ts";
-import type { Connection, RouteDeps } from "./deps.ts";
+import type { Connection, RouteDeps, StorageAnswer, StorageCall, StorageHolder } from "./deps.ts";
 import { readClientBody } from "./client-body.ts";
 import { crossSiteReason, isJsonContentType } from "../security/browser-guard.ts";
 import type { ProxyError } from "../errors.ts";
@@ -86,8 +86,65 @@ function guarded(handler: StorageHandler) {
     if ((request.method === "POST" || type !== null) && !isJsonContentType(type)) {
       return refuse(`Content-Type ${(type ?? "none").slice(0, 100)}`, 415, "Unsupported Media Type: the body must be application/json");
     }
-    return handler(storage.store, request, deps, address);
+    const forward = storage.holder?.forward;
+    if (forward === undefined) return handler(storage.store, request, deps, address);
+    return forwarded(forward, request, deps, address, handler);
   };
+}
+
+/**
+ * While this process takes the port over, the one it replaces holds the registrations: a call
+ * is answered there (a heartbeat for a key registered with it meanwhile would get 400 here);
+ * here only when it let go of them meanwhile (its answer undefined).
+ */
+async function forwarded(
+  forward: NonNullable<StorageHolder["forward"]>,
+  request: Request,
+  deps: StorageDeps,
+  from: string | undefined,
+  handler: StorageHandler,
+): Promise<Response> {
+  const url = new URL(request.url, "http://storage");
+  const body =
+    request.method === "POST"
+      ? JSON.stringify(await readClientBody(request, { ...deps.bodyLimits, maxBytes: MAX_SET_BODY_BYTES }))
+      : undefined;
+  const call: StorageCall = { method: request.method, target: url.pathname + url.search, body, from };
+  const answer = await forward(call);
+  if (answer !== undefined) return new Response(answer.body, { status: answer.status, headers: { "content-type": "application/json" } });
+  const store = deps.clusterStorage?.store;
+  return store === undefined ? Response.json({ detail: "Not Found" }, { status: 404 }) : handler(store, callRequest(call), deps, from);
+}
+
+function callRequest(call: StorageCall): Request {
+  const headers: Record<string, string> = call.body === undefined ? {} : { "content-type": "application/json" };
+  return new Request(`http://storage${call.target}`, {
+    method: call.method,
+    headers,
+    ...(call.body === undefined ? {} : { body: call.body }),
+  });
+}
+
+const HANDLERS: Readonly<Record<string, StorageHandler>> = {
+  "/set": set,
+  "/get": get,
+  "/expire": expire,
+  "/get_prefix": getPrefix,
+  "/delete": remove,
+};
+
+/** A call another process forwarded (it checked the caller): answered from this process's store. */
+export async function answerStorageCall(deps: StorageDeps, call: StorageCall): Promise<StorageAnswer> {
+  const store = deps.clusterStorage?.store;
+  const handler = HANDLERS[new URL(call.target, "http://storage").pathname];
+  if (store === undefined || handler === undefined) return { status: 404, body: JSON.stringify({ detail: "Not Found" }) };
+  try {
+    const response = await handler(store, callRequest(call), deps, call.from);
+    return { status: response.status, body: await response.text() };
+  } catch (error) {
+    const status = error instanceof Error && "status" in error && typeof error.status === "number" ? error.status : 500;
+    return { status, body: JSON.stringify({ detail: error instanceof Error ? error.message : String(error) }) };
+  }
 }
 
 async function set(store: ClusterStore, request: Request, deps: StorageDeps, from: string | undefined): Promise<Response> {

@@ -62,6 +62,31 @@ export interface RouteDeps {
 export interface ClusterStorageDeps {
   readonly store: ClusterStore;
   readonly access: ClusterAccess;
+  /** Who holds the registrations: this process, or while it takes the port over, the one it replaces. */
+  readonly holder?: StorageHolder;
+}
+
+/** One cluster storage call as it came (after its caller was checked), to be answered by the process holding the registrations. */
+export interface StorageCall {
+  readonly method: string;
+  /** Path and query, e.g. `/expire?key=k&ttl=10`. */
+  readonly target: string;
+  readonly body?: string | undefined;
+  /** The caller's address (a registration remembers it). */
+  readonly from?: string | undefined;
+}
+
+export interface StorageAnswer {
+  readonly status: number;
+  readonly body: string;
+}
+
+/**
+ * While set, each call goes to the process that holds the registrations (the one this process
+ * takes the port over from, process/take-over-ready.ts); its answer undefined: answer here.
+ */
+export interface StorageHolder {
+  forward: ((call: StorageCall) => Promise<StorageAnswer | undefined>) | undefined;
 }
 
 /**

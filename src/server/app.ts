@@ -20,7 +20,7 @@ import { Requests } from "../request/requests.ts";
 import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
 import { Coordination } from "../routing/coordination.ts";
-import type { RouteDeps, RouteSettings } from "../routes/deps.ts";
+import type { ClusterStorageDeps, RouteDeps, RouteSettings } from "../routes/deps.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
@@ -51,7 +51,7 @@ export interface App extends RouteDeps, PipelineDeps {
   /** Client keys; undefined when client authentication is off. */
   readonly clientKeys: ClientKeys | undefined;
   /** Upstream's HTTP cluster storage, served here when disagg_cluster.cluster_uri is http(s). */
-  readonly clusterStorage: { readonly store: ClusterStore; readonly access: ClusterAccess } | undefined;
+  readonly clusterStorage: ClusterStorageDeps | undefined;
   /** Which Host names the routes that check it answer to. */
   readonly hosts: HostCheck;
   /** SIGHUP: the key file is read again (a broken file keeps the old keys). */
@@ -248,7 +248,7 @@ function clusterStorageOf(config: ProxyConfig, logger: Logger, metrics: ProxyMet
     metrics.storeStalled(ms / 1000);
   };
   const access = new ClusterAccess({ allowFrom: config.clusterAllowFrom, key: config.clusterKey ?? config.internalAuthKey });
-  return { store: new ClusterStore({ onStall }), access };
+  return { store: new ClusterStore({ onStall }), access, holder: { forward: undefined } };
 }
 
 /**

@@ -1,3 +1,5 @@
+import { answerStorageCall } from "../routes/cluster-storage.ts";
+import type { StorageAnswer, StorageCall, StorageHolder } from "../routes/deps.ts";
 import { hostname, networkInterfaces } from "node:os";
 import type { ProxyConfig, Role } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -70,6 +72,10 @@ export interface RunningProxy {
    * first hand-over are added, those it no longer holds (deregistered meanwhile) removed.
    */
   adoptRegistrations(items: readonly HandedItem[]): { readonly added: number; readonly gone: number };
+  /** Sends every cluster storage call to `forward` (undefined: answers them itself again). */
+  forwardStorage(forward: StorageHolder["forward"]): void;
+  /** A call another process forwarded, answered from this one's cluster storage. */
+  storageCall(call: StorageCall): Promise<StorageAnswer>;
   /** Stops at once, dropping open connections. */
   stop(): Promise<void>;
 }
@@ -178,6 +184,10 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       const gone = store.forgetHandedExcept(new Set(items.map((item) => item.key)));
       return { added: store.adopt(items), gone };
     },
+    forwardStorage(forward) {
+      if (app.clusterStorage?.holder !== undefined) app.clusterStorage.holder.forward = forward;
+    },
+    storageCall: (call) => answerStorageCall(app, call),
     stop,
   };
 }
