@@ -19,7 +19,7 @@ afterEach(stopStarted);
 
 describe("the coordinator answers upstream's serving processes", () => {
   test("the e2e test's generation placement (conversation conv-e2e, msgpack) is answered with host:port, info and the req_id, sticks, and finishes", async () => {
-    const { url, generations, logs } = await setup();
+    const { url, contexts, generations, logs } = await setup();
     // tests/unittest/disaggregated/test_coordinator_e2e.py @ 2713ff6b: X-Session-ID conv-e2e on a conversation gen router;
     // router.py CoordinatorDelegatingRouter [id 54957247436] posts these bytes (Python msgpack, use_bin_type=True).
     const upstreamSelect = bytes(
@@ -32,7 +32,8 @@ describe("the coordinator answers upstream's serving processes", () => {
     expect(first.status).toBe(200);
     expect(first.type).toBe("application/msgpack");
     expect(generations.map(nameOf)).toContain(text(first.body["server"]));
-    expect(first.body["info"]).toEqual({ server_info: {} });
+    // Upstream's routers answer the worker's GET /server_info there (router.py _route: self._server_info.get(server, {})).
+    expect(first.body["info"]).toMatchObject({ server_info: { role: "generation", model: "emulated-model" } });
     expect(first.body["req_id"]).toBe((1n << 40n) + 42n);
     expect(logs.find((line) => line["msg"] === "coordinator placed")).toMatchObject({
       role: "generation",
@@ -60,6 +61,12 @@ describe("the coordinator answers upstream's serving processes", () => {
     expect(metrics).toContain('disagg_coordinator_finishes_total{role="generation",success="true",known="true"} 1');
     expect(metrics).toContain("disagg_coordinator_leases 3");
     expect(metrics).toMatch(/disagg_coordinator_worker_in_flight\{role="generation",worker="http:\/\/[^"]+"\} 3/);
+    // A generation_first serving process sends the context worker's disaggregated_params to generation
+    // (test_openai_disagg_service.py reads info["server_info"]["disaggregated_params"] of the context placement).
+    const contextPlaced = await select(url, { role: "context", routingKey: { kind: "none" }, reqId: 7n, excludeServer: undefined });
+    expect(contextPlaced.body["info"]).toMatchObject({
+      server_info: { disaggregated_params: { ctx_info_endpoint: contexts.map((worker) => worker.url) } },
+    });
   });
 
   test("cluster_info, health and version answer as upstream's client reads them", async () => {

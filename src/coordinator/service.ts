@@ -6,9 +6,17 @@
  */
 
 import type { ProxyConfig, Role, RouterType } from "../config/types.ts";
+import type { JsonObject, JsonValue } from "../json/json.ts";
 import { ProxyError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
-import { serverNameOf, TOKEN_HASH_ALGO, type FinishRequest, type SelectRequest, type WireMap } from "../routing/coordinator-wire.ts";
+import {
+  serverNameOf,
+  TOKEN_HASH_ALGO,
+  type FinishRequest,
+  type SelectRequest,
+  type WireMap,
+  type WireValue,
+} from "../routing/coordinator-wire.ts";
 import type { Placement, RoutedPlacement } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import { inRotation } from "../workers/worker-pool.ts";
@@ -187,14 +195,16 @@ export class CoordinatorService {
 
   /** What upstream's routers answer beside the server: server_info always, the cache match for kv_cache_aware. */
   #infoOf(role: Role, placed: RoutedPlacement, routing: RoutingRequest | undefined): WireMap {
-    if (this.#routerOf(role) !== "kv_cache_aware") return { server_info: {} };
+    // The worker's GET /server_info, as upstream's routers answer it: a generation_first serving process sends the context worker's disaggregated_params on.
+    const serverInfo = wireOf(placed.worker.serverInfo ?? {});
+    if (this.#routerOf(role) !== "kv_cache_aware") return { server_info: serverInfo };
     const hashes = routing?.knownBlocks?.tokens ?? [];
     return {
       block_hashes: hashes,
       hash_algo: TOKEN_HASH_ALGO,
       match_length: placed.matchedTokens,
       num_tokens: placed.totalTokens,
-      server_info: {},
+      server_info: serverInfo,
     };
   }
 
@@ -212,4 +222,18 @@ export class CoordinatorService {
 function originOf(server: string | undefined): string | undefined {
   if (server === undefined) return undefined;
   return server.includes("://") ? server.replace(/\/+$/, "") : `http://${server}`;
+}
+
+/** A worker's JSON as MessagePack: an integer beyond 2^53 (kept as raw JSON text) as an integer. */
+function wireOf(object: JsonObject): WireMap {
+  const out: Record<string, WireValue> = {};
+  for (const [key, value] of Object.entries(object)) if (value !== undefined) out[key] = wireValueOf(value);
+  return out;
+}
+
+function wireValueOf(value: JsonValue): WireValue {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(wireValueOf);
+  if (JSON.isRawJSON(value)) return /^-?\d+$/.test(value.rawJSON) ? BigInt(value.rawJSON) : Number(value.rawJSON);
+  return wireOf(value);
 }
