@@ -11,17 +11,36 @@
 
 import { readInteger } from "../json/json.ts";
 
-const MASK64 = (1n << 64n) - 1n;
-const PARENT_CONST = 0xbf58476d1ce4e5b9n;
+/** 0xbf58476d1ce4e5b9, the parent hash's multiplier, as two 32-bit halves. */
+const PARENT_HI = 0xbf58476d | 0;
+const PARENT_LO = 0x1ce4e5b9;
 const MIX_CONST = 0x45d9f3b;
 const COMBINE_CONST = 0x9e3779b9;
 
-/** hash_v1_block_key of ids[from, to) under `parent` (0n for the first block). */
-export function blockKey(ids: readonly number[], from: number, to: number, parent: bigint): bigint {
-  const seed = BigInt(to - from) ^ ((parent * PARENT_CONST) & MASK64);
-  const halves = new Int32Array(2);
-  mixIds(ids, from, to, Number(seed >> 32n), Number(seed & 0xffffffffn), halves);
-  return (BigInt(halves[0]! >>> 0) << 32n) | BigInt(halves[1]! >>> 0);
+/**
+ * The block's seed from its parent's hash, in place in `seed` ([hi, lo] as int32):
+ * length ^ (parent × 0xbf58476d1ce4e5b9 mod 2^64), multiplied in 32-bit halves. BigInt
+ * arithmetic here (five operations a block) cost half as much again as mixing the block's ids.
+ */
+function seedFromParent(seed: Int32Array, length: number): void {
+  const hi = seed[0]!;
+  const lo = seed[1]!;
+  const high = (highOfProduct(lo, PARENT_LO) + Math.imul(lo, PARENT_HI) + Math.imul(hi, PARENT_LO)) | 0;
+  seed[0] = high;
+  seed[1] = Math.imul(lo, PARENT_LO) ^ length;
+}
+
+/** The high 32 bits of the unsigned 64-bit product of two 32-bit values, from 16-bit halves (each partial product exact in a double). */
+function highOfProduct(a: number, b: number): number {
+  const a0 = a & 0xffff;
+  const a1 = a >>> 16;
+  const b0 = b & 0xffff;
+  const b1 = b >>> 16;
+  const low = a0 * b0;
+  const cross1 = a0 * b1;
+  const cross2 = a1 * b0;
+  const middle = (low >>> 16) + (cross1 & 0xffff) + (cross2 & 0xffff);
+  return (a1 * b1 + (cross1 >>> 16) + (cross2 >>> 16) + (middle >>> 16)) | 0;
 }
 
 /** Flips the sign bit: an int32 comparison of flipped values is the unsigned comparison. */
@@ -33,9 +52,9 @@ const SIGN = -0x80000000;
  * carry out of the low half found by an unsigned comparison: the same mix in uint32 values
  * (doubles past 2^31) took twice as long, 15 ns an id.
  */
-function mixIds(ids: readonly number[], from: number, to: number, seedHi: number, seedLo: number, out: Int32Array): void {
-  let hi = seedHi | 0;
-  let lo = seedLo | 0;
+function mixIds(ids: readonly number[], from: number, to: number, seed: Int32Array): void {
+  let hi = seed[0]!;
+  let lo = seed[1]!;
   for (let i = from; i < to; i++) {
     let value = ids[i]! | 0;
     value = Math.imul((value >>> 16) ^ value, MIX_CONST);
@@ -47,8 +66,8 @@ function mixIds(ids: readonly number[], from: number, to: number, seedHi: number
     hi ^= (((hi << 6) | (lo >>> 26)) + (hi >>> 2) + carry) | 0;
     lo ^= lowSum;
   }
-  out[0] = hi;
-  out[1] = lo;
+  seed[0] = hi;
+  seed[1] = lo;
 }
 
 /**
@@ -58,10 +77,13 @@ function mixIds(ids: readonly number[], from: number, to: number, seedHi: number
 export function blockHashes(ids: readonly number[], blockSize: number, skip = 0): bigint[] {
   const end = ids.length - 1;
   const hashes: bigint[] = [];
-  let parent = 0n;
+  // The parent's hash, then the block's seed, then the block's hash: [hi, lo] as int32.
+  const seed = new Int32Array(2);
   for (let from = Math.max(0, skip); from < end; from += blockSize) {
-    parent = blockKey(ids, from, Math.min(from + blockSize, end), parent);
-    hashes.push(parent);
+    const to = Math.min(from + blockSize, end);
+    seedFromParent(seed, to - from);
+    mixIds(ids, from, to, seed);
+    hashes.push((BigInt(seed[0]! >>> 0) << 32n) | BigInt(seed[1]! >>> 0));
   }
   return hashes;
 }
