@@ -155,9 +155,9 @@ describe("request trace over the emulated cluster", () => {
     await cluster.post("/v1/chat/completions", chat("seventeenth")).then((response) => response.text());
     await terminalOf(cluster, dir, contentIs("seventeenth"));
     const text = await (await fetch(`${cluster.url}/prometheus/metrics`)).text();
-    const persisted = /^disagg_proxy_request_trace_lines\{result="persisted"\} (\d+)$/m.exec(text);
+    const persisted = /^disagg_proxy_request_trace_lines_total\{result="persisted"\} (\d+)$/m.exec(text);
     expect(Number(persisted?.[1])).toBeGreaterThanOrEqual(2);
-    expect(text).toMatch(/^disagg_proxy_request_trace_lines\{result="queue_full"\} 0$/m);
+    expect(text).toMatch(/^disagg_proxy_request_trace_lines_total\{result="queue_full"\} 0$/m);
   });
 
   test("every accepted request has exactly one terminal line", async () => {

@@ -60,7 +60,7 @@ export function clusterDiscovery(value: unknown): DiscoveryConfig {
 }
 
 /** metadata_config.yaml (`-m`): server_type etcd, hostname, port, health_check_timeout, refresh_interval. */
-export function metadataDiscovery(text: string, fileName: string): DiscoveryConfig {
+export function metadataDiscovery(text: string, fileName: string, warn: (text: string) => void = () => {}): DiscoveryConfig {
   let doc: unknown;
   try {
     doc = Bun.YAML.parse(text);
@@ -74,8 +74,11 @@ export function metadataDiscovery(text: string, fileName: string): DiscoveryConf
   if (type !== "etcd") throw invalidConfig(`${fileName}: server_type`, '"etcd"');
   const host = optionalString(section["hostname"], `${fileName}: hostname`) ?? "localhost";
   const port = count(section["port"], `${fileName}: port`, 2379);
-  // Upstream's own example spells it refersh_interval; accept both.
+  // Upstream's own example spells it refersh_interval, which its MetadataServerConfig refuses
+  // (tensorrt_llm/llmapi/disagg_utils.py): taken here, and said, so the typo is not silent.
   const refresh = section["refresh_interval"] ?? section["refersh_interval"];
+  if (section["refersh_interval"] !== undefined)
+    warn(`${fileName}: refersh_interval is read as refresh_interval (trtllm-serve refuses this spelling: write refresh_interval)`);
   return {
     kind: "metadata",
     endpoint: etcdEndpoint(`${host}:${port}`) ?? `http://${host}:${port}`,

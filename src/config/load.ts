@@ -44,6 +44,7 @@ export function systemLoadDeps(): LoadDeps {
 }
 
 export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
+  const metadataWarnings: string[] = [];
   const file = flags.configFile === undefined ? undefined : readConfigFile(flags.configFile, deps);
   const noRetry = deps.env["TRTLLM_DISAGG_NO_RETRY"] === "1";
   const config: ProxyConfig = {
@@ -69,7 +70,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
     requestTraceDir: deps.env["TRTLLM_REQUEST_TRACE_DIR"] || undefined,
     processId: envInteger(deps.env, "TRTLLM_DISAGG_WORKER_PROCESS_ID", 0, 63) ?? 0,
     routerOptions: withEnvBlockSize(flags, file, deps),
-    discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps),
+    discovery: discoveryOf(flags.metadataConfigFile, file?.settings.discovery, deps, (text) => metadataWarnings.push(text)),
     claimNodeId:
       flags.nodeId === undefined &&
       file?.settings.nodeId === undefined &&
@@ -99,7 +100,7 @@ export function loadConfig(flags: ServeFlags, deps: LoadDeps): LoadedConfig {
   checkCoordinatorUrl(config.disaggCoordinatorUrl);
   const loops = oneLoopReason(config);
   const served = loops === undefined ? config : { ...config, numWorkers: 1 };
-  const warnings = warningsOf(file, served, noRetry);
+  const warnings = [...warningsOf(file, served, noRetry), ...metadataWarnings];
   if (loops !== undefined) warnings.push(`num_workers: ${config.numWorkers} is not honoured with ${loops}: one event loop serves the port`);
   return { config: freeze(served), warnings, notes: notesOf(file) };
 }
@@ -140,10 +141,15 @@ function withEnvBlockSize(flags: ServeFlags, file: TrtllmYaml | undefined, deps:
   };
 }
 
-function discoveryOf(metadataFile: string | undefined, fromYaml: DiscoveryConfig | undefined, deps: LoadDeps): DiscoveryConfig | undefined {
+function discoveryOf(
+  metadataFile: string | undefined,
+  fromYaml: DiscoveryConfig | undefined,
+  deps: LoadDeps,
+  warn: (text: string) => void,
+): DiscoveryConfig | undefined {
   if (metadataFile === undefined) return fromYaml;
   if (fromYaml !== undefined) throw new ConfigError("Invalid config: disagg_cluster and a metadata server (-m) cannot be combined");
-  return metadataDiscovery(readNamedFile(metadataFile, deps), metadataFile);
+  return metadataDiscovery(readNamedFile(metadataFile, deps), metadataFile, warn);
 }
 
 function internalAuthKey(keyFile: string | undefined, fromYaml: string | undefined, deps: LoadDeps): string | undefined {

@@ -22,12 +22,19 @@ export type Sink = (line: string) => void;
 /** Causes followed this deep at most (a cycle or a long chain stays one bounded line). */
 const MAX_CAUSE_DEPTH = 4;
 
-function describe(value: unknown, depth = 0): unknown {
+/**
+ * An error as a log field: its name, message and causes; its stack only on an error-level line
+ * (an internal failure, for whoever fixes the code). A warning (a collector down, a worker gone)
+ * is the operator's to read, and a stack there says nothing to them.
+ */
+function describe(value: unknown, withStack: boolean, depth = 0): unknown {
   if (typeof value === "bigint") return value.toString();
   if (value instanceof Error) {
     // The stack and the cause are for the operator's log, never for a client's reply.
-    const cause = value.cause === undefined || depth >= MAX_CAUSE_DEPTH ? undefined : describe(value.cause, depth + 1);
-    return { name: value.name, message: value.message, stack: value.stack, cause };
+    const cause = value.cause === undefined || depth >= MAX_CAUSE_DEPTH ? undefined : describe(value.cause, withStack, depth + 1);
+    return withStack
+      ? { name: value.name, message: value.message, stack: value.stack, cause }
+      : { name: value.name, message: value.message, cause };
   }
   return value;
 }
@@ -106,7 +113,7 @@ export function createLogger(level: LogLevel, sink: Sink = batchedStdout()): Log
     if (fields)
       for (const key of Object.keys(fields)) {
         const value = fields[key];
-        record[key] = typeof value === "bigint" || (typeof value === "object" && value !== null) ? describe(value) : value;
+        record[key] = typeof value === "bigint" || (typeof value === "object" && value !== null) ? describe(value, lvl === "error") : value;
       }
     sink(`${JSON.stringify(record)}\n`);
   };

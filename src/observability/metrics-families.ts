@@ -68,7 +68,8 @@ export interface OwnFamilies {
   readonly modelInFlight: Gauge<"model" | "role">;
   readonly handoffsSettled: Counter<"reason">;
   readonly handoffsUnsettled: Counter<"reason">;
-  readonly requestTraceLines: Gauge<"result">;
+  readonly requestTraceLines: Counter<"result">;
+  readonly requestTracePending: Gauge;
   readonly storeStalls: Histogram;
   readonly e2eLatency: Histogram<"route">;
   readonly timeToFirstToken: Histogram<"route">;
@@ -183,11 +184,16 @@ export function ownFamilies(registry: Registry): OwnFamilies {
       "Context-first hand-offs the proxy claimed itself (one-token generation request) after their request ended before its generation leg did, by reason",
       ["reason"],
     ),
-    requestTraceLines: gauge(
+    requestTraceLines: counter(
       registry,
-      "disagg_proxy_request_trace_lines",
-      "TRTLLM_REQUEST_TRACE_DIR lines since start, by what became of them: persisted, pending, or dropped (queue_full, write_error, shutdown)",
+      "disagg_proxy_request_trace_lines_total",
+      "TRTLLM_REQUEST_TRACE_DIR lines since start, by what became of them: persisted, or dropped (queue_full, write_error, shutdown)",
       ["result"],
+    ),
+    requestTracePending: gauge(
+      registry,
+      "disagg_proxy_request_trace_lines_pending",
+      "TRTLLM_REQUEST_TRACE_DIR lines queued, not yet written",
     ),
     handoffsUnsettled: counter(
       registry,

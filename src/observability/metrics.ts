@@ -115,11 +115,11 @@ function observeLeg(family: RoleFamilies, firstTokenSeconds: number, completeSec
 }
 
 /** The gauges read from `source` at scrape time, each family from its own part of it. */
-function refreshScrapeGauges(own: OwnFamilies, source: ScrapeGaugeSource): void {
+function refreshScrapeGauges(own: OwnFamilies, source: ScrapeGaugeSource, counted: Map<string, number>): void {
   refreshWorkerGauges(own, source.workers());
   refreshModelGauges(own, source.models?.() ?? []);
   const trace = source.requestTrace?.();
-  if (trace !== undefined) refreshTraceGauges(own, trace);
+  if (trace !== undefined) refreshTraceCounts(own, trace, counted);
 }
 
 function refreshWorkerGauges(own: OwnFamilies, workers: readonly WorkerGauges[]): void {
@@ -148,10 +148,13 @@ function refreshModelGauges(own: OwnFamilies, models: readonly ModelGauges[]): v
   }
 }
 
-function refreshTraceGauges(own: OwnFamilies, trace: TraceCounts): void {
-  own.requestTraceLines.set({ result: "persisted" }, trace.persisted);
-  own.requestTraceLines.set({ result: "pending" }, trace.pending);
-  for (const [reason, count] of Object.entries(trace.dropped)) own.requestTraceLines.set({ result: reason }, count);
+/** The trace's counts since start, as counters: each scrape adds what grew since the last (`counted`). */
+function refreshTraceCounts(own: OwnFamilies, trace: TraceCounts, counted: Map<string, number>): void {
+  own.requestTracePending.set(trace.pending);
+  for (const [result, count] of [["persisted", trace.persisted], ...Object.entries(trace.dropped)] as const) {
+    own.requestTraceLines.inc({ result }, Math.max(0, count - (counted.get(result) ?? 0)));
+    counted.set(result, Math.max(count, counted.get(result) ?? 0));
+  }
 }
 
 /**
@@ -171,6 +174,8 @@ export function createMetrics(
     generation: roleFamilies(registry, "generation"),
   };
   const own = ownFamilies(registry);
+  // What the trace's counters have been given so far.
+  const traceCounted = new Map<string, number>();
   return {
     requestAccepted(_route, stream) {
       server.totalRequests.inc();
@@ -207,11 +212,11 @@ export function createMetrics(
       if (value !== undefined) own.storeStalls.observe(value);
     },
     async render() {
-      refreshScrapeGauges(own, source);
+      refreshScrapeGauges(own, source, traceCounted);
       return exposition(await registry.metrics());
     },
     async values() {
-      refreshScrapeGauges(own, source);
+      refreshScrapeGauges(own, source, traceCounted);
       return registry.getMetricsAsJSON();
     },
     contentType: registry.contentType,
