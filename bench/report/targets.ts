@@ -93,7 +93,7 @@ export function judgeFloorTargets(r: BenchResults): TargetVerdict[] {
 
 /** What is left of the agent-sized request's cost over the floor's (bench/micro/agent-phases.ts, the CPU profile in bench/README.md). */
 const AGENT_LIMIT =
-  "In one process the proxy's own JSON work on such a request is below the floor's (bench/micro/agent-phases.ts: the client body read with its bounds and layout, the context answer's shape check and the token ids kept as bytes, both bodies spliced from the client's bytes); what is left over the floor is the fixed cost of every request (the 16-client chat row) and the native work of larger buffers: both legs' fetch calls, the copies into the worker bodies and the page faults of fresh buffers (bench/README.md, issue #37).";
+  "In one process the proxy's own JSON work on such a request is well below the floor's (bench/micro/agent-phases.ts: the client body read with its bounds and layout, the context answer's shape check with the token ids kept as bytes, both bodies spliced from the client's bytes). What is left over the floor is the fixed cost of every request (the 16-client chat row: legs, deadlines, abort signals, placement and their promises) and native work: both legs' fetch calls, the copies into the worker bodies, the client body's JS read loop, the integer check of the ids that the floor's JSON.parse does natively (profile: bench/RESULTS.md, 'Agent-sized prompts and the floor').";
 
 /** Why a floor target is missed: the floor's own cost there, and what the proxy does on top, as measured. */
 const FLOOR_LIMITS = {
