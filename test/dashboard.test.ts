@@ -155,8 +155,9 @@ describe("the dashboard", () => {
     expect((await snapshot(guarded, { headers: { authorization: "Bearer dash-key" } })).workers.length).toBe(2);
     // A key in the URL opens nothing.
     expect((await fetch(`${guarded.url}/dashboard?key=dash-key`)).status).toBe(401);
-    // Basic credentials open the dashboard only, not the API or the metrics.
-    expect((await fetch(`${guarded.url}/metrics`, basic("dash-key"))).status).toBe(401);
+    // Basic credentials open the read-only routes (the dashboard, the metrics: a scraper's basic_auth), not the API.
+    expect((await fetch(`${guarded.url}/metrics`, basic("dash-key"))).status).toBe(200);
+    expect((await fetch(`${guarded.url}/v1/models`, basic("dash-key"))).status).toBe(401);
   });
 
   test("open (client keys, no --protect-metrics), it shows no value a client sent or a worker wrote: status, outcome, worker and the proxy's words for the code", async () => {

@@ -134,7 +134,8 @@ export function mayCall(app: DispatchDeps, access: RouteEntry["access"], request
   const keys = app.clientKeys;
   if (keys === undefined || access === "open") return true;
   if ((access === "metrics" || access === "dashboard") && !app.settings.protectMetrics) return true;
-  return keys.allows(request.headers) || (access === "dashboard" && keys.allowsBasic(request.headers));
+  // The key as a Basic password too where a browser or a scraper's basic_auth presents it (`curl -u :KEY`), on read-only routes.
+  return keys.allows(request.headers) || ((access === "dashboard" || access === "metrics") && keys.allowsBasic(request.headers));
 }
 
 /** Whether the request shows a valid client key (Bearer, x-api-key, or a Basic password): the operator's, not anyone's. */

@@ -77,6 +77,23 @@ describe("access lines and metrics", () => {
     expect(sample(metrics, 'disagg_proxy_time_to_first_token_seconds_count{route="/v1/chat/completions"}')).toBe(1);
   }, 60_000);
 
+  test("with --protect-metrics, /metrics takes the key as the dashboard does: Bearer, or a Basic password (curl -u :KEY)", async () => {
+    const keys = join(temp.dir("access-"), "keys");
+    writeFileSync(keys, "the-key\n");
+    const { url } = await proxy(["--api-key-file", keys, "--protect-metrics"]);
+    const status = async (path: string, headers: Record<string, string>): Promise<number> =>
+      (await fetch(`${url}${path}`, { headers })).status;
+    const basic = { authorization: `Basic ${Buffer.from(":the-key").toString("base64")}` };
+    expect({
+      metricsBasic: await status("/metrics", basic),
+      prometheusBasic: await status("/prometheus/metrics", basic),
+      metricsBearer: await status("/metrics", { authorization: "Bearer the-key" }),
+      metricsNone: await status("/metrics", {}),
+      metricsWrong: await status("/metrics", { authorization: `Basic ${Buffer.from(":wrong").toString("base64")}` }),
+      dashboardBasic: await status("/dashboard", basic),
+    }).toEqual({ metricsBasic: 200, prometheusBasic: 200, metricsBearer: 200, metricsNone: 401, metricsWrong: 401, dashboardBasic: 200 });
+  }, 60_000);
+
   test("with num_workers 2 the process's figures are its own, not summed over its event loops", async () => {
     const { child, url } = await proxy(["--num-workers", "2"]);
     for (let i = 0; i < 50 && sample(await (await fetch(`${url}/prometheus/metrics`)).text(), "process_open_fds") === undefined; i++)
