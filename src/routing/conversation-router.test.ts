@@ -179,6 +179,19 @@ describe("ConversationRouter", () => {
     expect(r.pick(WORKERS, request("abcdefghijklmnopqrstuvwxyz", "conv"))).toMatchObject({ matchedTokens: 4, totalTokens: 7 });
   });
 
+  test("a conversation's next prompt is indexed as if its last one had never been: its old ending is forgotten, its new one found", () => {
+    const base = text("alpha", 160);
+    const [old, next, more] = [text("old", 160), text("new", 160), text("more", 40)];
+    const { router: r } = router({ tokensPerBlock: 4 });
+    r.pick(WORKERS, request(`${base}${old}`, "conv"));
+    r.pick(WORKERS, request(`${base}${next}`, "conv"));
+    for (const probe of [`${base}${old}${more}`, `${base}${next}${more}`]) {
+      const { router: fresh } = router({ tokensPerBlock: 4 });
+      fresh.pick(WORKERS, request(`${base}${next}`, "conv"));
+      expect(r.pick(WORKERS, request(probe))?.matchedTokens).toBe(fresh.pick(WORKERS, request(probe))?.matchedTokens);
+    }
+  });
+
   test("without routing information it picks the least loaded worker, round-robin among equals", () => {
     const { router: r } = router();
     expect([1, 2, 3, 4].map(() => originOf(r.pick(WORKERS, undefined)))).toEqual(["http://a:1", "http://b:1", "http://c:1", "http://a:1"]);

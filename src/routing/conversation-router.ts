@@ -133,12 +133,21 @@ export class ConversationRouter implements Router {
     return `conv_id:${this.#context.nodeId}_${this.#implicitCount}`;
   }
 
-  /** The conversation's latest prompt, on its worker, as the most recently used. */
+  /**
+   * The conversation's latest prompt, on its worker, as the most recently used. A next turn on
+   * the same worker extends the last prompt: only the blocks after their common prefix are
+   * filed anew (an agent's 100 KB prompt is ~800 blocks, all of them re-filed each turn before).
+   */
   #remember(id: string, origin: string, hashes: readonly bigint[]): void {
-    this.#forget(id);
     const kept = hashes.length > this.#maxIndexNodes ? hashes.slice(0, this.#maxIndexNodes) : hashes;
+    const known = this.#conversations.get(id);
+    const common = known?.origin === origin ? commonPrefix(known.hashes, kept) : 0;
+    if (known !== undefined) {
+      this.#conversations.delete(id);
+      this.#index.remove(id, known.origin, common === 0 ? known.hashes : known.hashes.slice(common));
+    }
     this.#conversations.set(id, { origin, hashes: kept });
-    this.#index.insert(id, origin, kept);
+    this.#index.insert(id, origin, common === 0 ? kept : kept.slice(common));
     while (this.#conversations.size > 1 && (this.#conversations.size > this.#maxConversations || this.#index.size > this.#maxIndexNodes)) {
       const oldest = this.#conversations.keys().next();
       if (oldest.done === true) break;
@@ -152,4 +161,11 @@ export class ConversationRouter implements Router {
     this.#conversations.delete(id);
     this.#index.remove(id, known.origin, known.hashes);
   }
+}
+
+/** How many leading hashes two prompts share. */
+function commonPrefix(a: readonly bigint[], b: readonly bigint[]): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
 }
