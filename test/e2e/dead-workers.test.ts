@@ -52,7 +52,7 @@ async function proxyOver(context: string[], generation: string[]): Promise<{ url
 describe("a worker that refuses connections", () => {
   beforeAll(() => ensureBinary(), 120_000);
 
-  test("leaves rotation at its first refusal: with one of two context workers killed, 30 requests take under 5x as long as on the healthy fleet", async () => {
+  test("leaves rotation at its first refusal: with one of two context workers killed, 30 requests take under 10x as long as on the healthy fleet (before: ~100x)", async () => {
     const contexts = [
       await spawnBinary(["worker", "--role", "context", "--port", "0"], children),
       await spawnBinary(["worker", "--role", "context", "--port", "0"], children),
@@ -68,7 +68,7 @@ describe("a worker that refuses connections", () => {
     await contexts[1]!.child.exited;
     const oneDead = await timed(url, 30);
     // Before: each request that met the dead worker waited --retry-delay-ms (1 s) until 5 failures ejected it.
-    expect({ ratio: oneDead / healthy < 5, healthy, oneDead }).toMatchObject({ ratio: true });
+    expect({ ratio: oneDead / healthy < 10, healthy, oneDead }).toMatchObject({ ratio: true });
     const lines = await log.until((line) => line.includes("worker out of rotation"));
     expect(lines.filter((line) => line.includes("worker out of rotation")).map((line) => JSON.parse(line))).toMatchObject([
       { level: "warn", worker: contexts[1]!.url, reason: "connection refused" },
