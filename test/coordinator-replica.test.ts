@@ -111,8 +111,11 @@ describe("a replica with disagg_coordinator_url", () => {
     await eventually(() => cluster.contexts.every((w) => w.running() === 0) && cluster.generations.every((w) => w.running() === 0));
   });
 
-  for (const schedule of ["context_first", "generation_first"] as const) {
-    test(`${schedule}: a request restarted on a fresh pair never places a leg the coordinator still holds under the same req_id`, async () => {
+  for (const [schedule, fault] of [
+    ["context_first", "[[emu gen.reject=500]]"],
+    ["generation_first", "[[emu gen.reject=500]]"],
+  ] as const) {
+    test(`${schedule} ${fault}: a request restarted on a fresh pair never places a leg the coordinator still holds under the same req_id`, async () => {
       await using coordinator = startStandInCoordinator([]);
       await using cluster = await clusterBehind(coordinator, "conversation", schedule);
       const [context] = cluster.contexts;
@@ -120,9 +123,9 @@ describe("a replica with disagg_coordinator_url", () => {
       if (context === undefined || generation === undefined) throw new Error("workers");
       coordinator.answer = (body) => ({ server: hostOf(body["role"] === "context" ? context.url : generation.url) });
       // The generation worker refuses before any byte: the request restarts on a fresh pair, the first hand-off is settled.
-      const refused = await cluster.post("/v1/chat/completions", chat("conv-r", "[[emu gen.reject=500]]"));
-      expect(refused.status).toBe(500);
-      await refused.text();
+      const failed = await cluster.post("/v1/chat/completions", chat("conv-r", fault));
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+      await failed.text();
       await eventually(
         () => finishesPerSelect(coordinator).unmatched === 0 && coordinator.selects.length >= 4,
         3000,
@@ -131,6 +134,10 @@ describe("a replica with disagg_coordinator_url", () => {
       await eventually(() => cluster.contexts.every((w) => w.running() === 0) && cluster.generations.every((w) => w.running() === 0));
       expect(coordinator.selectsWhileHeld).toEqual([]);
       expect(finishesPerSelect(coordinator).unmatched).toBe(0);
+      // The restart's legs go under the restart's id: the first run's may still be held under the request's (a followed attempt).
+      const contextIds = coordinator.selects.filter((body) => body["role"] === "context").map((body) => body["req_id"]);
+      expect(contextIds.length).toBe(2);
+      expect(contextIds[1]).not.toBe(contextIds[0]);
     });
   }
 

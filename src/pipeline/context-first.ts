@@ -155,7 +155,7 @@ async function reserveGenerationWorker(
   if (deps.settings.conditionalDisagg === undefined) return undefined;
   const placed = await placeForRequest(deps, ctx, {
     role: "generation",
-    requestKey: ctx.disaggRequestId,
+    requestKey: ctx.placementKey,
     exclude: undefined,
     avoid: [],
     routing: input.routing,

@@ -32,7 +32,7 @@ export async function generationFirst(
   ctx.continuesAs(id);
   const contextPlaced = await placeForRequest(deps, ctx, {
     role: "context",
-    requestKey: ctx.disaggRequestId,
+    requestKey: ctx.placementKey,
     exclude: undefined,
     avoid: [],
     routing: input.routing,

@@ -122,7 +122,7 @@ async function afterFailure(
   failedOn: string[],
 ): Promise<Placed | undefined> {
   const { leg, error, next } = failed;
-  const sameWorker = (): Placed => deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, leg.worker, plan.routing);
+  const sameWorker = (): Placed => deps.placement.reserveAgain(plan.role, ctx.placementKey, leg.worker, plan.routing);
   const fields = { disagg_request_id: ctx.disaggRequestId, worker: leg.origin };
   if (next.kind === "resend") {
     leg.untried(error);
@@ -188,11 +188,11 @@ function placeAttempt(
   const { first, pinned, avoid } = plan.workers;
   if (first && (attempt === 0 || pinned === true)) {
     if (attempt === 0) return first;
-    return keepingRouteHint(deps.placement.reserveAgain(plan.role, ctx.disaggRequestId, first.worker, plan.routing), first);
+    return keepingRouteHint(deps.placement.reserveAgain(plan.role, ctx.placementKey, first.worker, plan.routing), first);
   }
   const request = {
     role: plan.role,
-    requestKey: ctx.disaggRequestId,
+    requestKey: ctx.placementKey,
     exclude: plan.workers.exclude,
     avoid: avoid === undefined ? failedOn : [...avoid, ...failedOn],
     routing: plan.routing,

@@ -66,6 +66,8 @@ async function restartingOnce(deps: PipelineDeps, ctx: RequestContext, run: Pipe
       error: thrown.error.message,
     });
     ctx.retried();
+    // The first run's legs may still be held (a coordinator keys them by role and req_id): the new ones go under the new id.
+    ctx.placementKey = id;
     try {
       return await run(id, thrown.worker);
     } catch (again) {

@@ -39,11 +39,9 @@ export interface RequestContextOptions {
 }
 
 /**
- * One client request, from arrival to its one end. Every upstream leg listens to `signal`;
- * `end()` runs once, from the one place that owns the request after it started (the route's
- * `finally`, routes/proxied.ts), whatever ends it (answer, failure, client gone, a throw): it
- * aborts what still runs, releases every reservation and reports the summary. What happens to
- * the request on the way is told through methods, so every write is one line to find.
+ * One client request, from arrival to its one end. Every upstream leg listens to `signal`; `end()` runs once, from the
+ * route's `finally` (routes/proxied.ts), whatever ends it: it aborts what still runs, releases every reservation and
+ * reports the summary. What happens on the way is told through methods, so every write is one line to find.
  */
 export class RequestContext {
   readonly disaggRequestId: bigint;
@@ -58,6 +56,8 @@ export class RequestContext {
   readonly spans: RequestSpans;
   /** Its request trace: what the client received is kept here for the trace's terminal line. */
   readonly traced: TraceHandle | undefined;
+  /** What its legs are placed under (a coordinator's req_id): its id, then its restart's (orchestrate.ts). */
+  placementKey: bigint;
   #engineRequestId: bigint;
   #engineRequestName: string | undefined;
   #contextWorker: string | undefined;
@@ -86,6 +86,7 @@ export class RequestContext {
   constructor(options: RequestContextOptions) {
     this.disaggRequestId = options.disaggRequestId;
     this.#engineRequestId = options.disaggRequestId;
+    this.placementKey = options.disaggRequestId;
     this.route = options.route;
     this.stream = options.stream;
     this.trace = options.trace;
@@ -229,10 +230,9 @@ export class RequestContext {
   }
 
   /**
-   * An attempt that runs on past the request's end (a generation the settler follows after its
-   * client left) keeps the request's admission slot until it calls the returned function: the
-   * work goes on, so --max-inflight must count it. The request still ends once (`end`); only
-   * the slot waits. Called after the end (the slot is free already), it keeps nothing.
+   * An attempt that runs on past the request's end (a generation followed after its client left)
+   * keeps the admission slot until it calls the returned function, so --max-inflight counts it.
+   * The request still ends once; called after the end, it keeps nothing.
    */
   keepAdmission(): () => void {
     if (this.#ended && this.#admissionKeepers === 0) return () => {};
