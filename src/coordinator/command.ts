@@ -1,36 +1,22 @@
-import type { StartupNote } from "../config/load.ts";
-import type { ProxyConfig } from "../config/types.ts";
-import type { Logger } from "../observability/logger.ts";
+import { logStartupNotes, workerWaitEnded, type Command, type CommandRun } from "../server/command-run.ts";
 import { ListenError } from "../server/listener.ts";
 import { startCoordinator, type RunningCoordinator } from "./run.ts";
 import { removeStaleSocket } from "./stale-socket.ts";
 
 /** What `coordinator` was started with. */
-export interface CoordinatorCommand {
-  readonly config: ProxyConfig;
+export interface CoordinatorCommand extends Command {
   readonly port: number;
   readonly socketPath: string | undefined;
   readonly reservationTimeoutMs: number;
-  readonly notes: readonly StartupNote[];
-  readonly warnings: readonly string[];
 }
 
-export interface CoordinatorRun {
-  readonly command: CoordinatorCommand;
-  /** The command line parsed again (SIGHUP); undefined when it no longer says coordinator. Throws what parsing throws. */
-  readonly reread: () => CoordinatorCommand | undefined;
-  readonly version: string;
-  readonly logger: Logger;
-  /** Ends the process (main.ts, the only place that exits). */
-  readonly exit: (code: number, message?: string) => never;
-}
+export type CoordinatorRun = CommandRun<CoordinatorCommand>;
 
 /** `disagg-proxy coordinator`: listens at once, then waits for the workers as serve does; SIGTERM stops it, SIGHUP re-reads the worker lists. */
 export async function runCoordinator(run: CoordinatorRun): Promise<void> {
   const { command, exit, logger } = run;
   const { config } = command;
-  for (const note of command.notes) logger[note.level](note.text);
-  for (const warning of command.warnings) logger.warn(warning);
+  logStartupNotes(logger, command.notes, command.warnings);
   if (command.socketPath !== undefined && (await removeStaleSocket(command.socketPath)))
     logger.warn("removed the socket file of a coordinator that did not stop (nothing listened on it)", { socket: command.socketPath });
   let coordinator: RunningCoordinator;
@@ -72,9 +58,7 @@ export async function runCoordinator(run: CoordinatorRun): Promise<void> {
       logger.error("reload refused: keeping the current workers", { refused: error instanceof Error ? error.message : String(error) });
     }
   });
-  if (await coordinator.waitForWorkers()) return;
-  if (config.discovery !== undefined) return logger.warn("not enough workers ready yet; waiting for more to register");
-  logger.error("Timeout waiting for context and generation servers to be ready");
+  if (workerWaitEnded(await coordinator.waitForWorkers(), config, logger) === "serving") return;
   await coordinator.stop();
   exit(1);
 }

@@ -6,12 +6,12 @@
  */
 
 import { unresolvedName } from "../config/named-hosts.ts";
-import type { StartupNote } from "../config/load.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { claimNodeId } from "../discovery/index.ts";
 import { withLoops } from "../loops/all-loops.ts";
 import { EventLoops } from "../loops/event-loops.ts";
 import type { Logger, Sink } from "../observability/logger.ts";
+import { logStartupNotes, workerWaitEnded, type Command, type CommandRun, type Exit } from "../server/command-run.ts";
 import { ListenError } from "../server/listener.ts";
 import { startProxy, type RunningProxy } from "../server/serve.ts";
 import type { ProcessInfo } from "./control-messages.ts";
@@ -26,27 +26,14 @@ import { reloadConfig } from "./reload.ts";
 /** How long the start-up check of the configured host names may wait on one name. */
 const NAME_LOOKUP_TIMEOUT_MS = 10_000;
 
-/** Ends the process with `code` (main.ts, the only place that exits), printing `message` to stderr. */
-export type Exit = (code: number, message?: string) => never;
-
 /** What `serve` was started with: its config, the notes and warnings parsing it gave. */
-export interface ServeCommand {
-  readonly config: ProxyConfig;
-  readonly notes: readonly StartupNote[];
-  readonly warnings: readonly string[];
-}
+export type ServeCommand = Command;
 
-export interface ServeRun {
-  readonly command: ServeCommand;
-  /** The command line parsed again (SIGHUP); undefined when it no longer says serve. Throws what parsing throws. */
-  readonly reread: () => ServeCommand | undefined;
-  readonly version: string;
-  readonly logger: Logger;
+export interface ServeRun extends CommandRun<ServeCommand> {
   /** Where extra event loops' lines go out (one writer, none lost at exit). */
   readonly stdout: Sink;
   /** Start-up warnings besides the command's own (the HTTP capacity). */
   readonly warnings: readonly string[];
-  readonly exit: Exit;
 }
 
 /** A node id claimed in etcd for this replica, released as the process ends. */
@@ -95,8 +82,7 @@ class ServeProcess {
   async serve(port: PortClaim): Promise<void> {
     const { run, config, proxy } = this;
     const predecessor = port.kind === "taking-over" ? port.predecessor : undefined;
-    for (const note of run.command.notes) run.logger[note.level](note.text);
-    for (const warning of [...run.command.warnings, ...run.warnings]) run.logger.warn(warning);
+    logStartupNotes(run.logger, run.command.notes, [...run.command.warnings, ...run.warnings]);
     logClientKeys(config, proxy, run.logger);
     if (predecessor === undefined) this.listening();
     process.on("SIGTERM", () => this.drain());
@@ -114,16 +100,10 @@ class ServeProcess {
         registrations: predecessor.registrations.length,
       });
     this.#ready = await proxy.waitForWorkers();
+    // A signal ended the wait: the drain handler exits 0; this is no timeout.
     if (this.#stopping) return;
     if (port.kind === "taking-over") return this.takeOver(port);
-    // A signal ended the wait: the drain handler exits 0; this is no timeout.
-    if (this.#ready) return;
-    if (config.discovery !== undefined) {
-      // Discovered workers may still register: keep serving, /health says 503 meanwhile.
-      run.logger.warn("not enough workers ready yet; waiting for more to register");
-      return;
-    }
-    run.logger.error("Timeout waiting for context and generation servers to be ready");
+    if (workerWaitEnded(this.#ready, config, run.logger) === "serving") return;
     await proxy.stop();
     run.exit(1);
   }
