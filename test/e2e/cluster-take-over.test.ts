@@ -5,32 +5,19 @@
  * take-over or during it. Proxies from the compiled binary; workers emulated here.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ProxyProcess } from "../../bench/upgrade/proxy-process.ts";
+import type { ProxyProcess } from "../../bench/upgrade/proxy-process.ts";
 import { httpRegistrar } from "../../src/discovery/index.ts";
-import { startEmulatedWorker } from "../../src/emulator/index.ts";
-import type { EmulatedWorker } from "../../src/emulator/types.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { freePort } from "../support/etcd.ts";
-import { scratch } from "../support/scratch.ts";
-import { BINARY, ensureBinary } from "./binary-harness.ts";
+import { binaryProcesses } from "./binary-processes.ts";
 
-const temp = scratch();
-const processes: ProxyProcess[] = [];
-const workers: EmulatedWorker[] = [];
-
-afterAll(async () => {
-  for (const proxy of processes) if (proxy.child.exitCode === null) proxy.child.kill("SIGKILL");
-  await Promise.all(workers.map((worker) => worker.stop()));
-  temp.removeAll();
-});
+const { temp, serve, worker, workers } = binaryProcesses();
 
 function spawn(dir: string, args: string[], name: string): ProxyProcess {
-  const proxy = new ProxyProcess([BINARY], ["serve", "--host", "127.0.0.1", "--runtime-dir", dir, ...args], join(dir, `${name}.log`));
-  processes.push(proxy);
-  return proxy;
+  return serve(["--runtime-dir", dir, ...args], join(dir, `${name}.log`));
 }
 
 function median(values: readonly number[]): number {
@@ -108,12 +95,8 @@ function heartbeats(port: number): { stop(): Promise<{ beats: number; refused: s
 }
 
 describe("a take-over in cluster-storage mode", () => {
-  beforeAll(() => ensureBinary(), 120_000);
-
   test("takes under 2.5x a static-list take-over's time (before: 3.7x), and 5 take-overs refuse none of a worker's heartbeats", async () => {
-    const context = startEmulatedWorker({ role: "context" });
-    const generation = startEmulatedWorker({ role: "generation" });
-    workers.push(context, generation);
+    const { context, generation } = workers();
     const staticDir = temp.dir("take-over-static-");
     const staticArgs = ["--port", String(freePort()), "--context", context.url, "--generation", generation.url];
     const staticOld = spawn(staticDir, staticArgs, "static");
@@ -136,7 +119,8 @@ describe("a take-over in cluster-storage mode", () => {
       logger: silentLogger,
       retryMs: 100,
     });
-    workers.push(startEmulatedWorker({ role: "context", register }), startEmulatedWorker({ role: "generation", register }));
+    worker({ role: "context", register });
+    worker({ role: "generation", register });
     await old.waitFor((record) => record["msg"] === "all workers are ready", 20_000, "its workers");
     const beating = heartbeats(port);
     const clusterSeconds = await takeOvers(dir, ["-c", config], 5, old);

@@ -5,34 +5,21 @@
  * directory. Another user is uid 65534 (nobody), made owner with chown: the tests run as root.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
-import { ProxyProcess, type LogRecord } from "../../bench/upgrade/proxy-process.ts";
-import { startEmulatedWorker } from "../../src/emulator/index.ts";
-import type { EmulatedWorker } from "../../src/emulator/types.ts";
+import type { ProxyProcess, LogRecord } from "../../bench/upgrade/proxy-process.ts";
 import { freePort } from "../support/etcd.ts";
-import { scratch } from "../support/scratch.ts";
-import { BINARY, ensureBinary } from "./binary-harness.ts";
+import { binaryProcesses } from "./binary-processes.ts";
 
 const NOBODY = 65534;
 const uid = process.getuid?.() ?? 0;
-const temp = scratch();
-const processes: ProxyProcess[] = [];
-const workers: EmulatedWorker[] = [];
-
-beforeAll(() => ensureBinary(), 200_000);
-afterAll(async () => {
-  for (const proxy of processes) if (proxy.child.exitCode === null) proxy.child.kill("SIGKILL");
-  await Promise.all(workers.map((worker) => worker.stop()));
-  temp.removeAll();
-});
+const { temp, serve, workers } = binaryProcesses();
+let spawned = 0;
 
 function spawn(args: readonly string[], logDir: string, env?: Record<string, string | undefined>): ProxyProcess {
-  const proxy = new ProxyProcess([BINARY], ["serve", "--host", "127.0.0.1", ...args], join(logDir, `proxy-${processes.length}.log`), env);
-  processes.push(proxy);
-  return proxy;
+  return serve(args, join(logDir, `proxy-${spawned++}.log`), env);
 }
 
 /** A socket at `path` that answers hello as a proxy would, owned by another user; counts who connects. */
@@ -100,9 +87,7 @@ describe("the runtime directory is this user's alone (compiled binary)", () => {
     const home = join(tmp, "home-is-a-file", "user");
     writeFileSync(join(tmp, "home-is-a-file"), "");
     const env = { ...process.env, TMPDIR: tmp, HOME: home };
-    const context = startEmulatedWorker({ role: "context" });
-    const generation = startEmulatedWorker({ role: "generation" });
-    workers.push(context, generation);
+    const { context, generation } = workers();
     const args = ["--port", String(freePort()), "--context", context.url, "--generation", generation.url];
     const proxy = spawn(args, temp.dir("log-"), env);
     await proxy.waitFor((record: LogRecord) => record["msg"] === "listening", 30_000, "listening");

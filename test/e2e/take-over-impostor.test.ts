@@ -6,27 +6,15 @@
  * or closes before answering says so in words: which process holds it, and what to do.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
-import { ProxyProcess, type LogRecord } from "../../bench/upgrade/proxy-process.ts";
-import { startEmulatedWorker } from "../../src/emulator/index.ts";
-import type { EmulatedWorker } from "../../src/emulator/types.ts";
+import type { ProxyProcess, LogRecord } from "../../bench/upgrade/proxy-process.ts";
 import { freePort } from "../support/etcd.ts";
-import { scratch } from "../support/scratch.ts";
-import { BINARY, ensureBinary } from "./binary-harness.ts";
+import { binaryProcesses } from "./binary-processes.ts";
 
-const temp = scratch();
-const processes: ProxyProcess[] = [];
-const workers: EmulatedWorker[] = [];
-
-beforeAll(() => ensureBinary(), 200_000);
-afterAll(async () => {
-  for (const proxy of processes) if (proxy.child.exitCode === null) proxy.child.kill("SIGKILL");
-  await Promise.all(workers.map((worker) => worker.stop()));
-  temp.removeAll();
-});
+const { temp, serve, workers } = binaryProcesses();
 
 /** Listens on HOST:PORT, then asks the control socket for the release in its own name and prints the reply. */
 const IMPOSTOR = `
@@ -48,24 +36,9 @@ const isListening = (record: LogRecord): boolean => record["msg"] === "listening
 async function servedProxy(name: string): Promise<{ proxy: ProxyProcess; port: number; socket: string; dir: string }> {
   const dir = temp.dir(`impostor-${name}-`);
   const port = freePort();
-  const context = startEmulatedWorker({ role: "context" });
-  const generation = startEmulatedWorker({ role: "generation" });
-  workers.push(context, generation);
-  const args = [
-    "serve",
-    "--host",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--runtime-dir",
-    dir,
-    "--context",
-    context.url,
-    "--generation",
-    generation.url,
-  ];
-  const proxy = new ProxyProcess([BINARY], args, join(dir, `${name}.log`));
-  processes.push(proxy);
+  const { context, generation } = workers();
+  const args = ["--port", String(port), "--runtime-dir", dir, "--context", context.url, "--generation", generation.url];
+  const proxy = serve(args, join(dir, `${name}.log`));
   await proxy.waitFor(isListening, 30_000, "listening");
   return { proxy, port, socket: join(dir, `disagg-proxy-${port}.sock`), dir };
 }
@@ -124,23 +97,8 @@ function heldConnection(path: string): Promise<net.Socket> {
 }
 
 function takeOver(port: number, dir: string): ProxyProcess {
-  const args = [
-    "serve",
-    "--host",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--runtime-dir",
-    dir,
-    "--take-over",
-    "--context",
-    "127.0.0.1:1",
-    "--generation",
-    "127.0.0.1:2",
-  ];
-  const proxy = new ProxyProcess([BINARY], args, join(dir, "take-over.log"));
-  processes.push(proxy);
-  return proxy;
+  const args = ["--port", String(port), "--runtime-dir", dir, "--take-over", "--context", "127.0.0.1:1", "--generation", "127.0.0.1:2"];
+  return serve(args, join(dir, "take-over.log"));
 }
 
 describe("a take-over that cannot ask the running proxy says why, in words (compiled binary)", () => {
