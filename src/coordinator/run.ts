@@ -11,7 +11,7 @@ import { hostname, networkInterfaces } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../observability/logger.ts";
 import { Placement } from "../routing/placement.ts";
-import { startDiscovery } from "../server/discovery.ts";
+import { startDiscovery } from "../routing/worker-discovery.ts";
 import { ListenError } from "../server/listener.ts";
 import { pollWorkerLoads } from "../routing/load-polling.ts";
 import { HealthMonitor } from "../workers/health-monitor.ts";

@@ -31,7 +31,7 @@ import { createWorkerFetch, type WorkerFetch } from "../workers/transport.ts";
 import { clusterInfoOf } from "../routing/cluster-info.ts";
 import { dashboardOf } from "./dashboard-source.ts";
 import type { DispatchSettings } from "./dispatch.ts";
-import type { RunningDiscovery } from "./discovery.ts";
+import type { RunningDiscovery } from "../routing/worker-discovery.ts";
 import type { LoopShare } from "./loop-share.ts";
 import { modelListOf, modelReadyOf } from "../routing/model-list.ts";
 

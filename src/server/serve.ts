@@ -9,7 +9,7 @@ import { monitorWorkers, waitForWorkers } from "../workers/startup.ts";
 import { pollWorkerLoads } from "../routing/load-polling.ts";
 import { createApp, type App } from "./app.ts";
 import type { LoopShare, WatcherOf } from "./loop-share.ts";
-import { startDiscovery, type RunningDiscovery } from "./discovery.ts";
+import { startDiscovery, type RunningDiscovery } from "../routing/worker-discovery.ts";
 import { createDispatch, mayCall, showsKey, type RouteEntry, type RouteTable } from "./dispatch.ts";
 import { KeepAlive, keepAliveBound } from "./keep-alive.ts";
 import { listen } from "./listener.ts";
@@ -107,25 +107,9 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
     dashboard?.workersChanged();
     void monitor.checkAll(stopping.signal);
   };
-  // Taking over, it listens later, on the configured port (never 0: port 0 takes over nothing).
-  const addressRules = {
-    allowLinkLocal: config.allowLinkLocalWorkers,
-    ownPort: servers[0]?.port ?? config.port,
-    ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]),
-  };
-  const client = app.placement.coordinator?.client;
-  const coordinatorLists = client && { clusterInfo: () => client.clusterInfo(), intervalMs: config.healthCheckIntervalMs };
   if (options.registrations !== undefined) app.clusterStorage?.store.adopt(options.registrations);
-  if (config.discovery !== undefined)
-    discovery = startDiscovery(
-      config.discovery,
-      app.clusterStorage?.store,
-      app.placement.pool,
-      workersChanged,
-      logger,
-      addressRules,
-      coordinatorLists,
-    );
+  // Taking over, it listens later, on the configured port (never 0: port 0 takes over nothing).
+  discovery = discoveryOf(config, app, logger, servers[0]?.port ?? config.port, workersChanged);
   dashboard?.start();
   if (app.clusterStorage !== undefined)
     logger.info(`serving the HTTP cluster storage (disagg_cluster.cluster_uri): ${app.clusterStorage.access.describe()}`);
@@ -177,22 +161,11 @@ export function startProxy(config: ProxyConfig, logger: Logger, appVersion: stri
       keepAlive.closeConnections();
       return handedOver(app, logger, servers, timeoutMs, stop);
     },
-    registrations: () => app.clusterStorage?.store.handOver() ?? [],
-    adoptRegistrations(items) {
-      const store = app.clusterStorage?.store;
-      if (store === undefined) return { added: 0, gone: 0 };
-      const gone = store.forgetHandedExcept(new Set(items.map((item) => item.key)));
-      return { added: store.adopt(items), gone };
-    },
-    forwardStorage(forward) {
-      if (app.clusterStorage?.holder !== undefined) app.clusterStorage.holder.forward = forward;
-    },
-    storageCall: (call) => answerStorageCall(app, call),
+    ...storageHandOver(app),
     stop,
   };
 }
 
-/** New worker lists (SIGHUP): each role's added and removed workers logged. */
 /** What a reload changed in each role's worker list (the reload's line says it: process/reload.ts). */
 export type WorkerChanges = Readonly<Record<Role, { readonly added: readonly string[]; readonly removed: readonly string[] }>>;
 
@@ -241,6 +214,40 @@ function handedOver(
     await stop();
   })();
   return { listenerClosed, finished };
+}
+
+/** Discovery, when configured: registered workers join the pool after a healthy check, none at this proxy's own address. */
+function discoveryOf(config: ProxyConfig, app: App, logger: Logger, ownPort: number, changed: () => void): RunningDiscovery | undefined {
+  if (config.discovery === undefined) return undefined;
+  const addressRules = {
+    allowLinkLocal: config.allowLinkLocalWorkers,
+    ownPort,
+    ownHosts: ownHosts([config.host, ...(config.bindHost === undefined ? [] : [config.bindHost])]),
+  };
+  const client = app.placement.coordinator?.client;
+  const coordinatorLists = client && { clusterInfo: () => client.clusterInfo(), intervalMs: config.healthCheckIntervalMs };
+  const { pool } = app.placement;
+  return startDiscovery(config.discovery, app.clusterStorage?.store, pool, changed, logger, addressRules, coordinatorLists);
+}
+
+/**
+ * The HTTP cluster storage's part in an upgrade: its items handed to the process taking over
+ * and adopted there, and its calls forwarded to the old process while both listen.
+ */
+function storageHandOver(app: App): Pick<RunningProxy, "registrations" | "adoptRegistrations" | "forwardStorage" | "storageCall"> {
+  return {
+    registrations: () => app.clusterStorage?.store.handOver() ?? [],
+    adoptRegistrations(items) {
+      const store = app.clusterStorage?.store;
+      if (store === undefined) return { added: 0, gone: 0 };
+      const gone = store.forgetHandedExcept(new Set(items.map((item) => item.key)));
+      return { added: store.adopt(items), gone };
+    },
+    forwardStorage(forward) {
+      if (app.clusterStorage?.holder !== undefined) app.clusterStorage.holder.forward = forward;
+    },
+    storageCall: (call) => answerStorageCall(app, call),
+  };
 }
 
 /** What reaches this machine besides loopback and wildcards: hostname and bind_host, its name, every interface's address. */

@@ -10,7 +10,7 @@ import {
 import type { Logger } from "../observability/logger.ts";
 import { workerAddressRefusal, type WorkerAddressRules } from "../security/worker-address.ts";
 import type { WorkerPool } from "../workers/worker-pool.ts";
-import { coordinatorListDiscovery, type CoordinatorListSettings } from "./coordinator-discovery.ts";
+import { coordinatorListDiscovery, type CoordinatorListSettings } from "./coordinator-lists.ts";
 
 /** A started discovery: its connection state, and disagg_cluster's registered workers (upstream's current_workers). */
 export type RunningDiscovery = Discovery & { registered?(): RegisteredWorker[] };

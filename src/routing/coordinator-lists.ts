@@ -9,7 +9,7 @@
 import type { Role } from "../config/types.ts";
 import { normaliseUrl } from "../config/urls.ts";
 import type { Discovery, DiscoveryEvent, DiscoveryStatus } from "../discovery/index.ts";
-import type { ClusterInfo } from "../routing/coordinator-wire.ts";
+import type { ClusterInfo } from "./coordinator-wire.ts";
 import { delay } from "../timers.ts";
 
 export interface CoordinatorListSettings {
