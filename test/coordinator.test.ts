@@ -57,10 +57,10 @@ describe("the coordinator answers upstream's serving processes", () => {
     expect((await call(url, "/cluster_info")).body["leases"]).toBe(3n);
     // Ours beside upstream's API: the placements in Prometheus text.
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metrics).toContain('disagg_coordinator_placements_total{role="generation",status="200"} 4');
-    expect(metrics).toContain('disagg_coordinator_finishes_total{role="generation",success="true",known="true"} 1');
-    expect(metrics).toContain("disagg_coordinator_leases 3");
-    expect(metrics).toMatch(/disagg_coordinator_worker_in_flight\{role="generation",worker="http:\/\/[^"]+"\} 3/);
+    expect(metrics).toContain('disagg_proxy_coordinator_placements_total{role="generation",status="200"} 4');
+    expect(metrics).toContain('disagg_proxy_coordinator_finishes_total{role="generation",success="true",known="true"} 1');
+    expect(metrics).toContain("disagg_proxy_coordinator_leases 3");
+    expect(metrics).toMatch(/disagg_proxy_coordinator_worker_in_flight\{role="generation",worker="http:\/\/[^"]+"\} 3/);
     // A generation_first serving process sends the context worker's disaggregated_params to generation
     // (test_openai_disagg_service.py reads info["server_info"]["disaggregated_params"] of the context placement).
     const contextPlaced = await select(url, { role: "context", routingKey: { kind: "none" }, reqId: 7n, excludeServer: undefined });
@@ -215,7 +215,7 @@ describe("placements are leases", () => {
       role: "generation",
       req_id: "7",
     });
-    expect(await (await fetch(`${url}/metrics`)).text()).toContain('disagg_coordinator_leases_expired_total{role="generation"} 1');
+    expect(await (await fetch(`${url}/metrics`)).text()).toContain('disagg_proxy_coordinator_leases_expired_total{role="generation"} 1');
     // The serving process's finish arrives after all: nothing is released twice.
     await select(url, { role: "generation", routingKey: { kind: "conversation", id: "gone" }, reqId: 8n, excludeServer: undefined });
     expect((await call(url, "/finish", encodeFinishRequest({ role: "generation", reqId: 7n, success: true }))).status).toBe(200);

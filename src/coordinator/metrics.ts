@@ -20,26 +20,26 @@ export function coordinatorMetrics(placement: Placement, leases: () => number): 
   const registry = new Registry();
   const registers = [registry];
   const placements = new Counter({
-    name: "disagg_coordinator_placements_total",
+    name: "disagg_proxy_coordinator_placements_total",
     help: "POST /select answers, by role and HTTP status",
     labelNames: ["role", "status"],
     registers,
   });
   const finishes = new Counter({
-    name: "disagg_coordinator_finishes_total",
+    name: "disagg_proxy_coordinator_finishes_total",
     help: "POST /finish calls, by role, success and whether they named a held placement",
     labelNames: ["role", "success", "known"],
     registers,
   });
   const expired = new Counter({
-    name: "disagg_coordinator_leases_expired_total",
+    name: "disagg_proxy_coordinator_leases_expired_total",
     help: "Placements released by the reservation timeout, with no /finish",
     labelNames: ["role"],
     registers,
   });
   registry.registerMetric(
     new Gauge({
-      name: "disagg_coordinator_leases",
+      name: "disagg_proxy_coordinator_leases",
       help: "Placements held until their /finish",
       registers: [],
       collect() {
@@ -49,7 +49,7 @@ export function coordinatorMetrics(placement: Placement, leases: () => number): 
   );
   registry.registerMetric(
     new Gauge({
-      name: "disagg_coordinator_worker_in_flight",
+      name: "disagg_proxy_coordinator_worker_in_flight",
       help: "Legs held on each worker, by role",
       labelNames: ["role", "worker"],
       registers: [],
