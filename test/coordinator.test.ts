@@ -211,7 +211,7 @@ describe("placements are leases", () => {
     expect(inFlight((await call(url, "/cluster_info")).body, "generation").get(server)).toBe(1);
     await eventually(async () => (await call(url, "/cluster_info")).body["leases"] === 0n, 3000, "the lease expired");
     expect(inFlight((await call(url, "/cluster_info")).body, "generation").get(server)).toBe(0);
-    expect(logs.find((line) => line["msg"] === "Releasing stale coordinator reservation")).toMatchObject({
+    expect(logs.find((line) => line["msg"] === "stale coordinator reservation released")).toMatchObject({
       role: "generation",
       req_id: "7",
     });

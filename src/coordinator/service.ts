@@ -184,7 +184,7 @@ export class CoordinatorService {
 
   #expired(lease: Lease<Held>): void {
     this.metrics.expired(lease.role);
-    this.#logger.warn("Releasing stale coordinator reservation", {
+    this.#logger.warn("stale coordinator reservation released", {
       role: lease.role,
       req_id: lease.reqId.toString(),
       worker: lease.held.placed.worker.origin,
