@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JSON_SHAPE_LIMITS, JsonShapeGuard } from "../src/json/json-shape.ts";
-import { spawnService, type Service } from "./cluster/service.ts";
+import { spawnService, type Service, serveArgs } from "./cluster/service.ts";
 
 const MIB = 1024 * 1024;
 const SLICE = MIB;
@@ -153,22 +153,7 @@ async function peakGrowth(shapes: Record<string, string>, runs: number, chunked:
       for (let run = 0; run < runs; run++) {
         const proxy = await spawnService({
           name: "bb-proxy",
-          cmd: [
-            ...bun,
-            "serve",
-            "--port",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--context",
-            context.url,
-            "--generation",
-            generation.url,
-            "--max-body-bytes",
-            String(32 * MIB),
-            "--log-level",
-            "warn",
-          ],
+          cmd: [...bun, ...serveArgs(context.url, generation.url), "--max-body-bytes", String(32 * MIB), "--log-level", "warn"],
           logDir,
         });
         try {

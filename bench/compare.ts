@@ -20,7 +20,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { spawnFloor, stopAll, waitReady } from "./cluster/cluster.ts";
-import { spawnService, type Service } from "./cluster/service.ts";
+import { spawnService, type Service, serveArgs } from "./cluster/service.ts";
 import { alternateRounds, medianCpuPerRequest } from "./load/ab-rounds.ts";
 import { median, summarize } from "./lib/stats.ts";
 import { endpointOf, proxyPath, type Path } from "./load/paths.ts";
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     const context = await worker("context");
     const generation = await worker("generation");
     const proxy = async (name: string, binary: string): Promise<Service> => {
-      const cmd = [binary, "serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url];
+      const cmd = [binary, ...serveArgs(context.url, generation.url)];
       const service = await spawnService({ name: `compare-${name}`, cmd, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, logDir: LOG_DIR });
       services.push(service);
       await waitReady(service.url);

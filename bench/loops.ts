@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { stopAll, waitReady } from "./cluster/cluster.ts";
-import { spawnService, type Service } from "./cluster/service.ts";
+import { spawnService, type Service, serveArgs } from "./cluster/service.ts";
 import { alternateRounds, foreignLoad, medianCpuPerRequest } from "./load/ab-rounds.ts";
 import { endpointOf, proxyPath, type Path, type Workload } from "./load/paths.ts";
 import { chatJson, chatStream } from "./load/workloads.ts";
@@ -51,22 +51,7 @@ async function main(): Promise<void> {
     const counts = values.loops.split(",").map(Number);
     const proxies: Record<string, Service> = {};
     for (const n of counts) {
-      const cmd = [
-        binary,
-        "serve",
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--context",
-        context.url,
-        "--generation",
-        generation.url,
-        "--num-workers",
-        String(n),
-        "--log-level",
-        "warn",
-      ];
+      const cmd = [binary, ...serveArgs(context.url, generation.url), "--num-workers", String(n), "--log-level", "warn"];
       const service = await spawnService({ name: `loops-${n}`, cmd, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, logDir: LOG_DIR });
       services.push(service);
       await waitReady(service.url);

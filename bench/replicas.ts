@@ -15,7 +15,7 @@
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { spawnService, type Service } from "./cluster/service.ts";
+import { spawnService, type Service, serveArgs } from "./cluster/service.ts";
 import { lineChart } from "./report/svg-chart.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -49,19 +49,7 @@ function worker(name: string, role: "context" | "generation", extra: readonly st
 }
 
 function proxy(name: string, context: Service, generation: readonly Service[], intervalMs: number): Promise<Service> {
-  const cmd = [
-    "bun",
-    "src/main.ts",
-    "serve",
-    "--port",
-    "0",
-    "--host",
-    "127.0.0.1",
-    "--context",
-    context.url,
-    "--generation",
-    generation.map((g) => g.url).join(","),
-  ];
+  const cmd = ["bun", "src/main.ts", ...serveArgs(context.url, generation.map((g) => g.url).join(","))];
   cmd.push(
     "--context-router",
     "load_balancing",

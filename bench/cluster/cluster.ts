@@ -1,7 +1,7 @@
 /** One context worker, one generation worker and the proxy in front of them, as separate processes. */
 
 import { join } from "node:path";
-import { spawnService, type Service } from "./service.ts";
+import { spawnService, type Service, serveArgs } from "./service.ts";
 
 export interface ClusterSpec {
   /** Names the log files: bench/out/logs/<name>-proxy.log … */
@@ -50,10 +50,9 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     };
     const context = await worker("context");
     const generation = await worker("generation");
-    const serveArgs = ["serve", "--port", "0", "--host", "127.0.0.1", "--context", context.url, "--generation", generation.url];
     const proxy = await spawnService({
       name: `${spec.name}-proxy`,
-      cmd: [...proxyCommand(spec), ...serveArgs, ...(spec.proxyFlags ?? [])],
+      cmd: [...proxyCommand(spec), ...serveArgs(context.url, generation.url), ...(spec.proxyFlags ?? [])],
       env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests) },
       logDir: spec.logDir,
       cwd: spec.root,

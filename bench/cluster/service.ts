@@ -26,6 +26,11 @@ export interface SpawnSpec {
   readonly cwd?: string;
 }
 
+/** `serve` on loopback port 0 in front of `context` and `generation` (a URL, or a comma-separated list). */
+export function serveArgs(context: string, generation: string): string[] {
+  return ["serve", "--port", "0", "--host", "127.0.0.1", "--context", context, "--generation", generation];
+}
+
 const START_TIMEOUT_MS = 15_000;
 const STOP_GRACE_MS = 3_000;
 

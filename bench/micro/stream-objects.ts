@@ -12,7 +12,7 @@
 import { join } from "node:path";
 import { isJsonObject } from "../../src/json/json.ts";
 import { waitReady } from "../cluster/cluster.ts";
-import { spawnService, type Service } from "../cluster/service.ts";
+import { spawnService, type Service, serveArgs } from "../cluster/service.ts";
 import { OpenStreams } from "../load/open-streams.ts";
 import { endpointOf, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
@@ -87,21 +87,7 @@ async function main(): Promise<void> {
     const env = { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768" };
     const proxy = await spawnService({
       name: "census-proxy",
-      cmd: [
-        process.execPath,
-        "--preload",
-        HOOK,
-        join(ROOT, "src", "main.ts"),
-        "serve",
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--context",
-        context.url,
-        "--generation",
-        generation.url,
-      ],
+      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "src", "main.ts"), ...serveArgs(context.url, generation.url)],
       env,
       logDir: LOG_DIR,
     });
