@@ -45,7 +45,7 @@ export class HealthMonitor {
   readonly #checking = new Set<string>();
   /** Who waits for the end of the next round (the start-up wait). */
   readonly #roundWaiters: (() => void)[] = [];
-  /** Origins that joined rotation once: a later join is a return. */
+  /** Listed origins that joined rotation once: a later join is a return. */
   readonly #joinedOnce = new Set<string>();
   readonly #fetch: WorkerFetch;
   readonly #onChecked: HealthCheckListener | undefined;
@@ -62,7 +62,9 @@ export class HealthMonitor {
   async checkAll(signal: AbortSignal): Promise<void> {
     const origins = this.#pool.origins();
     const listed = new Set(origins);
+    // What is kept per origin lasts while it is listed: discovered workers come and go for good.
     for (const origin of this.#streaks.keys()) if (!listed.has(origin)) this.#streaks.delete(origin);
+    for (const origin of this.#joinedOnce) if (!listed.has(origin)) this.#joinedOnce.delete(origin);
     await Promise.all(origins.map((origin) => this.#check(origin, signal)));
     for (const resolve of this.#roundWaiters.splice(0)) resolve();
   }
