@@ -203,6 +203,20 @@ describe("hostile HTTP: paths, hosts and targets", () => {
     expect(modelPosts(cluster)).toBe(before);
   });
 
+  test("a request with an empty Host, or an HTTP/1.0 one with none, reads its query as any other: no 500 on the dashboard or /health", async () => {
+    for (const head of ["GET /dashboard/data?after=0 HTTP/1.1\r\nHost:\r\n", "GET /dashboard/data?after=0 HTTP/1.0\r\n"]) {
+      const answer = await send(cluster, `${head}Connection: close\r\n\r\n`);
+      expect(answer.statuses).toEqual([200]);
+      expect(answer.received).toContain('"series"');
+    }
+    const hosted = (await send(cluster, "GET /health?model=m HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")).statuses;
+    expect(hosted).toEqual([200]);
+    for (const head of ["GET /health?model=m HTTP/1.1\r\nHost: \r\n", "GET /health?model=m HTTP/1.0\r\n"]) {
+      expect((await send(cluster, `${head}Connection: close\r\n\r\n`)).statuses).toEqual(hosted);
+    }
+    expect(cluster.logs.filter((record) => record["msg"] === "unexpected failure")).toEqual([]);
+  });
+
   test("a worker never sees the client's Host", async () => {
     await send(
       cluster,

@@ -75,7 +75,7 @@ export function coordinatorHttp(
   };
   return {
     async handle(request, peer) {
-      const path = new URL(request.url).pathname;
+      const path = new URL(request.url, "http://host").pathname;
       const route = extra.get(path);
       if (route !== undefined) return route(request, peer);
       const method = METHODS[path];
@@ -83,7 +83,7 @@ export function coordinatorHttp(
       if (method === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
       if (request.method !== method) return Response.json({ detail: "Method Not Allowed" }, { status: 405, headers: { allow: method } });
       // A web page may POST here without a preflight (text/plain): what a browser marks as another site's is refused.
-      const crossSite = method === "POST" ? crossSiteReason(request.headers, new URL(request.url).origin) : undefined;
+      const crossSite = method === "POST" ? crossSiteReason(request.headers, new URL(request.url, "http://host").origin) : undefined;
       if (crossSite !== undefined) {
         logger.warn("coordinator request refused", { path, error: crossSite });
         return msgpack({ error: "Forbidden: a cross-origin request (web page)" }, 403);

@@ -41,7 +41,7 @@ export function dashboardHttp(recorder: DashboardRecorder, limits?: StreamLimits
       });
     },
     data(request) {
-      const after = Number(new URL(request.url).searchParams.get("after") ?? Number.NaN);
+      const after = Number(new URL(request.url, "http://host").searchParams.get("after") ?? Number.NaN);
       const body = JSON.stringify(recorder.snapshot(Number.isFinite(after) ? after : undefined));
       return new Response(body, { headers: { ...NO_STORE, "content-type": "application/json" } });
     },

@@ -112,7 +112,7 @@ export function privateDashboard(http: DashboardHttp, token: string, watcherOf: 
 /** An extra loop's way to the main loop's dashboard: the request as it came, with the token and the client's address. */
 export function dashboardForwarder(url: string, token: string): DashboardForward {
   return async (request, address) => {
-    const target = new URL(request.url);
+    const target = new URL(request.url, "http://host");
     const headers = new Headers(request.headers);
     headers.set(LOOP_TOKEN_HEADER, token);
     if (address === undefined) headers.delete(LOOP_PEER_HEADER);

@@ -48,7 +48,7 @@ function unprocessable(message: string): Response {
 }
 
 function param(request: Request, name: string): string | undefined {
-  return new URL(request.url).searchParams.get(name) ?? undefined;
+  return new URL(request.url, "http://host").searchParams.get(name) ?? undefined;
 }
 
 function keyTooLong(key: string): boolean {

@@ -5,7 +5,7 @@ import type { RouteDeps } from "./deps.ts";
  * draining. `?model=NAME`: whether that model (or alias) has a ready worker of each role.
  */
 export function health(deps: RouteDeps, request?: Request): Response {
-  const model = request === undefined ? null : new URL(request.url).searchParams.get("model");
+  const model = request === undefined ? null : new URL(request.url, "http://host").searchParams.get("model");
   const ready = model === null ? deps.workersReady() : deps.modelReady(model);
   return new Response(null, { status: ready && !deps.draining ? 200 : 503 });
 }

@@ -54,7 +54,7 @@ export function forwardedDashboardRoutes(forward: DashboardForward): RouteTable 
     methods: {
       GET: (_deps, request, { keepOpen, peer }) => {
         // The event stream stays open as long as the main loop's does.
-        if (new URL(request.url).pathname.endsWith("/events")) keepOpen();
+        if (new URL(request.url, "http://host").pathname.endsWith("/events")) keepOpen();
         return forward(request, peer());
       },
     },
