@@ -8,6 +8,7 @@ import Anthropic, { NotFoundError as AnthropicNotFound } from "@anthropic-ai/sdk
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI, { NotFoundError as OpenAiNotFound } from "openai";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { failureOf } from "./support/rejection.ts";
 
 let cluster: TestCluster;
 let slashed: TestCluster;
@@ -22,16 +23,6 @@ afterAll(async () => {
   await cluster[Symbol.asyncDispose]();
   await slashed[Symbol.asyncDispose]();
 });
-
-/** The error a call rejects with; fails the test if it resolves. */
-async function failureOf(call: () => Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call();
-  } catch (error) {
-    return error as Record<string, unknown>;
-  }
-  throw new Error("the call did not fail");
-}
 
 const openai = (url: string): OpenAI => new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
 const anthropic = (): Anthropic => new Anthropic({ baseURL: cluster.url, apiKey: "unused", maxRetries: 0 });

@@ -8,6 +8,7 @@ import Anthropic, { BadRequestError as AnthropicBadRequest } from "@anthropic-ai
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI, { BadRequestError as OpenAiBadRequest } from "openai";
 import { startCluster, type TestCluster } from "./support/cluster.ts";
+import { failureOf } from "./support/rejection.ts";
 
 let cluster: TestCluster;
 
@@ -21,16 +22,6 @@ afterAll(async () => {
 
 function openai(): OpenAI {
   return new OpenAI({ baseURL: `${cluster.url}/v1`, apiKey: "unused", maxRetries: 0 });
-}
-
-/** The error a call rejects with; fails the test if it resolves. */
-async function failureOf(call: () => Promise<unknown>): Promise<Record<string, unknown>> {
-  try {
-    await call();
-  } catch (error) {
-    return error as Record<string, unknown>;
-  }
-  throw new Error("the call did not fail");
 }
 
 describe("a worker's error through the openai SDK", () => {
