@@ -7,7 +7,6 @@ describe("listenCovers: whether a new listener takes every connection the runnin
     expect(listenCovers(["127.0.0.1"], ["127.0.0.1"])).toBe(true);
     expect(listenCovers(["0.0.0.0"], ["127.0.0.1"])).toBe(true);
     expect(listenCovers(["0.0.0.0"], ["0.0.0.0"])).toBe(true);
-    expect(listenCovers(["::"], ["0.0.0.0"])).toBe(true);
     expect(listenCovers(["::"], ["::1"])).toBe(true);
     expect(listenCovers(["127.0.0.1", "::1"], ["127.0.0.1"])).toBe(true);
     expect(listenCovers(["127.0.0.1"], ["0.0.0.0"])).toBe(false);
@@ -15,6 +14,10 @@ describe("listenCovers: whether a new listener takes every connection the runnin
     expect(listenCovers(["0.0.0.0"], ["::"])).toBe(false);
     expect(listenCovers(["0.0.0.0"], ["::1"])).toBe(false);
     expect(listenCovers(["127.0.0.1"], ["127.0.0.1", "::1"])).toBe(false);
+    // A v6-only `::` looks as a dual-stack one in /proc: it is not taken to cover IPv4.
+    expect(listenCovers(["::"], ["0.0.0.0"])).toBe(false);
+    expect(listenCovers(["::"], ["127.0.0.1", "::1"])).toBe(false);
+    expect(listenCovers(["::", "0.0.0.0"], ["127.0.0.1", "::1"])).toBe(true);
   });
 });
 

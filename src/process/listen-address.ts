@@ -19,12 +19,14 @@ function unbracketed(host: string): string {
 
 /**
  * Whether a listener on `next` takes every connection one on `current` takes, so that `current`
- * may stop listening: `::` takes all, `0.0.0.0` every IPv4 address, any other only its own.
+ * may stop listening: `::` every IPv6 address, `0.0.0.0` every IPv4 address, any other only its
+ * own. `::` is not counted for IPv4: a socket with IPV6_V6ONLY takes none, and /proc's tables
+ * show it as a dual-stack one (an impostor so bound got 0.0.0.0's port released).
  */
 export function listenCovers(next: readonly string[], current: readonly string[]): boolean {
-  if (next.includes("::")) return true;
+  const anyV6 = next.includes("::");
   const anyV4 = next.includes("0.0.0.0");
-  return current.every((address) => next.includes(address) || (anyV4 && isIP(address) === 4));
+  return current.every((address) => next.includes(address) || (isIP(address) === 6 ? anyV6 : anyV4));
 }
 
 /** How long a probe of the port waits for a connection to be accepted. */

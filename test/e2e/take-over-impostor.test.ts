@@ -16,13 +16,13 @@ import { binaryProcesses } from "./binary-processes.ts";
 
 const { temp, serve, workers } = binaryProcesses();
 
-/** Listens on HOST:PORT, then asks the control socket for the release in its own name and prints the reply. */
+/** Listens on HOST:PORT (IPV6_V6ONLY when told "v6only"), then asks the control socket for the release in its own name and prints the reply. */
 const IMPOSTOR = `
 import net from "node:net";
-const [host, port, path] = process.argv.slice(2);
+const [host, port, path, v6only] = process.argv.slice(2);
 const server = net.createServer(() => {});
 server.on("error", (error) => { console.log(JSON.stringify({ listenError: String(error) })); process.exit(1); });
-server.listen(Number(port), host, () => {
+server.listen({ port: Number(port), host, ipv6Only: v6only === "v6only" }, () => {
   const control = net.createConnection(path);
   let reply = "";
   control.setEncoding("utf8");
@@ -33,11 +33,11 @@ server.listen(Number(port), host, () => {
 
 const isListening = (record: LogRecord): boolean => record["msg"] === "listening";
 
-async function servedProxy(name: string): Promise<{ proxy: ProxyProcess; port: number; socket: string; dir: string }> {
+async function servedProxy(name: string, host = "127.0.0.1"): Promise<{ proxy: ProxyProcess; port: number; socket: string; dir: string }> {
   const dir = temp.dir(`impostor-${name}-`);
   const port = freePort();
   const { context, generation } = workers();
-  const args = ["--port", String(port), "--runtime-dir", dir, "--context", context.url, "--generation", generation.url];
+  const args = ["--host", host, "--port", String(port), "--runtime-dir", dir, "--context", context.url, "--generation", generation.url];
   const proxy = serve(args, join(dir, `${name}.log`));
   await proxy.waitFor(isListening, 30_000, "listening");
   return { proxy, port, socket: join(dir, `disagg-proxy-${port}.sock`), dir };
@@ -50,10 +50,14 @@ async function impostor(
   port: number,
   socket: string,
   dir: string,
+  v6only = false,
 ): Promise<Record<string, unknown>> {
   const script = join(dir, "impostor.ts");
   writeFileSync(script, IMPOSTOR);
-  const child = Bun.spawn([...prefix, process.execPath, script, host, String(port), socket], { stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([...prefix, process.execPath, script, host, String(port), socket, v6only ? "v6only" : ""], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   if (code !== 0) throw new Error(`impostor exited ${code}: ${out}${err}`);
   return JSON.parse(out) as Record<string, unknown>;
@@ -72,6 +76,16 @@ describe("the release goes only to a successor serving the same socket (compiled
     expect(reply["released"]).toBeUndefined();
     const logged = await proxy.waitFor((record) => String(record["msg"]).startsWith("refused to release the port: "), 5000, "the refusal");
     expect(String(logged["msg"])).toContain("127.0.0.2");
+    expect(await answersOn(port)).toBe(200);
+    expect(proxy.child.exitCode).toBeNull();
+  }, 60_000);
+
+  test("a process of the same user on [::]:PORT with IPV6_V6ONLY asking for the release of 0.0.0.0:PORT is refused: it takes no IPv4 connection", async () => {
+    const { proxy, port, socket, dir } = await servedProxy("v6only", "0.0.0.0");
+    const reply = await impostor([], "::", port, socket, dir, true);
+    expect(String(reply["error"])).toContain(`listens on [::]:${port}, which does not take the connections of 0.0.0.0:${port}`);
+    expect(reply["released"]).toBeUndefined();
+    await proxy.waitFor((record) => String(record["msg"]).startsWith("refused to release the port: "), 5000, "the refusal");
     expect(await answersOn(port)).toBe(200);
     expect(proxy.child.exitCode).toBeNull();
   }, 60_000);
