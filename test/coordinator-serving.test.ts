@@ -8,7 +8,6 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULTS, type ProxyConfig } from "../src/config/types.ts";
 import { startCoordinator } from "../src/coordinator/run.ts";
 import { etcdRegistrar, httpRegistrar } from "../src/discovery/index.ts";
 import { startEmulatedWorker } from "../src/emulator/index.ts";
@@ -16,6 +15,7 @@ import { isMsgpackMap } from "../src/json/msgpack-read.ts";
 import { memoryLogger, silentLogger } from "../src/observability/logger.ts";
 import { decodeWire, encodeFinishRequest, encodeSelectRequest } from "../src/routing/coordinator-wire.ts";
 import { startProxy } from "../src/server/serve.ts";
+import { configFor } from "./support/cluster.ts";
 import { freePort, startEtcd } from "./support/etcd.ts";
 import { call, nameOf, running, select, setup, stopStarted } from "./support/coordinator.ts";
 import { eventually } from "./support/wait.ts";
@@ -27,19 +27,13 @@ describe("our replicas and our coordinator", () => {
     const { url, generations, coordinator } = await setup({ generations: 3, config: { generationRouter: "conversation" } });
     const replicas = [1, 2].map((nodeId) =>
       startProxy(
-        {
-          ...DEFAULTS,
-          host: "127.0.0.1",
-          port: 0,
+        configFor([], generations, {
           contextServers: coordinator.service.placement.pool.all("context").map((w) => w.origin),
-          generationServers: generations.map((w) => w.url),
           generationRouter: "conversation",
           disaggCoordinatorUrl: url,
           serverStartTimeoutMs: 5000,
-          serverStartPollMs: 20,
           nodeId,
-          configFile: undefined,
-        },
+        }),
         memoryLogger(),
         "test",
       ),
@@ -88,18 +82,7 @@ describe("the coordinator owns discovery", () => {
       minimalGeneration: 1,
       leaseTtlMs: 2000,
     } as const;
-    const config: ProxyConfig = {
-      ...DEFAULTS,
-      host: "127.0.0.1",
-      port: 0,
-      contextServers: [],
-      generationServers: [],
-      discovery,
-      serverStartTimeoutMs: 50,
-      healthCheckIntervalMs: 50,
-      configFile: undefined,
-      nodeId: 1,
-    };
+    const config = configFor([], [], { discovery, serverStartTimeoutMs: 50, healthCheckIntervalMs: 50, nodeId: 1 });
     const coordinator = startCoordinator(config, { port, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
     running.push(() => coordinator.stop());
     expect(await coordinator.waitForWorkers()).toBe(false);
@@ -138,19 +121,13 @@ describe("replicas of a coordinator that owns the HTTP cluster storage", () => {
       minimalGeneration: 1,
       leaseTtlMs: 2000,
     } as const;
-    const base: ProxyConfig = {
-      ...DEFAULTS,
-      host: "127.0.0.1",
-      port: 0,
-      contextServers: [],
-      generationServers: [],
+    const base = configFor([], [], {
       generationRouter: "conversation",
       discovery,
       serverStartTimeoutMs: 50,
       healthCheckIntervalMs: 50,
-      configFile: undefined,
       nodeId: 1,
-    };
+    });
     const coordinator = startCoordinator(base, { port, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
     running.push(() => coordinator.stop());
     const register = (): ReturnType<typeof httpRegistrar> =>
@@ -196,18 +173,7 @@ describe("the coordinator owns etcd discovery", () => {
       minimalGeneration: 1,
       leaseTtlMs: 2000,
     } as const;
-    const config: ProxyConfig = {
-      ...DEFAULTS,
-      host: "127.0.0.1",
-      port: 0,
-      contextServers: [],
-      generationServers: [],
-      discovery,
-      serverStartTimeoutMs: 50,
-      healthCheckIntervalMs: 50,
-      configFile: undefined,
-      nodeId: 1,
-    };
+    const config = configFor([], [], { discovery, serverStartTimeoutMs: 50, healthCheckIntervalMs: 50, nodeId: 1 });
     const coordinator = startCoordinator(config, { port: 0, reservationTimeoutMs: 180_000 }, memoryLogger(), "test");
     running.push(() => coordinator.stop());
     const register = (): ReturnType<typeof etcdRegistrar> =>
@@ -234,19 +200,12 @@ describe("a Unix socket beside the port", () => {
     const socketPath = join(mkdtempSync(join(tmpdir(), "coord-uds-")), "coordinator.sock");
     const { coordinator, contexts, generations } = await setup({ socketPath, config: { generationRouter: "conversation" } });
     const replica = startProxy(
-      {
-        ...DEFAULTS,
-        host: "127.0.0.1",
-        port: 0,
-        contextServers: contexts.map((w) => w.url),
-        generationServers: generations.map((w) => w.url),
+      configFor(contexts, generations, {
         generationRouter: "conversation",
         disaggCoordinatorUrl: `unix:${socketPath}`,
         serverStartTimeoutMs: 5000,
-        serverStartPollMs: 20,
         nodeId: 4,
-        configFile: undefined,
-      },
+      }),
       memoryLogger(),
       "test",
     );
