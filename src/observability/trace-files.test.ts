@@ -31,6 +31,16 @@ describe("the trace's files are private whatever the umask (022 here)", () => {
     expect([mode(join(dir, "2026-12-04T22")), mode(join(dir, "2026-12-04T22", "responses-1.jsonl"))]).toEqual([0o700, 0o600]);
   });
 
+  test("a trace directory under one others may write without the sticky bit is refused (it could be swapped for a link); under a sticky one it is used", () => {
+    const open = mkdtempSync(join(root, "open-"));
+    chmodSync(open, 0o777);
+    expect(traceDirRefusal(join(open, "traces"))).toBe(
+      `request trace directory ${join(open, "traces")}: the directory above it ${open} (mode 777, owner uid ${uid}) may be written by other users, who could replace it`,
+    );
+    chmodSync(open, 0o1777);
+    expect(traceDirRefusal(join(open, "traces"))).toBeUndefined();
+  });
+
   test("a linked hour directory or a linked file is never followed: the append fails and nothing reaches the link's target", async () => {
     const dir = mkdtempSync(join(root, "linked-"));
     const elsewhere = mkdtempSync(join(root, "elsewhere-"));

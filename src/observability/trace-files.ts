@@ -3,13 +3,15 @@
  * prompt and answer. The trace directory is made 0700 and refused when another user owns it or
  * others may write it (a planted link would take the lines elsewhere); each hour directory is
  * made 0700 and never followed when it is a link; each file is opened with O_NOFOLLOW, made
- * 0600, and must be this user's. A systemd unit's UMask=0077 is then no longer what protects.
+ * 0600, and must be this user's. A directory above it that another user may change is refused
+ * too: those checks hold only while nobody else can swap the path for a link after them. A
+ * systemd unit's UMask=0077 is then no longer what protects.
  */
 
 import { constants, mkdirSync, statSync } from "node:fs";
 import { chmod, lstat, mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
-import { directoryDistrust, fileDistrust } from "../security/private-paths.ts";
+import { ancestorDistrust, directoryDistrust, fileDistrust } from "../security/private-paths.ts";
 
 const FILE_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
 
@@ -20,7 +22,10 @@ const FILE_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT |
 export function traceDirRefusal(dir: string, uid: number | undefined = process.getuid?.()): string | undefined {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return directoryDistrust("request trace directory", dir, statSync(dir), uid, "others");
+    return (
+      directoryDistrust("request trace directory", dir, statSync(dir), uid, "others") ??
+      ancestorDistrust("request trace directory", dir, uid)
+    );
   } catch (error) {
     return error instanceof Error ? error.message : String(error);
   }

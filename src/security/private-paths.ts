@@ -5,7 +5,8 @@
  * socket that lies, or a link that sends prompts elsewhere.
  */
 
-import type { Stats } from "node:fs";
+import { realpathSync, statSync, type Stats } from "node:fs";
+import { dirname, resolve } from "node:path";
 
 /** Who besides the owner must not be able to write a directory. */
 export type Writers = "group or others" | "others";
@@ -34,5 +35,23 @@ export function fileDistrust(label: string, path: string, stat: Stats, uid: numb
   if (stat.isSymbolicLink()) return `${label} ${path} is a link (owner uid ${stat.uid})`;
   if (uid !== undefined && stat.uid !== uid)
     return `${label} ${path} belongs to uid ${stat.uid}, another user than this process (uid ${uid})`;
+  return undefined;
+}
+
+/**
+ * Why a directory above `path` (as given and as resolved) lets another user replace it, or
+ * undefined: one another user than root owns, or that others may write without the sticky bit
+ * (/tmp's). Such a user could move `path` aside after the checks and put a link in its place.
+ */
+export function ancestorDistrust(label: string, path: string, uid: number | undefined): string | undefined {
+  for (const start of new Set([resolve(path), realpathSync(path)])) {
+    for (let above = dirname(start); ; above = dirname(above)) {
+      const stat = statSync(above);
+      const facts = `${label} ${path}: the directory above it ${above} (mode ${modeText(stat.mode)}, owner uid ${stat.uid})`;
+      if (uid !== undefined && stat.uid !== uid && stat.uid !== 0) return `${facts} belongs to another user, who could replace it`;
+      if ((stat.mode & 0o002) !== 0 && (stat.mode & 0o1000) === 0) return `${facts} may be written by other users, who could replace it`;
+      if (dirname(above) === above) break;
+    }
+  }
   return undefined;
 }

@@ -6,7 +6,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, readdirSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, readdirSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { ProxyProcess, type LogRecord } from "../../bench/upgrade/proxy-process.ts";
 import { startEmulatedWorker } from "../../src/emulator/index.ts";
@@ -97,6 +97,20 @@ describe("the request trace is private by construction (compiled binary)", () =>
     expect(proxy.records.some((record) => String(record["msg"]).startsWith("Recording request traces"))).toBe(false);
     await chat(url);
     expect(readdirSync(elsewhere)).toEqual([]);
+  }, 60_000);
+
+  test("a trace directory whose parent others may write (no sticky bit) is refused: swapped for a link after start, nothing would check it", async () => {
+    const parent = temp.dir("trace-open-parent-");
+    chmodSync(parent, 0o777);
+    const dir = join(parent, "traces");
+    const { proxy, url } = await tracingProxy(dir);
+    const refusal = proxy.records.find((record) => String(record["msg"]).startsWith("Disabling request trace output: "));
+    expect(String(refusal?.["msg"])).toContain(
+      `the directory above it ${parent} (mode 777, owner uid ${process.getuid?.() ?? 0}) may be written by other users`,
+    );
+    await chat(url);
+    expect(readdirSync(parent)).toEqual(["traces"]);
+    expect(readdirSync(dir)).toEqual([]);
   }, 60_000);
 
   test("in this user's trace directory, a linked hour directory is not followed: its lines are dropped with a warning naming the link", async () => {
