@@ -7,6 +7,8 @@ export type LogRecord = Readonly<Record<string, unknown>>;
 export class ProxyProcess {
   readonly child: Bun.Subprocess<"ignore", "pipe", "pipe">;
   readonly records: LogRecord[] = [];
+  /** Resolves once both of its output streams ended and every line was written to the log file. */
+  readonly drained: Promise<void>;
   readonly #waiters = new Set<() => void>();
   #stderr = "";
 
@@ -17,7 +19,7 @@ export class ProxyProcess {
       stderr: "pipe",
       ...(env === undefined ? {} : { env }),
     });
-    void this.#read(this.child.stdout, (line) => {
+    const stdout = this.#read(this.child.stdout, (line) => {
       appendFileSync(logFile, `${line}\n`);
       try {
         this.records.push(JSON.parse(line) as LogRecord);
@@ -25,10 +27,11 @@ export class ProxyProcess {
         this.records.push({ msg: line });
       }
     });
-    void this.#read(this.child.stderr, (line) => {
+    const stderr = this.#read(this.child.stderr, (line) => {
       appendFileSync(logFile, `stderr: ${line}\n`);
       this.#stderr += `${line}\n`;
     });
+    this.drained = Promise.all([stdout, stderr]).then(() => undefined);
   }
 
   get pid(): number {

@@ -29,7 +29,8 @@ beforeAll(async () => {
 }, 200_000);
 afterAll(async () => {
   for (const proxy of processes) if (proxy.child.exitCode === null) proxy.child.kill("SIGKILL");
-  await Promise.all(workers.map((worker) => worker.stop()));
+  // Their last lines go to log files under temp: removed before, they threw between tests.
+  await Promise.all([...processes.map((proxy) => proxy.drained), ...workers.map((worker) => worker.stop())]);
   temp.removeAll();
 });
 
