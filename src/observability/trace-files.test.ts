@@ -55,6 +55,20 @@ describe("the trace's files are private whatever the umask (022 here)", () => {
     expect(readdirSync(elsewhere)).toEqual([]);
   });
 
+  test("the appender remembers only the hour it last checked: an earlier hour written again is checked again (a link there is refused)", async () => {
+    const dir = mkdtempSync(join(root, "hours-"));
+    const elsewhere = mkdtempSync(join(root, "elsewhere-"));
+    const append = privateAppender();
+    await append(join(dir, "2026-12-04T21", "requests-1.jsonl"), "{}\n");
+    await append(join(dir, "2026-12-04T22", "requests-1.jsonl"), "{}\n");
+    rmSync(join(dir, "2026-12-04T21"), { recursive: true });
+    symlinkSync(elsewhere, join(dir, "2026-12-04T21"));
+    expect(await append(join(dir, "2026-12-04T21", "requests-1.jsonl"), "{}\n").then(() => "written", String)).toContain(
+      "is a link, not a directory: its lines are not written",
+    );
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+
   test("a trace directory another user owns, or others may write, is refused with the reason; this user's 0755 one is used", () => {
     const foreign = mkdtempSync(join(root, "foreign-"));
     chownSync(foreign, 65534, 65534);

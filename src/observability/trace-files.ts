@@ -31,14 +31,18 @@ export function traceDirRefusal(dir: string, uid: number | undefined = process.g
   }
 }
 
-/** An append for the trace writer: each hour directory checked once, each file opened anew without following a link. */
+/**
+ * An append for the trace writer: the hour directory checked as writes move into it, each file
+ * opened anew without following a link. Only the last hour is remembered (a set of every hour
+ * would grow for as long as the proxy runs); going back to an earlier one checks it again.
+ */
 export function privateAppender(uid: number | undefined = process.getuid?.()): (path: string, data: string) => Promise<void> {
-  const checked = new Set<string>();
+  let checked: string | undefined;
   return async (path, data) => {
     const dir = dirname(path);
-    if (!checked.has(dir)) {
+    if (dir !== checked) {
       await privateHourDir(dir, uid);
-      checked.add(dir);
+      checked = dir;
     }
     const file = await open(path, FILE_FLAGS, 0o600);
     try {
