@@ -34,4 +34,7 @@ export interface OptionSpec {
   readonly description: string;
 }
 
+/** The value of a --port option: 0 (a free port) to 65535, read into `port`. */
+export const PORT_VALUE = { name: "port", key: "port", kind: "int", arg: "PORT", min: 0, max: 65_535 } as const;
+
 export const ROUTERS = ["round_robin", "load_balancing", "conversation", "kv_cache_aware"] as const;

@@ -1,6 +1,6 @@
 /** `serve` flags of how the proxy runs: its workers, listener, routing, retries and timeouts (health and limits: serve-health.ts). */
 
-import { ROUTERS, type OptionSpec } from "../option-spec.ts";
+import { PORT_VALUE, ROUTERS, type OptionSpec } from "../option-spec.ts";
 import { DEFAULTS } from "../types.ts";
 
 export const SERVE_RUN_OPTIONS = [
@@ -52,12 +52,7 @@ export const SERVE_RUN_OPTIONS = [
   },
   {
     section: "serve",
-    name: "port",
-    key: "port",
-    kind: "int",
-    arg: "PORT",
-    min: 0,
-    max: 65_535,
+    ...PORT_VALUE,
     default: String(DEFAULTS.port),
     description: "Port to listen on; 0 picks a free port and prints the URL",
   },

@@ -1,6 +1,6 @@
 /** `worker` flags: the emulated trtllm-serve worker, its timings and its faults; and `demo`'s. */
 
-import type { OptionSpec } from "../option-spec.ts";
+import { PORT_VALUE, type OptionSpec } from "../option-spec.ts";
 import { DEMO_PORT } from "../types.ts";
 
 export const WORKER_OPTIONS = [
@@ -16,12 +16,7 @@ export const WORKER_OPTIONS = [
   },
   {
     section: "worker",
-    name: "port",
-    key: "port",
-    kind: "int",
-    arg: "PORT",
-    min: 0,
-    max: 65_535,
+    ...PORT_VALUE,
     required: true,
     description: "Port to listen on; 0 picks a free port",
   },
@@ -276,12 +271,7 @@ export const WORKER_OPTIONS = [
 
   {
     section: "demo",
-    name: "port",
-    key: "port",
-    kind: "int",
-    arg: "PORT",
-    min: 0,
-    max: 65_535,
+    ...PORT_VALUE,
     default: String(DEMO_PORT),
     description: "Port of the demo proxy; one anything already serves is refused",
   },
