@@ -18,7 +18,7 @@ export const CREDENTIAL_FRAGMENTS = [
   "key",
   "token",
   "secret",
-  "passw",
+  "pass",
   "pwd",
   "credential",
   "cookie",
@@ -26,6 +26,9 @@ export const CREDENTIAL_FRAGMENTS = [
   "signature",
   "jwt",
   "private",
+  "bearer",
+  "csrf",
+  "xsrf",
 ] as const;
 
 /** The signatures this proxy puts on internal requests, named whatever the fragments become. */
