@@ -96,6 +96,17 @@ describe("dashboard HTTP answers", () => {
     expect(http.events(eventsRequest(), () => {}, operator).status).toBe(429);
   });
 
+  test("an IPv6 host's /64 counts as one client (one host is given a /64), and an IPv4-mapped address as its IPv4 address", async () => {
+    const http = dashboardHttp(new DashboardRecorder(source), { perAddress: 2, total: 8 });
+    const held = ["2001:db8:1:2::1", "2001:db8:1:2:ffff::9"].map((address) => http.events(eventsRequest(), () => {}, anonymous(address)));
+    expect(held.map((response) => response.status)).toEqual([200, 200]);
+    expect(http.events(eventsRequest(), () => {}, anonymous("2001:db8:1:2:abcd::7")).status).toBe(429);
+    expect(http.events(eventsRequest(), () => {}, anonymous("2001:db8:1:3::1")).status).toBe(200);
+    expect(http.events(eventsRequest(), () => {}, anonymous("10.0.0.7")).status).toBe(200);
+    expect(http.events(eventsRequest(), () => {}, anonymous("::ffff:10.0.0.7")).status).toBe(200);
+    expect(http.events(eventsRequest(), () => {}, anonymous("::ffff:10.0.0.7")).status).toBe(429);
+  });
+
   test("the JSON snapshot leaves out the chart points before `after`", async () => {
     let now = 1000;
     const recorder = new DashboardRecorder(source, () => now);

@@ -6,6 +6,8 @@
  * while streams without one are held: the oldest of those is ended to make room.
  */
 
+import { addressBytes } from "../security/networks.ts";
+
 export interface StreamLimits {
   /** Streams without a key from one client address. */
   readonly perAddress: number;
@@ -46,7 +48,7 @@ export class StreamSlots {
   /** A slot, or why there is none; `end` closes the stream should an operator need its slot. */
   take(watcher: Watcher, end: () => void): StreamSlot | string {
     const { perAddress, total } = this.#limits;
-    if (!watcher.operator && (this.#perAddress.get(watcher.address) ?? 0) >= perAddress) {
+    if (!watcher.operator && (this.#perAddress.get(clientOf(watcher)) ?? 0) >= perAddress) {
       return `At most ${perAddress} dashboards may watch at once from one address`;
     }
     if (this.#held.size >= total) {
@@ -57,7 +59,7 @@ export class StreamSlots {
     }
     const held: Held = { watcher, end };
     this.#held.add(held);
-    if (!watcher.operator) this.#perAddress.set(watcher.address, (this.#perAddress.get(watcher.address) ?? 0) + 1);
+    if (!watcher.operator) this.#perAddress.set(clientOf(watcher), (this.#perAddress.get(clientOf(watcher)) ?? 0) + 1);
     return { release: () => this.#drop(held) };
   }
 
@@ -68,8 +70,19 @@ export class StreamSlots {
 
   #drop(held: Held): void {
     if (!this.#held.delete(held) || held.watcher.operator) return;
-    const left = (this.#perAddress.get(held.watcher.address) ?? 1) - 1;
-    if (left === 0) this.#perAddress.delete(held.watcher.address);
-    else this.#perAddress.set(held.watcher.address, left);
+    const client = clientOf(held.watcher);
+    const left = (this.#perAddress.get(client) ?? 1) - 1;
+    if (left === 0) this.#perAddress.delete(client);
+    else this.#perAddress.set(client, left);
   }
+}
+
+/**
+ * Whom a stream is counted against: an IPv4 address (IPv4-mapped too), an IPv6 address's /64.
+ * One IPv6 host is given a /64 of its own: counted per address, it held every slot.
+ */
+function clientOf(watcher: Watcher): string {
+  const bytes = addressBytes(watcher.address);
+  if (bytes?.length !== 16) return bytes === undefined ? watcher.address : bytes.join(".");
+  return `${Buffer.from(bytes.subarray(0, 8)).toString("hex")}::/64`;
 }
