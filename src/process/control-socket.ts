@@ -13,7 +13,7 @@
  * Messages are one JSON object per line, each way; a request gets one reply.
  */
 
-import { lstatSync, rmSync, type Stats } from "node:fs";
+import { chmodSync, lstatSync, rmSync, type Stats } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { isJsonObject } from "../json/json.ts";
@@ -143,6 +143,8 @@ export function holdControlSocket(path: string, limits: ControlLimits = CONTROL_
     server.once("error", reject);
     server.listen(path, () => {
       server.off("error", reject);
+      // Only this user may connect, whatever the umask and the directory's mode (systemd makes it 0755).
+      chmodSync(path, 0o600);
       resolve({
         serve(next) {
           handler = next;

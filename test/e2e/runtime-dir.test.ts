@@ -37,6 +37,14 @@ async function plantedSocket(path: string): Promise<{ connections: () => number;
   return { connections: () => connections, close: () => server.close() };
 }
 
+/** Asks hello on the control socket given; prints the answer, or the connection's error code. */
+const HELLO = `
+const net = require("node:net");
+const socket = net.createConnection(process.argv.at(-1), () => socket.write('{"op":"hello"}\\n'));
+socket.on("data", (chunk) => { console.log(String(chunk)); process.exit(0); });
+socket.on("error", (error) => { console.log(error.code); process.exit(0); });
+`;
+
 const stderrLines = (proxy: ProxyProcess): string[] => proxy.stderr.trim().split("\n");
 
 describe("the runtime directory is this user's alone (compiled binary)", () => {
@@ -57,6 +65,36 @@ describe("the runtime directory is this user's alone (compiled binary)", () => {
     } finally {
       planted.close();
     }
+  }, 30_000);
+
+  test("under umask 000 in a 0755 runtime directory (systemd's RuntimeDirectory= mode), the control socket is 0600: another user cannot ask it anything", async () => {
+    const dir = temp.dir("runtime-0755-");
+    chmodSync(dir, 0o755);
+    const port = freePort();
+    const { context, generation } = workers();
+    const umask = process.umask(0);
+    const proxy = (() => {
+      try {
+        const args = ["--port", String(port), "--context", context.url, "--generation", generation.url];
+        return spawn(args, temp.dir("log-"), { ...process.env, RUNTIME_DIRECTORY: dir });
+      } finally {
+        process.umask(umask);
+      }
+    })();
+    await proxy.waitFor((record: LogRecord) => record["msg"] === "listening", 30_000, "listening");
+    const socket = join(dir, `disagg-proxy-${port}.sock`);
+    expect(statSync(socket).mode & 0o777).toBe(0o600);
+    const asked = Bun.spawnSync([
+      "setpriv",
+      `--reuid=${NOBODY}`,
+      `--regid=${NOBODY}`,
+      "--clear-groups",
+      process.execPath,
+      "-e",
+      HELLO,
+      socket,
+    ]);
+    expect(asked.stdout.toString()).toContain("EACCES");
   }, 30_000);
 
   test("in a private runtime directory, a control socket another user owns is never spoken to: exit 2 naming its owner", async () => {
