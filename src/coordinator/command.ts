@@ -1,4 +1,4 @@
-import { logStartupNotes, workerWaitEnded, type Command, type CommandRun } from "../server/command-run.ts";
+import { logStartupNotes, workerWaitEnded, type Command, type CommandRun } from "../command-run.ts";
 import { ListenError } from "../server/listener.ts";
 import { startCoordinator, type RunningCoordinator } from "./run.ts";
 import { removeStaleSocket } from "./stale-socket.ts";

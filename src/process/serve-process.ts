@@ -11,7 +11,7 @@ import { claimNodeId } from "../discovery/index.ts";
 import { withLoops } from "../loops/all-loops.ts";
 import { EventLoops } from "../loops/event-loops.ts";
 import type { Logger, Sink } from "../observability/logger.ts";
-import { logStartupNotes, workerWaitEnded, type Command, type CommandRun, type Exit } from "../server/command-run.ts";
+import { logStartupNotes, workerWaitEnded, type Command, type CommandRun, type Exit } from "../command-run.ts";
 import { ListenError } from "../server/listener.ts";
 import { startProxy, type RunningProxy } from "../server/serve.ts";
 import type { ProcessInfo } from "./control-messages.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { memoryLogger } from "../observability/logger.ts";
+import { memoryLogger } from "./observability/logger.ts";
 import { logStartupNotes, workerWaitEnded } from "./command-run.ts";
 
 const discovery = { discovery: { kind: "cluster" } } as unknown as Parameters<typeof workerWaitEnded>[1];

@@ -3,9 +3,9 @@
  * how it is read again on SIGHUP, its start-up notes, and the end of the worker wait.
  */
 
-import type { StartupNote } from "../config/load.ts";
-import type { ProxyConfig } from "../config/types.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { StartupNote } from "./config/load.ts";
+import type { ProxyConfig } from "./config/types.ts";
+import type { Logger } from "./observability/logger.ts";
 
 /** Ends the process with `code` (main.ts, the only place that exits), printing `message` to stderr. */
 export type Exit = (code: number, message?: string) => never;
