@@ -24,9 +24,12 @@ import { spawnService, type Service, serveArgs } from "./cluster/service.ts";
 import { alternateRounds, medianCpuPerRequest } from "./load/ab-rounds.ts";
 import { median, summarize } from "./lib/stats.ts";
 import { endpointOf, proxyPath, type Path } from "./load/paths.ts";
-import { chatJson, chatStream } from "./load/workloads.ts";
+import { agentChat, chatJson, chatStream } from "./load/workloads.ts";
 
 const LOG_DIR = join(import.meta.dir, "out", "logs");
+
+/** An emulated worker of the comparison: the same flags under either binary. */
+const workerArgs = (role: string): string[] => ["worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"];
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -40,18 +43,23 @@ async function main(): Promise<void> {
       "first-event": { type: "boolean", default: false },
       paced: { type: "string", default: "32,2,40" },
       "floor-raw": { type: "boolean", default: false },
+      agent: { type: "string", default: "0" },
     },
   });
   const [base, next] = positionals;
   if (base === undefined || next === undefined)
-    throw new Error("usage: bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream]");
+    throw new Error(
+      "usage: bun bench/compare.ts BASE_BINARY NEW_BINARY [--clients 1,16,64] [--rounds 8] [--seconds 2] [--stream] [--agent KB]",
+    );
   mkdirSync(LOG_DIR, { recursive: true });
+  const agentKb = Number(values.agent);
   const services: Service[] = [];
   try {
     const worker = async (role: string): Promise<Service> => {
       const service = await spawnService({
         name: `compare-${role}`,
-        cmd: [base, "worker", "--role", role, "--port", "0", "--host", "127.0.0.1", "--max-records", "1000"],
+        // Agent rounds (issue #37): both proxies' workers from the new binary, whose context answer carries floor(bytes / 4) ids.
+        cmd: agentKb > 0 ? [next, ...workerArgs(role), "--bytes-per-token", "4"] : [base, ...workerArgs(role)],
         logDir: LOG_DIR,
       });
       services.push(service);
@@ -89,7 +97,14 @@ async function main(): Promise<void> {
     for (const name of present) pids[name] = relays[name]?.pid ?? 0;
     const firstEvent = values["first-event"];
     const [tokens = 32, tokenMs = 2, perClient = 40] = values.paced.split(",").map(Number);
-    const workload = firstEvent ? chatStream(tokens, `gen.token_ms=${tokenMs}`) : values.stream ? chatStream(256) : chatJson(16);
+    const workload =
+      agentKb > 0
+        ? agentChat(agentKb, 64)
+        : firstEvent
+          ? chatStream(tokens, `gen.token_ms=${tokenMs}`)
+          : values.stream
+            ? chatStream(256)
+            : chatJson(16);
     const rawColumns = floorRaw === undefined ? "" : " floor on the prototype µs/req | base ÷ that floor | new ÷ that floor |";
     const p50Names = present.join(" / ");
     process.stdout.write(
