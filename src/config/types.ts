@@ -171,6 +171,8 @@ export interface ProxyConfig {
   readonly clusterAllowFrom: readonly string[];
   /** --trusted-proxy: networks whose X-Forwarded-For names the client in the request log (request/client-address.ts). */
   readonly trustedProxies: readonly string[];
+  /** --client-address-header: where a trusted proxy names the client (request/client-address.ts). */
+  readonly clientAddressHeader: string;
   /** --allowed-host: names besides IP literals, localhost and `host` accepted in Host on /dashboard, /cluster_info and the cluster storage. */
   readonly allowedHosts: readonly string[];
   /** --allow-link-local-workers: discovered workers may be at link-local or metadata addresses. */
@@ -276,6 +278,7 @@ export const DEFAULTS = {
   reportAddrFile: undefined,
   clusterAllowFrom: Object.freeze([]),
   trustedProxies: Object.freeze([]),
+  clientAddressHeader: "x-forwarded-for",
   allowedHosts: Object.freeze([]),
   allowLinkLocalWorkers: false,
   clusterKey: undefined,

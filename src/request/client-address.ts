@@ -1,7 +1,8 @@
 /**
  * Who sent a request, for its log line: the peer's address, or, when the peer is one of the
- * --trusted-proxy networks, the address it forwarded (X-Forwarded-For, read right to left past
- * every trusted hop, as nginx's real_ip_recursive does); and the client's User-Agent.
+ * --trusted-proxy networks, the address it forwarded (--client-address-header: X-Forwarded-For,
+ * read right to left past every trusted hop as nginx's real_ip_recursive does, or a header of
+ * one address); and the client's User-Agent.
  */
 
 import { addressBytes, inNetwork, parseNetwork, type Network } from "../security/networks.ts";
@@ -17,16 +18,21 @@ export interface ClientFacts {
   readonly userAgent: string | undefined;
 }
 
-/** The networks a forwarding proxy may be in (--trusted-proxy), given as CIDRs or addresses (checked at start-up). */
-export type ClientSettings = { readonly trustedProxies: readonly string[] };
+/**
+ * The networks a forwarding proxy may be in (--trusted-proxy), given as CIDRs or addresses
+ * (checked at start-up), and the header it names the client in (default x-forwarded-for).
+ */
+export type ClientSettings = { readonly trustedProxies: readonly string[]; readonly clientAddressHeader: string };
 
 /** The requests of one event loop and the peer of each (looked up only when asked, while the request lives). */
 export class Clients {
   readonly #trusted: readonly Network[];
+  readonly #header: string;
   readonly #peers = new WeakMap<Request, () => string | undefined>();
 
   constructor(settings: ClientSettings) {
     this.#trusted = settings.trustedProxies.flatMap((text) => parseNetwork(text) ?? []);
+    this.#header = settings.clientAddressHeader;
   }
 
   /** The front door notes each request's connection (server/dispatch.ts). */
@@ -37,7 +43,7 @@ export class Clients {
   of(request: Request): ClientFacts {
     const peer = this.#peers.get(request)?.();
     const userAgent = request.headers.get("user-agent")?.slice(0, MAX_USER_AGENT_CHARS) ?? undefined;
-    return { address: clientAddressOf(peer, request.headers.get("x-forwarded-for"), this.#trusted), userAgent };
+    return { address: clientAddressOf(peer, request.headers.get(this.#header), this.#trusted), userAgent };
   }
 }
 

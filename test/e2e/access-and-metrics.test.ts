@@ -77,6 +77,12 @@ describe("access lines and metrics", () => {
     expect(sample(metrics, 'disagg_proxy_time_to_first_token_seconds_count{route="/v1/chat/completions"}')).toBe(1);
   }, 60_000);
 
+  test("--client-address-header x-real-ip (nginx's proxy_set_header X-Real-IP): the trusted proxy's X-Real-IP names the client", async () => {
+    const nginx = await proxy(["--trusted-proxy", "127.0.0.1", "--client-address-header", "X-Real-IP"]);
+    await post(nginx.url, { "x-real-ip": "198.51.100.7", "x-forwarded-for": "203.0.113.9", "user-agent": "curl/8.5.0" });
+    expect((await requestLines(nginx.log, 1))[0]).toMatchObject({ status: 200, client: "198.51.100.7" });
+  }, 60_000);
+
   test("with --protect-metrics, /metrics takes the key as the dashboard does: Bearer, or a Basic password (curl -u :KEY)", async () => {
     const keys = join(temp.dir("access-"), "keys");
     writeFileSync(keys, "the-key\n");

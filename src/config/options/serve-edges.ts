@@ -168,6 +168,18 @@ export const SERVE_EDGE_OPTIONS = [
   },
   {
     section: "serve",
+    name: "client-address-header",
+    key: "clientAddressHeader",
+    kind: "enum",
+    caseInsensitive: true,
+    arg: "HEADER",
+    choices: ["x-forwarded-for", "x-real-ip", "cf-connecting-ip", "true-client-ip"],
+    default: DEFAULTS.clientAddressHeader,
+    description:
+      "The header in which a --trusted-proxy names the client: X-Forwarded-For, or the one address of X-Real-IP (nginx), CF-Connecting-IP (Cloudflare) or True-Client-IP",
+  },
+  {
+    section: "serve",
     name: "allowed-host",
     key: "allowedHosts",
     kind: "list",
