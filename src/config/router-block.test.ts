@@ -1,16 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError } from "./errors.ts";
+import { errorOf } from "./yaml-error-of.ts";
 import { parseTrtllmYaml } from "./trtllm-yaml.ts";
-
-function errorOf(yaml: string): string {
-  try {
-    parseTrtllmYaml(yaml, "disagg_config.yaml");
-  } catch (error) {
-    if (error instanceof ConfigError) return error.message;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("upstream's newer router types", () => {
   test("remote_http takes remote_url and request_timeout_s (seconds, 5 by default), its trailing slash dropped", () => {

@@ -1,17 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { README_EXAMPLE } from "./readme-example-fixture.ts";
-import { ConfigError } from "./errors.ts";
+import { errorOf } from "./yaml-error-of.ts";
 import { parseTrtllmYaml } from "./trtllm-yaml.ts";
-
-function errorOf(yaml: string): string {
-  try {
-    parseTrtllmYaml(yaml, "disagg_config.yaml");
-  } catch (error) {
-    if (error instanceof ConfigError) return error.message;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("parseTrtllmYaml", () => {
   test("reads the README example", () => {
