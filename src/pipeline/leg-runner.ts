@@ -71,7 +71,7 @@ async function runAttempts<T>(
       const post = leg.post(plan, plan.body.codec.encode(sent, plan.body.source), step.resend);
       const result = await (plan.handoff === undefined
         ? call(post)
-        : watchedCall(call, post, plan.signal, plan.handoff, id, (settled) => leg.keepUntil(settled)));
+        : watchedCall(call, post, plan.signal, plan.handoff, id, lastsUntil === "request end", (settled) => leg.keepUntil(settled)));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") {
         leg.answered();

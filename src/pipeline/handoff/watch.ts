@@ -29,7 +29,8 @@ export interface HandoffWatch {
 /**
  * An attempt of a hand-off's generation leg, on an abort of its own: the request's end hands an
  * attempt still in flight to the watch (which stops it once it claimed the hand-off) and fails
- * the attempt for the request at once. A stream that answered follows the request's end again.
+ * the attempt for the request at once. A stream that answered (`outlastsAnswer`) follows the
+ * request's end again; a whole answer is over, and nothing is left to stop.
  */
 export async function watchedCall<T>(
   call: (post: WorkerPost) => Promise<T>,
@@ -37,6 +38,7 @@ export async function watchedCall<T>(
   request: AbortSignal,
   watch: HandoffWatch,
   id: bigint,
+  outlastsAnswer: boolean,
   /** Told of an attempt the request's end leaves running, so what it holds lasts as long as it (a coordinator's lease). */
   keep?: (settled: Promise<unknown>) => void,
 ): Promise<T> {
@@ -60,7 +62,7 @@ export async function watchedCall<T>(
   else request.addEventListener("abort", onEnd, { once: true });
   try {
     const value = await Promise.race([pending, ended]);
-    stopAtRequestEnd(request, own);
+    if (outlastsAnswer) stopAtRequestEnd(request, own);
     return value;
   } finally {
     request.removeEventListener("abort", onEnd);
