@@ -179,17 +179,7 @@ export class RequestContext {
   /** Keeps a reservation until it is released early or the request ends. */
   hold(reservation: Reservation): Reservation {
     this.#reservations.add(reservation);
-    return {
-      requestKey: reservation.requestKey,
-      role: reservation.role,
-      origin: reservation.origin,
-      release: () => {
-        this.#reservations.delete(reservation);
-        reservation.release();
-      },
-      completed: () => reservation.completed?.(),
-      keepUntil: (settled) => reservation.keepUntil?.(settled),
-    };
+    return new HeldReservation(reservation, this.#reservations);
   }
 
   markFirstByte(): void {
@@ -289,6 +279,36 @@ export class RequestContext {
       bytesOut: this.#bytesOut,
       client: this.#client,
     };
+  }
+}
+
+/** A reservation the request holds: released early, it leaves the request's set. One object, its methods shared (not closures per leg). */
+class HeldReservation implements Reservation {
+  readonly requestKey: bigint;
+  readonly role: Role;
+  readonly origin: string;
+  readonly #reservation: Reservation;
+  readonly #held: Set<Reservation>;
+
+  constructor(reservation: Reservation, held: Set<Reservation>) {
+    this.requestKey = reservation.requestKey;
+    this.role = reservation.role;
+    this.origin = reservation.origin;
+    this.#reservation = reservation;
+    this.#held = held;
+  }
+
+  release(): void {
+    this.#held.delete(this.#reservation);
+    this.#reservation.release();
+  }
+
+  completed(): void {
+    this.#reservation.completed?.();
+  }
+
+  keepUntil(settled: Promise<unknown>): void {
+    this.#reservation.keepUntil?.(settled);
   }
 }
 
