@@ -28,14 +28,14 @@ export interface TelemetryDeps {
   readonly clock?: SteadyClock;
 }
 
-/** What the end of a request tells the telemetry. */
+/** What the end of a request tells the telemetry (a request's summary as it is: no copy made per request). */
 export interface FinishedRequestInfo {
-  readonly perf: RequestPerf | undefined;
   readonly disaggRequestId: bigint;
   readonly engineRequestId: bigint;
   readonly contextWorker: string | undefined;
   readonly generationWorker: string | undefined;
-  readonly ok: boolean;
+  /** "ok" when it completed; only those are recorded. */
+  readonly outcome: string;
   readonly durationMs: number;
   readonly ttftMs: number | undefined;
 }
@@ -89,12 +89,12 @@ export class Telemetry {
     return requestSpans(trace, route, (span) => exporter.add(span), this.#ids.hex);
   }
 
-  /** A request ended: its JSONL record and its /perf_metrics entry, when it completed. */
-  finished(info: FinishedRequestInfo): void {
-    if (!info.ok) return;
-    if (info.perf !== undefined) this.jsonl?.submit(info.perf.record(info.disaggRequestId, info.engineRequestId));
+  /** A request ended: its JSONL record and its /perf_metrics entry, when it completed; `perf` its perf state, if collected. */
+  finished(info: FinishedRequestInfo, perf: RequestPerf | undefined): void {
+    if (info.outcome !== "ok") return;
+    if (perf !== undefined) this.jsonl?.submit(perf.record(info.disaggRequestId, info.engineRequestId));
     if (this.#join !== undefined && info.generationWorker !== undefined) {
-      const arrivalTime = info.perf?.arrivalTime ?? this.#clock() - info.durationMs / 1000;
+      const arrivalTime = perf?.arrivalTime ?? this.#clock() - info.durationMs / 1000;
       this.#join.add({
         contextOrigin: info.contextWorker,
         generationOrigin: info.generationWorker,

@@ -133,7 +133,7 @@ export class Requests {
       onEnd: (summary) => {
         this.#active.delete(ctx);
         if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));
-        telemetry.finished({ ...summary, perf: ctx.perf, ok: summary.outcome === "ok" });
+        telemetry.finished(summary, ctx.perf);
         ctx.spans.end(summary);
         this.ends.finished(summary);
       },
