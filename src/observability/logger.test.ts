@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { dropWarned, turnBatched } from "./logger.ts";
+import { createLogger, dropWarned, turnBatched } from "./logger.ts";
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -41,5 +41,42 @@ describe("dropWarned", () => {
     expect(dropWarned(999, 1000)).toBe(true);
     expect(dropWarned(1000, 1001)).toBe(false);
     expect(dropWarned(1998, 2030)).toBe(true);
+  });
+});
+
+/** The line a logger writes for one "request" message. */
+function lineOf(fields?: Record<string, unknown>, level: "info" | "error" = "info"): string {
+  let written = "";
+  createLogger("debug", (line) => (written = line))[level]("request", fields);
+  return written;
+}
+
+describe("createLogger", () => {
+  test("a line is its own keys first, then the fields in their order, undefined ones left out", () => {
+    const line = lineOf({ route: "/v1/chat/completions", status: 200, error: undefined, ttft_ms: 1.5, stream: false });
+    expect(line.endsWith("\n")).toBe(true);
+    expect(Object.keys(JSON.parse(line))).toEqual(["ts", "level", "msg", "route", "status", "ttft_ms", "stream"]);
+    expect(JSON.parse(line)).toMatchObject({ level: "info", msg: "request", route: "/v1/chat/completions", status: 200, ttft_ms: 1.5 });
+  });
+
+  test("a line with no fields, or none defined, is its own keys alone", () => {
+    expect(Object.keys(JSON.parse(lineOf()))).toEqual(["ts", "level", "msg"]);
+    expect(Object.keys(JSON.parse(lineOf({ error: undefined })))).toEqual(["ts", "level", "msg"]);
+  });
+
+  test("ids are written as text and errors described, the stack only on an error line", () => {
+    const cause = new Error("inner");
+    expect(JSON.parse(lineOf({ id: 12345678901234567890n, error: new Error("outer", { cause }) }))).toMatchObject({
+      id: "12345678901234567890",
+      error: { name: "Error", message: "outer", cause: { message: "inner" } },
+    });
+    expect(JSON.parse(lineOf({ error: cause })).error.stack).toBeUndefined();
+    expect(JSON.parse(lineOf({ error: cause }, "error")).error.stack).toContain("inner");
+  });
+
+  test("a field named as one of the line's own keys replaces its value in place", () => {
+    const line = lineOf({ msg: "overridden", route: "/x" });
+    expect(Object.keys(JSON.parse(line))).toEqual(["ts", "level", "msg", "route"]);
+    expect(JSON.parse(line).msg).toBe("overridden");
   });
 });

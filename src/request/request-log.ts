@@ -6,8 +6,9 @@ import type { RequestSummary } from "./reports.ts";
 /** One structured line per finished request (bodies are never logged here). */
 export function logRequest(logger: Logger, s: RequestSummary): void {
   const fields = {
-    disagg_request_id: s.disaggRequestId,
-    engine_request_id: s.engineRequestId,
+    // As text here: a line of plain values is written without a copy (observability/logger.ts).
+    disagg_request_id: s.disaggRequestId.toString(),
+    engine_request_id: s.engineRequestId.toString(),
     route: s.route,
     stream: s.stream,
     schedule: s.schedule,
