@@ -39,7 +39,8 @@ export async function contextFirst(
   avoid: string | undefined,
 ): Promise<PipelineOutcome> {
   const options = bodyOptions(deps);
-  const reserved = await reserveGenerationWorker(deps, ctx, input);
+  // Awaited only with conditional disaggregation: a request without it pays no turn for it.
+  const reserved = deps.settings.conditionalDisagg === undefined ? undefined : await reserveGenerationWorker(deps, ctx, input);
   if (reserved !== undefined && !contextNeeded(deps, reserved)) return generationAlone(deps, ctx, input, reserved);
   try {
     const leg = await runContextLeg(deps, ctx, input, {
@@ -147,12 +148,7 @@ export function bodyOptions(deps: PipelineDeps): BodyOptions {
   return { tokenIdsAsBytes: deps.settings.genTokidsCtxbytes, stripMessageHistory: deps.settings.genStripMessageHistory };
 }
 
-async function reserveGenerationWorker(
-  deps: PipelineDeps,
-  ctx: RequestContext,
-  input: PipelineInput,
-): Promise<RoutedPlacement | undefined> {
-  if (deps.settings.conditionalDisagg === undefined) return undefined;
+async function reserveGenerationWorker(deps: PipelineDeps, ctx: RequestContext, input: PipelineInput): Promise<RoutedPlacement> {
   const placed = await placeForRequest(deps, ctx, {
     role: "generation",
     requestKey: ctx.placementKey,

@@ -60,9 +60,10 @@ async function runAttempts<T>(
   let previous: Placed | undefined;
   for (;;) {
     const { attempt, id } = step;
+    const placing = step.again === undefined ? placeAttempt(deps, ctx, plan, attempt, failedOn) : keepingRouteHint(step.again, previous);
+    // Awaited only when a coordinator is asked: a local placement costs the attempt no turn.
     // oxlint-disable-next-line no-await-in-loop -- each attempt is placed after the one before failed
-    const placed =
-      step.again === undefined ? await placeAttempt(deps, ctx, plan, attempt, failedOn) : keepingRouteHint(step.again, previous);
+    const placed = placing instanceof Promise ? await placing : placing;
     previous = placed;
     const leg = new LegAttempt(deps, ctx, plan, placed, attempt, id);
     const sent = fitToWorker(withRouteHint(plan.body.of(id), placed), leg.worker.protocol.accepts);

@@ -10,9 +10,18 @@ import { placeLeg } from "../routing/coordinated-placement.ts";
 import type { PlacementRequest, RoutedPlacement } from "../routing/placement.ts";
 import type { PipelineDeps } from "./types.ts";
 
-export async function placeForRequest(deps: PipelineDeps, ctx: RequestContext, request: PlacementRequest): Promise<RoutedPlacement> {
+export function placeForRequest(
+  deps: PipelineDeps,
+  ctx: RequestContext,
+  request: PlacementRequest,
+): RoutedPlacement | Promise<RoutedPlacement> {
   const started = performance.now();
-  const placed = await placeLeg(deps.placement, request);
+  const placing = placeLeg(deps.placement, request);
+  // A placement made here and now (no coordinator asked) is kept in the same turn: no promise for it.
+  return placing instanceof Promise ? placing.then((placed) => kept(ctx, request, placed, started)) : kept(ctx, request, placing, started);
+}
+
+function kept(ctx: RequestContext, request: PlacementRequest, placed: RoutedPlacement, started: number): RoutedPlacement {
   if (ctx.ended) {
     placed.reservation.release();
     throw asProxyError(ctx.signal.reason);

@@ -37,6 +37,15 @@ describe("Admission", () => {
     expect(await refusal(admission)).toMatchObject({ status: 429 });
   });
 
+  test("a free slot is given at once, and none once the limit is reached", () => {
+    const admission = new Admission(1, 1000);
+    const release = admission.tryAcquire();
+    expect(release).toBeDefined();
+    expect(admission.tryAcquire()).toBeUndefined();
+    release?.();
+    expect(admission.inFlight).toBe(0);
+  });
+
   test("no limit admits everyone", async () => {
     const admission = new Admission(0, 0);
     for (let i = 0; i < 100; i++) await admission.acquire(never);

@@ -31,11 +31,23 @@ export class Admission {
     return this.#limit;
   }
 
+  /** A slot now: its release function (idempotent); undefined when none is free. */
+  tryAcquire(): (() => void) | undefined {
+    // A freed slot passes straight to the first waiter, so a newcomer can never take it in between.
+    if (this.#limit > 0 && this.#inFlight >= this.#limit) return undefined;
+    this.#inFlight++;
+    return this.#release();
+  }
+
   /** Resolves with the slot's release function (idempotent), or rejects with a 429. */
   async acquire(signal: AbortSignal): Promise<() => void> {
-    // A freed slot passes straight to the first waiter, so a newcomer can never take it in between.
-    if (this.#limit > 0 && this.#inFlight >= this.#limit) await this.#wait(signal);
-    else this.#inFlight++;
+    const now = this.tryAcquire();
+    if (now !== undefined) return now;
+    await this.#wait(signal);
+    return this.#release();
+  }
+
+  #release(): () => void {
     let held = true;
     return () => {
       if (!held) return;
@@ -96,8 +108,16 @@ export class SharedAdmission {
     return this.#limit;
   }
 
+  tryAcquire(): (() => void) | undefined {
+    return this.#words.tryAdmit(this.#limit) ? this.#release() : undefined;
+  }
+
   async acquire(signal: AbortSignal): Promise<() => void> {
     if (!this.#words.tryAdmit(this.#limit)) await this.#wait(signal);
+    return this.#release();
+  }
+
+  #release(): () => void {
     let held = true;
     return () => {
       if (!held) return;
@@ -127,7 +147,7 @@ export class SharedAdmission {
 }
 
 /** What the server's admission is, whichever counts it keeps. */
-export type AdmissionControl = Pick<Admission, "inFlight" | "waiting" | "limit" | "acquire">;
+export type AdmissionControl = Pick<Admission, "inFlight" | "waiting" | "limit" | "tryAcquire" | "acquire">;
 
 function overloaded(): ProxyError {
   return new ProxyError("OVERLOADED", 429, "Too many requests in flight; retry shortly");

@@ -85,11 +85,23 @@ export class Requests {
   /**
    * Admits a request that passed validation and starts its one context: refused while draining
    * (503) or over the in-flight limit (429). With `traceInput`, it is recorded in the request
-   * trace when one is written.
+   * trace when one is written. A free slot starts it in the same turn (no promise); one waited
+   * for, once it is given.
    */
-  async start(route: string, stream: boolean, client: Request, traceInput?: () => TraceInput): Promise<RequestContext> {
+  start(route: string, stream: boolean, client: Request, traceInput?: () => TraceInput): RequestContext | Promise<RequestContext> {
     if (this.#draining) throw drainingError();
-    const release = await this.#parts.admission.acquire(client.signal);
+    const release = this.#parts.admission.tryAcquire();
+    if (release !== undefined) return this.#admitted(route, stream, client, release, traceInput);
+    return this.#parts.admission.acquire(client.signal).then((waited) => this.#admitted(route, stream, client, waited, traceInput));
+  }
+
+  #admitted(
+    route: string,
+    stream: boolean,
+    client: Request,
+    release: () => void,
+    traceInput: (() => TraceInput) | undefined,
+  ): RequestContext {
     if (this.#draining) {
       release();
       throw drainingError();

@@ -28,9 +28,9 @@ export interface RouteDeps {
    * Admits a client request that passed validation and starts its one context: refused
    * while draining (503) or over the in-flight limit (429). The caller owns its end. With
    * `traced`, an accepted request is recorded in the request trace when one is written (it is
-   * called only then).
+   * called only then). A free slot gives the context at once (it may also throw at once).
    */
-  startRequest(route: string, stream: boolean, client: Request, traced?: () => TraceInput): Promise<RequestContext>;
+  startRequest(route: string, stream: boolean, client: Request, traced?: () => TraceInput): RequestContext | Promise<RequestContext>;
   /**
    * A model request refused before admission, its body read: recorded in the request trace
    * when one is written (as upstream records a body refused by validation).

@@ -74,7 +74,8 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   if (request.signal.aborted) throw clientGone();
   const restoreIdle = call.keepOpen();
   const stream = body["stream"] === true;
-  const ctx = await deps.startRequest(call.route, stream, request, () => traceInputOf(call, body));
+  const starting = deps.startRequest(call.route, stream, request, () => traceInputOf(call, body));
+  const ctx = starting instanceof Promise ? await starting : starting;
   // The idle bound goes back while the answer is still being written (later has no effect):
   // before an error or JSON answer is returned, as a stream closes.
   const renderError = (error: ProxyError): Response => {
