@@ -150,7 +150,7 @@ export async function withinRequest(
     ended = Promise.resolve(ending(error));
     return renderError(error);
   } finally {
-    void endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), unwatch);
+    endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), unwatch);
   }
 }
 
@@ -166,10 +166,12 @@ function watchClient(ctx: RequestContext, client: Request): () => void {
   return () => client.signal.removeEventListener("abort", onLeft);
 }
 
-async function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): Promise<void> {
-  const { status, error } = await ended.catch((thrown: unknown) => ending(asProxyError(thrown)));
-  cleanup();
-  ctx.end(status, error);
+function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): void {
+  const finish = ({ status, error }: Ending): void => {
+    cleanup();
+    ctx.end(status, error);
+  };
+  void ended.then(finish, (thrown: unknown) => finish(ending(asProxyError(thrown))));
 }
 
 function ending(error: ProxyError): Ending {
@@ -216,10 +218,19 @@ async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: P
   ctx.traced?.capture.answeredBytes(bytes);
   ctx.sent(bytes.byteLength);
   ctx.markAnswered();
+  return { response: new Response(bytes, { status: 200, headers: jsonHeaders(ctx) }), ended: ANSWERED };
+}
+
+/** How every whole answer ends: one settled promise, shared. */
+const ANSWERED: Promise<Ending> = Promise.resolve(Object.freeze({ status: 200, error: undefined }));
+
+/** A JSON answer's headers: a plain record unless the client's perf metrics go with it (whose names may repeat ours). */
+function jsonHeaders(ctx: RequestContext): Headers | Record<string, string> {
+  if (ctx.perf?.exposed !== true) return { [ENGINE_REQUEST_ID_HEADER]: ctx.replyId, "content-type": "application/json" };
   const headers = engineHeaders(ctx);
   headers.set("content-type", "application/json");
-  if (ctx.perf?.exposed === true) for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
-  return { response: new Response(bytes, { status: 200, headers }), ended: Promise.resolve({ status: 200, error: undefined }) };
+  for (const [name, value] of Object.entries(ctx.perf.clientHeaders())) headers.set(name, value);
+  return headers;
 }
 
 /** What the request trace records of the request (asked only when a trace is written). */
