@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
+import type { JsonObject } from "../json/json.ts";
+import { conversationIdOf, namedConversationOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
 
 describe("conversation ids", () => {
   test("the body's conversation_params win over session headers", () => {
@@ -34,6 +35,24 @@ describe("conversation ids", () => {
     const body = { prompt_cache_key: "thread-1" };
     expect(conversationIdOf(body, new Headers({ "x-session-id": "sess" }))).toBe("sess");
     expect(conversationIdOf({ ...body, conversation_params: {} }, new Headers({ "x-session-id": "sess" }))).toBeUndefined();
+  });
+
+  test("of a body withConversationId returned, the conversation it names is its conversationIdOf, without reading the headers again", () => {
+    const cases: [JsonObject, Record<string, string>, string | undefined][] = [
+      [{ model: "m" }, {}, undefined],
+      [{ model: "m" }, { "x-session-id": " sess " }, undefined],
+      [{ prompt_cache_key: " thread-1 " }, { "thread-id": "t" }, undefined],
+      [{ client_metadata: { session_id: "run-3" } }, { "session-id": "s" }, undefined],
+      [{ conversation_params: {} }, { "x-session-id": "sess" }, undefined],
+      [{ conversation_params: { conversation_id: "  " } }, {}, undefined],
+      [{ model: "m" }, {}, "own"],
+      [{ model: "m" }, { "claude-code-session-id": "cc" }, undefined],
+    ];
+    for (const [body, fields, own] of cases) {
+      const headers = new Headers(fields);
+      const named = withConversationId(body, headers, own);
+      expect(namedConversationOf(named)).toBe(conversationIdOf(named, headers));
+    }
   });
 
   test("a sub-agent without a conversation of its own gets a fresh subagent: id; one with an id keeps it", () => {

@@ -48,11 +48,7 @@ const BODY_FIELDS: readonly (readonly string[])[] = [
  * (not upstream's) the first session header a client sends without the `x-` prefix.
  */
 export function conversationIdOf(body: JsonObject, headers: Headers): string | undefined {
-  const params = body["conversation_params"];
-  if (isJsonObject(params)) {
-    const own = params["conversation_id"];
-    return typeof own === "string" && own.trim() !== "" ? own : undefined;
-  }
+  if (isJsonObject(body["conversation_params"])) return namedConversationOf(body);
   for (const name of SESSION_HEADERS) {
     const value = headers.get(name)?.trim();
     if (value) return value;
@@ -66,6 +62,16 @@ export function conversationIdOf(body: JsonObject, headers: Headers): string | u
     if (value) return value;
   }
   return undefined;
+}
+
+/**
+ * The conversation `conversation_params` names. Of a body withConversationId returned, this is
+ * its conversationIdOf, the headers and client fields already read once.
+ */
+export function namedConversationOf(body: JsonObject): string | undefined {
+  const params = body["conversation_params"];
+  const own = isJsonObject(params) ? params["conversation_id"] : undefined;
+  return typeof own === "string" && own.trim() !== "" ? own : undefined;
 }
 
 /**

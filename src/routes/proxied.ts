@@ -10,7 +10,7 @@ import type { DialectStream } from "../streaming/dialect.ts";
 import { respondWithStream } from "../streaming/client-relay.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
-import { conversationIdOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
+import { conversationIdOf, namedConversationOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
 import { clientSubagentOf } from "./subagents.ts";
 import type { TraceInput } from "../request/requests.ts";
 import type { KeepOpen, RouteDeps } from "./deps.ts";
@@ -86,7 +86,8 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   };
   return withinRequest(ctx, request, renderError, async () => {
     call.prepare?.(ctx, body);
-    const routing = routingRequestOf(call.api, body, conversationIdOf(body, request.headers), parent);
+    // The body names whatever conversation its headers or fields named (withConversationId): not looked for twice.
+    const routing = routingRequestOf(call.api, body, namedConversationOf(body), parent);
     const outcome = deps.runPipeline(ctx, { api: call.api, body, source: call.source, stream, routing, affinity });
     if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
     const answer = await jsonAnswer(dialect, ctx, outcome);
