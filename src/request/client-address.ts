@@ -43,7 +43,9 @@ export class Clients {
   of(request: Request): ClientFacts {
     const peer = this.#peers.get(request)?.();
     const userAgent = request.headers.get("user-agent")?.slice(0, MAX_USER_AGENT_CHARS) ?? undefined;
-    return { address: clientAddressOf(peer, request.headers.get(this.#header), this.#trusted), userAgent };
+    // The forwarded header is read only when some proxy is trusted to set it.
+    const forwarded = this.#trusted.length === 0 ? null : request.headers.get(this.#header);
+    return { address: clientAddressOf(peer, forwarded, this.#trusted), userAgent };
   }
 }
 
@@ -68,5 +70,6 @@ function isTrusted(address: string, trusted: readonly Network[]): boolean {
 
 /** ::ffff:10.1.2.3 (an IPv4 peer on a dual-stack socket) as 10.1.2.3. */
 function shown(address: string): string {
+  if (!address.startsWith("::")) return address;
   return address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, "$1");
 }
