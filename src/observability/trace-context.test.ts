@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { legTraceHeaders, RandomIds, randomHexBytes, sampled, traceFrom } from "./trace-context.ts";
+import { RandomIds, randomHexBytes, sampled, setLegTraceHeaders, traceFrom } from "./trace-context.ts";
 
 const CLIENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
@@ -20,8 +20,8 @@ describe("trace context", () => {
     const trace = traceFrom(new Headers({ traceparent: CLIENT }));
     const a = randomHexBytes(8);
     const b = randomHexBytes(8);
-    expect(legTraceHeaders(trace, a)["traceparent"]).toBe(`00-${trace.traceId}-${a}-01`);
-    expect(legTraceHeaders(trace, b)["traceparent"]).toBe(`00-${trace.traceId}-${b}-01`);
+    expect(setLegTraceHeaders({}, trace, a)["traceparent"]).toBe(`00-${trace.traceId}-${a}-01`);
+    expect(setLegTraceHeaders({}, trace, b)["traceparent"]).toBe(`00-${trace.traceId}-${b}-01`);
     expect(a).not.toBe(b);
   });
 

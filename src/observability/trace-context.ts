@@ -35,9 +35,9 @@ export function sampled(trace: TraceContext): boolean {
   return (Number.parseInt(trace.flags, 16) & 1) === 1;
 }
 
-/** Headers for one leg attempt: the same trace, the attempt's own span id. */
-export function legTraceHeaders(trace: TraceContext, spanId: string): Record<string, string> {
-  const headers: Record<string, string> = { traceparent: `00-${trace.traceId}-${spanId}-${trace.flags}` };
+/** Headers for one leg attempt, set in `headers`: the same trace, the attempt's own span id. */
+export function setLegTraceHeaders(headers: Record<string, string>, trace: TraceContext, spanId: string): Record<string, string> {
+  headers["traceparent"] = `00-${trace.traceId}-${spanId}-${trace.flags}`;
   if (trace.tracestate !== undefined) headers["tracestate"] = trace.tracestate;
   return headers;
 }

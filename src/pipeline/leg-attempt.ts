@@ -2,7 +2,7 @@ import type { Role } from "../config/types.ts";
 import type { ProxyError } from "../errors.ts";
 import { RETURN_METRICS_HEADER } from "../observability/perf-format.ts";
 import type { LegSpan } from "../observability/request-spans.ts";
-import { legTraceHeaders } from "../observability/trace-context.ts";
+import { setLegTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { AttemptOutcome, Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
@@ -50,11 +50,11 @@ export class LegAttempt {
 
   post(plan: LegPlan, body: WorkerBody, fresh: boolean): WorkerPost {
     const { ctx, deps } = { ctx: this.#ctx, deps: this.#deps };
-    const headers: Record<string, string> = {
-      ...plan.headers,
-      ...affinityHeaders(deps.settings.internalAuthKey, plan.affinity, plan.role, this.#id),
-      ...legTraceHeaders(ctx.trace, this.#span.spanId),
-    };
+    // One record filled in place: a leg's headers are built for every attempt.
+    const headers: Record<string, string> = { ...plan.headers };
+    if (plan.affinity !== undefined)
+      Object.assign(headers, affinityHeaders(deps.settings.internalAuthKey, plan.affinity, plan.role, this.#id));
+    setLegTraceHeaders(headers, ctx.trace, this.#span.spanId);
     // Workers are asked for their metrics only when this request's are collected (§5.3).
     if (ctx.perf !== undefined) headers[RETURN_METRICS_HEADER] = "1";
     return {
