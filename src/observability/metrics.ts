@@ -24,6 +24,15 @@ import { AggregatorRegistry, collectDefaultMetrics, Registry, type MetricObjectW
 import { ownFamilies, roleFamilies, serverFamilies, type OwnFamilies, type RoleFamilies } from "./metrics-families.ts";
 import type { Role } from "../config/types.ts";
 import type { TraceCounts } from "./request-trace.ts";
+import {
+  heldCount,
+  HeldCounts,
+  heldObservations,
+  HeldObservationsBy,
+  type Held,
+  type HeldCount,
+  type HeldObservations,
+} from "./held-metrics.ts";
 
 /** One worker's gauges. */
 export interface WorkerGauges {
@@ -103,7 +112,30 @@ function seconds(value: number): number | undefined {
   return Number.isFinite(value) ? Math.max(0, value) : undefined;
 }
 
-function observeLeg(family: RoleFamilies, firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void {
+/** One role's counts and observations, held between scrapes (held-metrics.ts). */
+interface HeldRole {
+  readonly totalRequests: HeldCount;
+  readonly errorRequests: HeldCount;
+  readonly retryRequests: HeldCount;
+  readonly completedRequests: HeldCount;
+  readonly firstTokenLatency: HeldObservations;
+  readonly completeLatency: HeldObservations;
+  readonly perTokenLatency: HeldObservations;
+}
+
+function heldRole(family: RoleFamilies): HeldRole {
+  return {
+    totalRequests: heldCount(family.totalRequests),
+    errorRequests: heldCount(family.errorRequests),
+    retryRequests: heldCount(family.retryRequests),
+    completedRequests: heldCount(family.completedRequests),
+    firstTokenLatency: heldObservations(family.firstTokenLatency),
+    completeLatency: heldObservations(family.completeLatency),
+    perTokenLatency: heldObservations(family.perTokenLatency),
+  };
+}
+
+function observeLeg(family: HeldRole, firstTokenSeconds: number, completeSeconds: number, outputTokens?: number): void {
   family.completedRequests.inc();
   const first = seconds(firstTokenSeconds);
   const complete = seconds(completeSeconds);
@@ -169,53 +201,76 @@ export function createMetrics(
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
   const server = serverFamilies(registry);
-  const roles: Readonly<Record<Role, RoleFamilies>> = {
+  const roleFamily: Readonly<Record<Role, RoleFamilies>> = {
     context: roleFamilies(registry, "context"),
     generation: roleFamilies(registry, "generation"),
   };
   const own = ownFamilies(registry);
+  // What every request counts and observes is held here and handed to the families at each scrape.
+  const held = {
+    totalRequests: heldCount(server.totalRequests),
+    streamRequests: heldCount(server.streamRequests),
+    nonstreamRequests: heldCount(server.nonstreamRequests),
+    validationExceptions: heldCount(server.validationExceptions),
+    httpExceptions: heldCount(server.httpExceptions),
+    internalErrors: heldCount(server.internalErrors),
+    totalResponses: heldCount(server.totalResponses),
+    requests: new HeldCounts(own.requests, "route", "outcome"),
+    validationFailures: new HeldCounts(own.validationFailures, "route"),
+    clientDisconnects: new HeldCounts(own.clientDisconnects, "route"),
+    keepalivesSent: new HeldCounts(own.keepalivesSent, "route"),
+    e2eLatency: new HeldObservationsBy(own.e2eLatency, "route"),
+    timeToFirstToken: new HeldObservationsBy(own.timeToFirstToken, "route"),
+  };
+  const roles: Readonly<Record<Role, HeldRole>> = { context: heldRole(roleFamily.context), generation: heldRole(roleFamily.generation) };
+  const everyHeld: readonly Held[] = [...Object.values(held), ...Object.values(roles).flatMap((role) => Object.values(role))];
+  const handOn = (): void => {
+    for (const values of everyHeld) values.flush();
+  };
   // What the trace's counters have been given so far.
   const traceCounted = new Map<string, number>();
   return {
     requestAccepted(_route, stream) {
-      server.totalRequests.inc();
-      (stream ? server.streamRequests : server.nonstreamRequests).inc();
+      held.totalRequests.inc();
+      (stream ? held.streamRequests : held.nonstreamRequests).inc();
     },
     validationFailed(route) {
-      server.validationExceptions.inc();
-      own.validationFailures.inc({ route });
+      held.validationExceptions.inc();
+      held.validationFailures.inc(route);
     },
     requestEnded(route, outcome, status) {
-      server.totalResponses.inc();
-      if (status >= 400) server.httpExceptions.inc();
-      if (outcome === "internal_error") server.internalErrors.inc();
-      own.requests.inc({ route, outcome });
+      held.totalResponses.inc();
+      if (status >= 400) held.httpExceptions.inc();
+      if (outcome === "internal_error") held.internalErrors.inc();
+      held.requests.inc(route, outcome);
     },
     requestLatency(route, durationSeconds, firstTokenSeconds) {
       const whole = seconds(durationSeconds);
-      if (whole !== undefined) own.e2eLatency.observe({ route }, whole);
+      if (whole !== undefined) held.e2eLatency.observe(route, whole);
       const first = firstTokenSeconds === undefined ? undefined : seconds(firstTokenSeconds);
-      if (first !== undefined) own.timeToFirstToken.observe({ route }, first);
+      if (first !== undefined) held.timeToFirstToken.observe(route, first);
     },
     upstreamAttempt: (role) => roles[role].totalRequests.inc(),
     upstreamRetry: (role) => roles[role].retryRequests.inc(),
     upstreamError: (role) => roles[role].errorRequests.inc(),
     upstreamCompleted: (role, firstTokenSeconds, completeSeconds, outputTokens) =>
       observeLeg(roles[role], firstTokenSeconds, completeSeconds, outputTokens),
-    keepaliveSent: (route) => own.keepalivesSent.inc({ route }),
+    keepaliveSent: (route) => held.keepalivesSent.inc(route),
     streamOpened: () => own.streamsOpen.inc(),
     streamClosed: () => own.streamsOpen.dec(),
-    clientDisconnected: (route) => own.clientDisconnects.inc({ route }),
+    clientDisconnected: (route) => held.clientDisconnects.inc(route),
     handoffSettled: (reason, settled) => (settled ? own.handoffsSettled : own.handoffsUnsettled).inc({ reason }),
     storeStalled: (stall) => {
       const value = seconds(stall);
       if (value !== undefined) own.storeStalls.observe(value);
     },
     async render() {
+      handOn();
       refreshScrapeGauges(own, source, traceCounted);
       return exposition(await registry.metrics());
     },
     async values() {
+      handOn();
       refreshScrapeGauges(own, source, traceCounted);
       return registry.getMetricsAsJSON();
     },
