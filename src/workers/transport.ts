@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createRawFetch } from "./http1/raw-fetch.ts";
 
 /** fetch as every call to a worker makes it: the worker CA and the worker API key applied. */
 export type WorkerFetch = (url: string, init?: BunFetchRequestInit) => Promise<Response>;
@@ -20,12 +21,17 @@ const MAX_POOLS = 1024;
 export function createWorkerFetch(settings: WorkerTransportSettings, readFile = (path: string) => readFileSync(path, "utf8")): WorkerFetch {
   const ca = settings.workerCaFile === undefined ? undefined : readFile(settings.workerCaFile);
   const authorization = settings.workerApiKey === undefined ? undefined : `Bearer ${settings.workerApiKey}`;
-  const pools = new OriginPools(settings.workerKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS, ca);
-  if (authorization === undefined) return (url, init) => pools.sessionFor(url).fetch(url, init);
+  const keepAliveMs = settings.workerKeepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  // Plain-HTTP workers (the usual fleet) on the proxy's own HTTP/1.1 client; https: ones on fetch,
+  // whose certificate checks (the system's CAs and --worker-ca-file together) stay as they are.
+  const raw = createRawFetch({ keepAliveMs });
+  const pools = new OriginPools(keepAliveMs, ca);
+  const send: WorkerFetch = (url, init) => (url.startsWith("http:") ? raw(url, init) : pools.sessionFor(url).fetch(url, init));
+  if (authorization === undefined) return send;
   return (url, init = {}) => {
     const headers = new Headers(init.headers);
     headers.set("authorization", authorization);
-    return pools.sessionFor(url).fetch(url, { ...init, headers });
+    return send(url, { ...init, headers });
   };
 }
 

@@ -1,0 +1,222 @@
+import type { Socket, SocketHandler } from "bun";
+import type { ByteReader } from "../../bytes.ts";
+import type { ReadableStreamReadResult } from "node:stream/web";
+import { AnswerFramingError, AnswerParser, type AnswerHead, type AnswerSink } from "./answer-parser.ts";
+
+/** What one request needs of its connection's answer: its head, its body bytes, its end, or why it failed. */
+export interface Exchange extends AnswerSink {
+  /** The connection failed (closed, reset, a framing error) before the answer ended. */
+  fail(error: Error): void;
+}
+
+// Bun's TCP sockets pause and resume reading; bun-types 1.4.5 declares it for WebSockets only.
+declare module "bun" {
+  interface Socket<Data = undefined> {
+    pause(): boolean;
+    resume(): boolean;
+  }
+}
+
+/** A socket's data: its connection, set once the socket is connected. */
+export interface ConnectionSlot {
+  connection: WorkerConnection | undefined;
+}
+
+/** Where a connection goes when its answer is done and it may carry another request. */
+export interface ConnectionHome {
+  release(connection: WorkerConnection): void;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * One keep-alive connection to a worker, carrying one request at a time: it writes the request
+ * (waiting for `drain` when the socket's buffer is full), parses the answer as it arrives, and
+ * goes back to its pool once the answer is done, the request was written whole, and both sides
+ * keep it open. Anything else closes it.
+ */
+export class WorkerConnection {
+  readonly #socket: Socket<ConnectionSlot>;
+  readonly #home: ConnectionHome;
+  readonly #maxHeadBytes: number;
+  #exchange: Exchange | undefined;
+  #parser: AnswerParser | undefined;
+  #unsent: Uint8Array | undefined;
+  #pendingBody: ByteReader | undefined;
+  #written = true;
+  #paused = false;
+  /** Whether an answer came back on it before (a request lost on it is the keep-alive race). */
+  answered = false;
+  /** performance.now() when it last went idle. */
+  idleSince = 0;
+  closed = false;
+
+  constructor(socket: Socket<ConnectionSlot>, home: ConnectionHome, maxHeadBytes: number) {
+    this.#socket = socket;
+    this.#home = home;
+    this.#maxHeadBytes = maxHeadBytes;
+    socket.data.connection = this;
+  }
+
+  /** Sends one request: `head` (ASCII), then the body; `exchange` hears of the answer. */
+  send(head: string, body: string | Uint8Array | ReadableStream<Uint8Array> | undefined, exchange: Exchange): void {
+    this.#exchange = exchange;
+    this.#parser = new AnswerParser(this.#answerSink(exchange), this.#maxHeadBytes);
+    this.#written = false;
+    if (body instanceof ReadableStream) {
+      this.#write(head);
+      this.#pendingBody = body.getReader();
+      this.#pump();
+    } else if (typeof body === "string") this.#writeAll(head + body);
+    else if (body === undefined) this.#writeAll(head);
+    else if (body.byteLength <= 16 * 1024) this.#writeAll(joined(encoder.encode(head), body));
+    else if (this.#write(head)) this.#writeAll(body);
+    else this.#unsent = joined(this.#unsent ?? new Uint8Array(), body);
+  }
+
+  /** Stops reading the answer until `resume` (its consumer is behind). */
+  pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#socket.pause();
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#socket.resume();
+  }
+
+  /** The request is abandoned (aborted, or its body no longer wanted): the connection cannot carry another. */
+  abandon(): void {
+    this.#exchange = undefined;
+    this.destroy();
+  }
+
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#pendingBody?.cancel().catch(() => {});
+    this.#pendingBody = undefined;
+    this.#socket.terminate();
+  }
+
+  #answerSink(exchange: Exchange): AnswerSink {
+    return {
+      head: (head: AnswerHead) => {
+        this.answered = true;
+        exchange.head(head);
+      },
+      body: (bytes) => exchange.body(bytes),
+      end: () => this.#answerEnded(exchange),
+    };
+  }
+
+  #answerEnded(exchange: Exchange): void {
+    const reusable = this.#parser?.reusable === true && this.#written && !this.closed;
+    this.#exchange = undefined;
+    this.#parser = undefined;
+    // Paused for a consumer that fell behind, whose stream has now closed: the next answer must be heard.
+    this.resume();
+    if (reusable) this.#home.release(this);
+    else this.destroy();
+    exchange.end();
+  }
+
+  /** Writes what the socket takes now; the rest waits for `drain`. False when something waits. */
+  #write(bytes: string | Uint8Array): boolean {
+    const data = typeof bytes === "string" ? encoder.encode(bytes) : bytes;
+    const taken = this.#socket.write(data);
+    if (taken >= data.byteLength) return true;
+    this.#unsent = data.subarray(Math.max(0, taken));
+    return false;
+  }
+
+  #writeAll(bytes: string | Uint8Array): void {
+    if (this.#write(bytes)) this.#written = true;
+  }
+
+  /** A body given as a stream: a piece at a time, each when the socket has taken the last. */
+  #pump(): void {
+    const reader = this.#pendingBody;
+    if (reader === undefined || this.#unsent !== undefined) return;
+    reader.read().then(
+      (read) => this.#pumped(reader, read),
+      (error: unknown) => this.#failed(error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  #pumped(reader: ByteReader, read: ReadableStreamReadResult<Uint8Array>): void {
+    if (this.closed || this.#pendingBody !== reader) return;
+    if (read.done) {
+      this.#pendingBody = undefined;
+      this.#written = this.#unsent === undefined;
+    } else if (this.#write(read.value)) this.#pump();
+  }
+
+  onDrain(): void {
+    const unsent = this.#unsent;
+    if (unsent === undefined) return;
+    this.#unsent = undefined;
+    if (!this.#write(unsent)) return;
+    if (this.#pendingBody !== undefined) this.#pump();
+    else this.#written = true;
+  }
+
+  onData(bytes: Uint8Array): void {
+    const parser = this.#parser;
+    // Bytes no request asked for: the worker is out of step with the connection.
+    if (parser === undefined) {
+      this.destroy();
+      return;
+    }
+    try {
+      parser.push(bytes);
+    } catch (error) {
+      this.#failed(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  onClose(error: Error | undefined): void {
+    const parser = this.#parser;
+    const exchange = this.#exchange;
+    this.closed = true;
+    if (parser === undefined || exchange === undefined) return;
+    // A body framed by the connection's close ends here; anything else is cut off.
+    if (parser.closed()) return;
+    this.#failed(connectionLost(error, parser.untouched));
+  }
+
+  #failed(error: Error): void {
+    const exchange = this.#exchange;
+    this.#exchange = undefined;
+    this.#parser = undefined;
+    this.destroy();
+    exchange?.fail(error);
+  }
+}
+
+/** A connection lost before or during its answer, coded as fetch codes it (workers/client.ts translateFailure reads the code). */
+function connectionLost(cause: Error | undefined, beforeAnswer: boolean): Error {
+  const error = new Error(beforeAnswer ? "The connection closed before the answer" : "The connection closed during the answer", { cause });
+  return Object.assign(error, { code: cause instanceof AnswerFramingError ? "ERR_FRAMING" : "ECONNRESET" });
+}
+
+/** The socket events of every worker connection, which find their connection in the socket's data. */
+export const CONNECTION_EVENTS: SocketHandler<ConnectionSlot> = {
+  data: (socket, bytes) => socket.data.connection?.onData(bytes),
+  drain: (socket) => socket.data.connection?.onDrain(),
+  end: (socket) => {
+    socket.data.connection?.onClose(undefined);
+    socket.end();
+  },
+  close: (socket, error) => socket.data.connection?.onClose(error),
+  error: (socket, error) => socket.data.connection?.onClose(error),
+};
+
+function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a);
+  out.set(b, a.byteLength);
+  return out;
+}

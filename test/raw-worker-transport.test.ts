@@ -1,0 +1,142 @@
+import { describe, expect, test } from "bun:test";
+import type { Socket } from "bun";
+import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
+
+/** A raw TCP worker: `answer` sees each request's head and writes whatever it likes. */
+function rawWorker(answer: (socket: Socket<{ id: number }>, head: string) => void) {
+  let connections = 0;
+  const closed: number[] = [];
+  const server = Bun.listen<{ id: number }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { id: ++connections };
+      },
+      data(socket, bytes) {
+        const text = new TextDecoder().decode(bytes);
+        if (text.includes("\r\n\r\n")) answer(socket, text);
+      },
+      close(socket) {
+        closed.push(socket.data.id);
+      },
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    connections: () => connections,
+    closed,
+    [Symbol.dispose]: () => server.stop(true),
+  };
+}
+
+const ok = (body: string): string => `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+
+describe("the raw worker transport", () => {
+  test("sequential calls share one kept-alive connection", async () => {
+    using worker = rawWorker((socket) => socket.write(ok('{"n":1}')));
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    for (let i = 0; i < 5; i++) expect(await (await fetch(`${worker.url}/v1/x`, { method: "POST", body: "{}" })).json()).toEqual({ n: 1 });
+    expect(worker.connections()).toBe(1);
+  });
+
+  test("a connection idle for the keep-alive bound is never reused", async () => {
+    using worker = rawWorker((socket) => socket.write(ok("{}")));
+    const fetch = createRawFetch({ keepAliveMs: 30 });
+    await (await fetch(`${worker.url}/a`)).text();
+    await Bun.sleep(60);
+    await (await fetch(`${worker.url}/a`)).text();
+    expect(worker.connections()).toBe(2);
+  });
+
+  test("the request goes out with Host, the caller's headers and the body's length", async () => {
+    let seen = "";
+    using worker = rawWorker((socket, head) => {
+      seen = head;
+      socket.write(ok("{}"));
+    });
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    await (await fetch(`${worker.url}/v1/chat/completions?x=1`, { method: "POST", headers: { "x-one": "1" }, body: "héllo" })).text();
+    expect(seen.startsWith("POST /v1/chat/completions?x=1 HTTP/1.1\r\n")).toBe(true);
+    expect(seen).toContain(`host: ${worker.url.slice(7)}\r\n`);
+    expect(seen).toContain("x-one: 1\r\n");
+    expect(seen).toContain("content-length: 6\r\n");
+    expect(seen.endsWith("\r\n\r\nhéllo")).toBe(true);
+  });
+
+  test("a header value holding a line break is refused before anything is sent", async () => {
+    using worker = rawWorker((socket) => socket.write(ok("{}")));
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    expect(fetch(`${worker.url}/a`, { headers: { "x-id": "a\r\nx-evil: 1" } })).rejects.toThrow(TypeError);
+    expect(worker.connections()).toBe(0);
+  });
+
+  test("a reset before any answer rejects with ECONNRESET, as fetch reports the keep-alive race", async () => {
+    using worker = rawWorker((socket) => socket.terminate());
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const failure = await fetch(`${worker.url}/a`).catch((error: unknown) => error);
+    expect((failure as { code?: string }).code).toBe("ECONNRESET");
+  });
+
+  test("a refused connection rejects with ECONNREFUSED", async () => {
+    const port = (() => {
+      using worker = rawWorker(() => {});
+      return Number(worker.url.split(":")[2]);
+    })();
+    const failure = await createRawFetch({ keepAliveMs: 4000 })(`http://127.0.0.1:${port}/a`).catch((error: unknown) => error);
+    expect((failure as { code?: string }).code).toBe("ECONNREFUSED");
+  });
+
+  test("an abort during the body fails the body with the signal's reason and closes the connection", async () => {
+    using worker = rawWorker((socket) =>
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"),
+    );
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const controller = new AbortController();
+    const response = await fetch(`${worker.url}/a`, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("hello");
+    const reason = new Error("request ended");
+    controller.abort(reason);
+    expect(await reader.read().catch((error: unknown) => error)).toBe(reason);
+    while (worker.closed.length === 0) await Bun.sleep(1);
+    expect(worker.closed).toEqual([1]);
+  });
+
+  test("an answer cut off mid-body fails the body, and the next call opens a new connection", async () => {
+    let calls = 0;
+    using worker = rawWorker((socket) => {
+      calls++;
+      if (calls === 1) {
+        socket.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+        socket.end();
+      } else socket.write(ok("{}"));
+    });
+    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const first = await fetch(`${worker.url}/a`);
+    expect(await first.text().catch(() => "failed")).toBe("failed");
+    expect(await (await fetch(`${worker.url}/a`)).text()).toBe("{}");
+    expect(worker.connections()).toBe(2);
+  });
+
+  test("a large streamed answer is read whole while the consumer lags (backpressure, no loss)", async () => {
+    const piece = "x".repeat(64 * 1024);
+    using worker = rawWorker((socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${piece.length * 64}\r\n\r\n`);
+      let sent = 0;
+      const more = (): void => {
+        while (sent < 64 && socket.write(piece) === piece.length) sent++;
+        if (sent < 64) setTimeout(more, 1);
+      };
+      more();
+    });
+    const response = await createRawFetch({ keepAliveMs: 4000 })(`${worker.url}/a`);
+    const reader = response.body!.getReader();
+    let size = 0;
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      size += read.value.byteLength;
+      if (size % 7 === 0) await Bun.sleep(0);
+    }
+    expect(size).toBe(piece.length * 64);
+  });
+});
