@@ -33,6 +33,34 @@ export const chatRequest = v.looseObject({
   messages: v.pipe(list(isAnything, "messages must be a list"), v.minLength(1, "messages must not be empty")),
 });
 
+/**
+ * Checks a chat body. What chatRequest accepts is judged here first without valibot, whose
+ * loose object copies the whole body per request; any other body goes to the schema, which
+ * says what is wrong with it.
+ */
+export function checkChat(body: JsonObject): void {
+  const messages = body["messages"];
+  const plain = isModel(body["model"]) && isStream(body["stream"]) && Array.isArray(messages) && messages.length > 0;
+  if (!plain) check(chatRequest, body);
+}
+
+/** Checks a completions body: like checkChat, a plain prompt is judged without valibot. */
+export function checkCompletions(body: JsonObject): void {
+  const given = body["prompt"];
+  const plainPrompt =
+    typeof given === "string" ||
+    (Array.isArray(given) && ((given.length === 1 && typeof given[0] === "string") || (given.length > 0 && given.every(isInteger))));
+  if (!(isModel(body["model"]) && isStream(body["stream"]) && plainPrompt)) check(completionsRequest, body);
+}
+
+function isModel(value: unknown): boolean {
+  return typeof value === "string" && value.length > 0;
+}
+
+function isStream(value: unknown): boolean {
+  return value === undefined || value === null || typeof value === "boolean";
+}
+
 /** Checks `body` against `schema`; a 400 with the first issue's path and message otherwise. */
 export function check(schema: v.GenericSchema, body: JsonObject): void {
   const result = v.safeParse(schema, body);

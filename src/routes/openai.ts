@@ -4,7 +4,7 @@ import { badRequest } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { Connection, RouteDeps } from "./deps.ts";
 import { openAiErrorResponse } from "./errors.ts";
-import { chatRequest, check, completionsRequest } from "./openai-schemas.ts";
+import { checkChat, checkCompletions } from "./openai-schemas.ts";
 import { checkedBody, proxyThroughPipeline, readModelBody, type RouteDialect } from "./proxied.ts";
 
 function dialectFor(api: "chat" | "completions"): RouteDialect {
@@ -22,7 +22,7 @@ const CHAT = dialectFor("chat");
 export async function completions(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/completions", request);
   const { body, source } = read;
-  checkedBody(deps, "/v1/completions", request, read, () => check(completionsRequest, body));
+  checkedBody(deps, "/v1/completions", request, read, () => checkCompletions(body));
   return proxyThroughPipeline({
     deps,
     request,
@@ -40,7 +40,7 @@ export async function chatCompletions(deps: RouteDeps, request: Request, { keepO
   const read = await readModelBody(deps, "/v1/chat/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/chat/completions", request, read, () => {
-    check(chatRequest, body);
+    checkChat(body);
     if (body["chat_template"] !== undefined && !deps.settings.allowRequestChatTemplate) {
       throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
     }
