@@ -93,14 +93,15 @@ export function dropWarned(before: number, after: number): boolean {
   return before === 0 || Math.floor(before / 1000) !== Math.floor(after / 1000);
 }
 
-/** Keys the line sets itself: a field of one of these names goes the slow way, where it replaces the line's own. */
-const OWN_KEYS = new Set(["ts", "level", "msg"]);
-
-/** Whether every field is written as it is: no id or error to describe, no key the line sets itself. */
+/**
+ * Whether every field is written as it is: no id or error to describe, no key the line sets
+ * itself (ts, level, msg: such a field goes the slow way, where it replaces the line's own).
+ */
 function plain(fields: LogFields): boolean {
   for (const key in fields) {
     const value = fields[key];
-    if (typeof value === "bigint" || (typeof value === "object" && value !== null) || OWN_KEYS.has(key)) return false;
+    if (typeof value === "bigint" || (typeof value === "object" && value !== null)) return false;
+    if (key === "ts" || key === "level" || key === "msg") return false;
   }
   return true;
 }
