@@ -21,12 +21,20 @@ export interface TraceContext {
 }
 
 export function traceFrom(headers: Headers, randomHex: RandomHex = randomHexBytes): TraceContext {
-  const match = TRACEPARENT.exec(headers.get("traceparent")?.trim().toLowerCase() ?? "");
+  const traceparent = headers.get("traceparent");
+  // Most clients send none: a trace is started without a match to try.
+  if (traceparent === null) return startedTrace(randomHex);
+  const match = TRACEPARENT.exec(traceparent.trim().toLowerCase());
   const [, version, traceId, spanId, flags] = match ?? [];
   const valid = version !== undefined && version !== "ff" && traceId !== ZERO_TRACE && spanId !== ZERO_SPAN;
   if (valid && traceId !== undefined && spanId !== undefined && flags !== undefined) {
     return { traceId, clientSpanId: spanId, serverSpanId: randomHex(8), flags, tracestate: headers.get("tracestate") ?? undefined };
   }
+  return startedTrace(randomHex);
+}
+
+/** A trace the proxy starts (the client sent none, or none valid): sampled. */
+function startedTrace(randomHex: RandomHex): TraceContext {
   return { traceId: randomHex(16), clientSpanId: undefined, serverSpanId: randomHex(8), flags: "01", tracestate: undefined };
 }
 
