@@ -24,6 +24,23 @@ describe("DisaggIdAllocator", () => {
     expect(new DisaggIdAllocator(1, { now }).next()).not.toBe(new DisaggIdAllocator(2, { now }).next());
   });
 
+  test("an id is the snowflake upstream makes: 39 bits of ms, node, process, counter, mapped above 2^40", () => {
+    const floor = 1n << 40n;
+    const span = (1n << 63n) - 1n - floor;
+    for (const [ms, node, process] of [
+      [1_700_000_000_000.7, 7, 3],
+      [2 ** 39 + 5, 255, 63],
+      [2 ** 40 - 1, 0, 70],
+    ] as const) {
+      const ids = new DisaggIdAllocator(node, { processId: process, now: () => ms });
+      for (let counter = 1n; counter <= 3n; counter++) {
+        const raw =
+          ((BigInt(Math.floor(ms)) & ((1n << 39n) - 1n)) << 24n) | (BigInt(node) << 16n) | ((BigInt(process) & 63n) << 10n) | counter;
+        expect(ids.next()).toBe((raw % span) + floor);
+      }
+    }
+  });
+
   test("a node id outside 0..255 is refused", () => {
     expect(() => new DisaggIdAllocator(256)).toThrow(RangeError);
   });

@@ -9,24 +9,32 @@ const ID_FLOOR = 1n << 40n;
 const ID_SPAN = (1n << 63n) - 1n - ID_FLOOR;
 
 export class DisaggIdAllocator {
-  readonly #nodeId: bigint;
-  readonly #processId: bigint;
+  /** Node id and process id in their bits: (node << 16) | (process << 10). */
+  readonly #nodeBits: number;
   readonly #now: () => number;
-  #counter = 0n;
+  #counter = 0;
+  #stampedMs = Number.NaN;
+  #stamp = 0n;
 
   constructor(nodeId: number, options: { processId?: number; now?: () => number } = {}) {
     if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 255) {
       throw new RangeError(`Cannot allocate ids: node id ${nodeId} is outside 0..255`);
     }
-    this.#nodeId = BigInt(nodeId);
-    this.#processId = BigInt(options.processId ?? 0);
+    this.#nodeBits = nodeId * 2 ** 16 + ((options.processId ?? 0) & 63) * 2 ** 10;
     this.#now = options.now ?? (() => performance.timeOrigin + performance.now());
   }
 
   next(): bigint {
-    const ms = BigInt(Math.floor(this.#now())) & MASK_39;
-    this.#counter = (this.#counter + 1n) & 1023n;
-    const raw = (ms << 24n) | (this.#nodeId << 16n) | ((this.#processId & 63n) << 10n) | this.#counter;
+    const ms = Math.floor(this.#now());
+    // The millisecond's bits are shifted once per millisecond, not once per id (bigints are allocated).
+    if (ms !== this.#stampedMs) {
+      this.#stampedMs = ms;
+      this.#stamp = (BigInt(ms) & MASK_39) << 24n;
+    }
+    this.#counter = (this.#counter + 1) & 1023;
+    // Below 2^24: node id, process id and counter add up exactly as a double.
+    const low = this.#nodeBits + this.#counter;
+    const raw = this.#stamp | BigInt(low);
     return (raw % ID_SPAN) + ID_FLOOR;
   }
 }
