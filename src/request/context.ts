@@ -70,7 +70,8 @@ export class RequestContext {
   #bytesOut = 0;
   readonly #schedule: string;
   readonly #controller = new AbortController();
-  readonly #reservations = new Set<Reservation>();
+  /** Held reservations, each once (a list: a request holds two or three, and a Set costs more to make). */
+  readonly #reservations: Reservation[] = [];
   readonly #onEnd: (summary: RequestSummary) => void;
   readonly #client: ClientFacts | undefined;
   readonly #now: () => number;
@@ -178,7 +179,7 @@ export class RequestContext {
 
   /** Keeps a reservation until it is released early or the request ends. */
   hold(reservation: Reservation): Reservation {
-    this.#reservations.add(reservation);
+    if (!this.#reservations.includes(reservation)) this.#reservations.push(reservation);
     return new HeldReservation(reservation, this.#reservations);
   }
 
@@ -247,7 +248,7 @@ export class RequestContext {
     this.#ended = true;
     this.abortLegs(error ?? REQUEST_ENDED);
     for (const reservation of this.#reservations) reservation.release();
-    this.#reservations.clear();
+    this.#reservations.length = 0;
     for (const callback of this.#atEnd) callback(error);
     this.#onEnd(this.#summary(status, error));
     if (this.#admissionKeepers === 0) this.#releaseAdmission?.();
@@ -288,9 +289,9 @@ class HeldReservation implements Reservation {
   readonly role: Role;
   readonly origin: string;
   readonly #reservation: Reservation;
-  readonly #held: Set<Reservation>;
+  readonly #held: Reservation[];
 
-  constructor(reservation: Reservation, held: Set<Reservation>) {
+  constructor(reservation: Reservation, held: Reservation[]) {
     this.requestKey = reservation.requestKey;
     this.role = reservation.role;
     this.origin = reservation.origin;
@@ -299,7 +300,8 @@ class HeldReservation implements Reservation {
   }
 
   release(): void {
-    this.#held.delete(this.#reservation);
+    const at = this.#held.indexOf(this.#reservation);
+    if (at >= 0) this.#held.splice(at, 1);
     this.#reservation.release();
   }
 
