@@ -107,7 +107,8 @@ interface Counter {
 class LocalCounts implements LoadCounts<Counter> {
   /** Workers holding reservations only: a counter back at zero is dropped, so idle workers leave no entry behind. */
   readonly #byRole: Record<Role, Map<string, Counter>> = { context: new Map(), generation: new Map() };
-  readonly #turns = new Map<string, number>();
+  /** Each role's turns by sequence (no key built per pick). */
+  readonly #turns: Record<Role, Map<string, number>> = { context: new Map(), generation: new Map() };
   #active = 0;
 
   slot(role: Role, origin: string): Counter {
@@ -148,9 +149,9 @@ class LocalCounts implements LoadCounts<Counter> {
   }
 
   turn(role: Role, sequence: string): number {
-    const key = `${role} ${sequence}`;
-    const turn = this.#turns.get(key) ?? 0;
-    this.#turns.set(key, (turn + 1) % 1_000_000_007);
+    const turns = this.#turns[role];
+    const turn = turns.get(sequence) ?? 0;
+    turns.set(sequence, (turn + 1) % 1_000_000_007);
     return turn;
   }
 
