@@ -48,8 +48,10 @@ export class LegAttempt {
     this.#span = ctx.spans.startLeg({ role: plan.role, origin: this.origin, path: plan.path, attempt, disaggRequestId: id });
   }
 
-  post(plan: LegPlan, body: WorkerBody, fresh: boolean): WorkerPost {
-    const { ctx, deps } = { ctx: this.#ctx, deps: this.#deps };
+  /** The attempt's call; `signal` and `onAnswer` are a hand-off watch's (handoff/watch.ts), which aborts the attempt itself. */
+  post(plan: LegPlan, body: WorkerBody, fresh: boolean, signal = plan.signal, onAnswer?: () => void): WorkerPost {
+    const ctx = this.#ctx;
+    const deps = this.#deps;
     // One record filled in place: a leg's headers are built for every attempt.
     const headers: Record<string, string> = { ...plan.headers };
     if (plan.affinity !== undefined)
@@ -62,7 +64,8 @@ export class LegAttempt {
       origin: this.origin,
       path: plan.path,
       body,
-      signal: plan.signal,
+      signal,
+      onAnswer,
       // A streamed generation leg's headers come before its first token: --first-token-timeout-ms bounds them too.
       timeoutMs:
         plan.firstTokenTimeoutMs !== undefined && plan.firstTokenTimeoutMs > 0 ? plan.firstTokenTimeoutMs : deps.settings.requestTimeoutMs,
@@ -70,7 +73,7 @@ export class LegAttempt {
       fetch: deps.workerFetch,
       deadlines: deps.deadlines,
       headers,
-      ...(fresh ? { fresh } : {}),
+      fresh,
     };
   }
 

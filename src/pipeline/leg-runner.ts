@@ -69,10 +69,19 @@ async function runAttempts<T>(
     const sent = fitToWorker(withRouteHint(plan.body.of(id), placed), leg.worker.protocol.accepts);
     const reachedBefore = plan.handoff?.reached ?? false;
     try {
-      const post = leg.post(plan, plan.body.codec.encode(sent, plan.body.source), step.resend);
+      const body = plan.body.codec.encode(sent, plan.body.source);
+      const { resend } = step;
       const result = await (plan.handoff === undefined
-        ? call(post)
-        : watchedCall(call, post, plan.signal, plan.handoff, id, lastsUntil === "request end", (settled) => leg.keepUntil(settled)));
+        ? call(leg.post(plan, body, resend))
+        : watchedCall(
+            call,
+            (signal, onAnswer) => leg.post(plan, body, resend, signal, onAnswer),
+            plan.signal,
+            plan.handoff,
+            id,
+            lastsUntil === "request end",
+            (settled) => leg.keepUntil(settled),
+          ));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") {
         leg.answered();

@@ -34,7 +34,8 @@ export interface HandoffWatch {
  */
 export async function watchedCall<T>(
   call: (post: WorkerPost) => Promise<T>,
-  post: WorkerPost,
+  /** The attempt's call, on the watch's own signal, telling the watch when its answer began. */
+  post: (signal: AbortSignal, onAnswer: () => void) => WorkerPost,
   request: AbortSignal,
   watch: HandoffWatch,
   id: bigint,
@@ -44,13 +45,14 @@ export async function watchedCall<T>(
 ): Promise<T> {
   const own = new AbortController();
   let answering = false;
-  const pending = call({ ...post, signal: own.signal, onAnswer: () => (answering = true) });
+  const sent = post(own.signal, () => (answering = true));
+  const pending = call(sent);
   watch.reached = true;
   const { promise: ended, reject } = Promise.withResolvers<never>();
   const onEnd = (): void => {
     keep?.(pending);
     watch.adopt(pending, (reason) => own.abort(reason), {
-      origin: post.origin,
+      origin: sent.origin,
       id,
       get answering() {
         return answering;
