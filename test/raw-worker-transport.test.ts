@@ -35,14 +35,14 @@ const ok = (body: string): string => `HTTP/1.1 200 OK\r\nContent-Type: applicati
 describe("the raw worker transport", () => {
   test("sequential calls share one kept-alive connection", async () => {
     using worker = rawWorker((socket) => socket.write(ok('{"n":1}')));
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     for (let i = 0; i < 5; i++) expect(await (await fetch(`${worker.url}/v1/x`, { method: "POST", body: "{}" })).json()).toEqual({ n: 1 });
     expect(worker.connections()).toBe(1);
   });
 
   test("a connection idle for the keep-alive bound is never reused", async () => {
     using worker = rawWorker((socket) => socket.write(ok("{}")));
-    const fetch = createRawFetch({ keepAliveMs: 30 });
+    const { fetch } = createRawFetch({ keepAliveMs: 30 });
     await (await fetch(`${worker.url}/a`)).text();
     await Bun.sleep(60);
     await (await fetch(`${worker.url}/a`)).text();
@@ -55,7 +55,7 @@ describe("the raw worker transport", () => {
       seen = head;
       socket.write(ok("{}"));
     });
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     await (await fetch(`${worker.url}/v1/chat/completions?x=1`, { method: "POST", headers: { "x-one": "1" }, body: "héllo" })).text();
     expect(seen.startsWith("POST /v1/chat/completions?x=1 HTTP/1.1\r\n")).toBe(true);
     expect(seen).toContain(`host: ${worker.url.slice(7)}\r\n`);
@@ -66,14 +66,14 @@ describe("the raw worker transport", () => {
 
   test("a header value holding a line break is refused before anything is sent", async () => {
     using worker = rawWorker((socket) => socket.write(ok("{}")));
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     expect(fetch(`${worker.url}/a`, { headers: { "x-id": "a\r\nx-evil: 1" } })).rejects.toThrow(TypeError);
     expect(worker.connections()).toBe(0);
   });
 
   test("a reset before any answer rejects with ECONNRESET, as fetch reports the keep-alive race", async () => {
     using worker = rawWorker((socket) => socket.terminate());
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     const failure = await fetch(`${worker.url}/a`).catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("ECONNRESET");
   });
@@ -83,7 +83,7 @@ describe("the raw worker transport", () => {
       using worker = rawWorker(() => {});
       return Number(worker.url.split(":")[2]);
     })();
-    const failure = await createRawFetch({ keepAliveMs: 4000 })(`http://127.0.0.1:${port}/a`).catch((error: unknown) => error);
+    const failure = await createRawFetch({ keepAliveMs: 4000 }).fetch(`http://127.0.0.1:${port}/a`).catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("ECONNREFUSED");
   });
 
@@ -91,7 +91,7 @@ describe("the raw worker transport", () => {
     using worker = rawWorker((socket) =>
       socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"),
     );
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     const controller = new AbortController();
     const response = await fetch(`${worker.url}/a`, { signal: controller.signal });
     const reader = response.body!.getReader();
@@ -112,7 +112,7 @@ describe("the raw worker transport", () => {
         socket.end();
       } else socket.write(ok("{}"));
     });
-    const fetch = createRawFetch({ keepAliveMs: 4000 });
+    const { fetch } = createRawFetch({ keepAliveMs: 4000 });
     const first = await fetch(`${worker.url}/a`);
     expect(await first.text().catch(() => "failed")).toBe("failed");
     expect(await (await fetch(`${worker.url}/a`)).text()).toBe("{}");
@@ -130,7 +130,7 @@ describe("the raw worker transport", () => {
       };
       more();
     });
-    const response = await createRawFetch({ keepAliveMs: 4000 })(`${worker.url}/a`);
+    const response = await createRawFetch({ keepAliveMs: 4000 }).fetch(`${worker.url}/a`);
     const reader = response.body!.getReader();
     let size = 0;
     for (let read = await reader.read(); !read.done; read = await reader.read()) {

@@ -44,7 +44,7 @@ function statementOf(answer: WorkerAnswer): ErrorStatement {
  * readiness.py @ e6c89c08db8fc8e39c32a9589c732157df5d9dcd). The header alone says it, by
  * upstream's design: the body need not be read.
  */
-export function answersStarting(response: Response): boolean {
+export function answersStarting(response: { readonly status: number; readonly headers: Headers }): boolean {
   return response.status === 503 && response.headers.get("x-trtllm-server-state") === "starting";
 }
 

@@ -4,6 +4,7 @@ import { parseKeepingList, type KeptList } from "../json/json-bytes.ts";
 import type { JsonLayout } from "../json/json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
+import type { WholeAnswer } from "./http1/exchanges.ts";
 import {
   answersStarting,
   readBounded,
@@ -78,25 +79,86 @@ function decodeAnswer(bytes: Uint8Array): string {
 /** POSTs a non-streamed request and returns the worker's JSON answer, or throws a ProxyError. */
 export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
   const deadline = new Deadline(post.timeoutMs, post.deadlines);
+  try {
+    const whole = await wholeAnswerOf(post, deadline);
+    return whole ?? (await viaResponse(post, deadline));
+  } finally {
+    deadline.clear();
+  }
+}
+
+/**
+ * The answer read whole by the transport itself, its pieces shape-checked as they arrive, with
+ * no Response (http1/exchanges.ts); undefined where the transport reads it only as a Response.
+ */
+async function wholeAnswerOf(post: WorkerPost, deadline: Deadline): Promise<JsonAnswer | undefined> {
+  const { url, init } = requestOf(post, deadline);
+  const limit = post.maxAnswerBytes;
+  let headed = false;
+  // Set by readShaped below before any piece can arrive: pieces come from socket events, never in this turn.
+  let guard: (piece: Uint8Array) => void = ignorePiece;
+  const pending = post.fetch.whole?.(url, init, {
+    limit,
+    tooLarge: () => new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`),
+    onHead: () => {
+      headed = true;
+      post.onAnswer?.();
+    },
+    onPiece: (piece) => guard(piece),
+  });
+  if (pending === undefined) return undefined;
+  try {
+    let answer: WholeAnswer | undefined;
+    const { bytes, layout } = await readShaped(limit, (onPiece) => {
+      guard = onPiece;
+      return pending.then((whole) => {
+        answer = whole;
+        return whole.bytes;
+      });
+    });
+    const { status, headers } = answer ?? { status: 502, headers: new Headers() };
+    if (status >= 400) {
+      const contentType = headers.get("content-type") ?? "application/json";
+      throw workerHttpError(
+        post.role,
+        { status, contentType, body: withoutWorkerAddress(bytes, post.origin) },
+        answersStarting({ status, headers }),
+      );
+    }
+    return answerOf(post, { headers }, bytes, layout);
+  } catch (error) {
+    throw translateFailure(error, post, headed ? undefined : "before the answer");
+  }
+}
+
+/** The answer read from a Response (fetch's, for https: workers). */
+async function viaResponse(post: WorkerPost, deadline: Deadline): Promise<JsonAnswer> {
   const response = await send(post, deadline);
   post.onAnswer?.();
   try {
     if (response.status >= 400)
       throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin), answersStarting(response));
-    if (isEventStream(response)) {
-      throw new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
-    }
+    if (isEventStream(response.headers)) throw notJson();
     const { bytes, layout } = await readShaped(post.maxAnswerBytes, (onPiece) => readBounded(response, post.maxAnswerBytes, onPiece));
-    if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) {
-      return { ...parseKeepingTokenIds(bytes, layout), headers: response.headers, bytes };
-    }
-    const body = parseAnswer(decodeAnswer(bytes));
-    return { body, headers: response.headers, bytes };
+    return answerOf(post, response, bytes, layout);
   } catch (error) {
     throw translateFailure(error, post);
-  } finally {
-    deadline.clear();
   }
+}
+
+/** A success's bytes, shape-checked, as the JSON answer: its long token-id list kept as bytes on a context answer. */
+function answerOf(post: WorkerPost, head: { readonly headers: Headers }, bytes: Uint8Array, layout: JsonLayout): JsonAnswer {
+  if (isEventStream(head.headers)) throw notJson();
+  if (post.role === "context" && bytes.length >= KEEP_TOKEN_IDS_BYTES) {
+    return { ...parseKeepingTokenIds(bytes, layout), headers: head.headers, bytes };
+  }
+  return { body: parseAnswer(decodeAnswer(bytes)), headers: head.headers, bytes };
+}
+
+function ignorePiece(): void {}
+
+function notJson(): ProxyError {
+  return new ProxyError("WORKER_BAD_ANSWER", 502, "Received an event stream although the request was not streamed");
 }
 
 /** A worker's answer as it came (any status), its body read within the bound. */
@@ -125,7 +187,7 @@ export async function postForStream(post: WorkerPost): Promise<Response> {
   // Only the wait for headers is bounded here: the relay bounds silence, never length.
   const deadline = new Deadline(post.timeoutMs, post.deadlines);
   const response = await send(post, deadline).finally(() => deadline.clear());
-  if (response.status >= 400 || !isEventStream(response)) {
+  if (response.status >= 400 || !isEventStream(response.headers)) {
     const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((error: unknown) => {
       throw translateFailure(error, post);
     });
@@ -162,31 +224,38 @@ class Deadline {
 
 async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
-    const get = post.method === "GET";
-    const headers: Record<string, string> = get
-      ? { ...post.headers, accept: "application/json" }
-      : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" };
-    let body: string | Uint8Array | ReadableStream<Uint8Array> | undefined;
-    if (get) body = undefined;
-    else if (isPartsBody(post.body)) {
-      // A body in parts is streamed with its length declared, so it goes out with a
-      // Content-Length as any other body, and is never joined: fetch copies a buffer body whole.
-      headers["content-length"] = String(post.body.byteLength);
-      body = partsStream(post.body);
-    } else body = post.body;
-    return await post.fetch(post.origin + post.path, {
-      method: get ? "GET" : "POST",
-      headers,
-      ...(body === undefined ? {} : { body }),
-      signal: AbortSignal.any([post.signal, deadline.signal]),
-      // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
-      // (total for non-streamed calls, silence for streams) bound every call instead.
-      timeout: false,
-      ...(post.fresh === true ? { keepalive: false } : {}),
-    });
+    const { url, init } = requestOf(post, deadline);
+    return await post.fetch(url, init);
   } catch (error) {
     throw translateFailure(error, post, "before the answer");
   }
+}
+
+/** The call's URL and fetch options: its headers, its body (a body in parts streamed with its length), its signals. */
+function requestOf(post: WorkerPost, deadline: Deadline): { url: string; init: BunFetchRequestInit } {
+  const get = post.method === "GET";
+  const headers: Record<string, string> = get
+    ? { ...post.headers, accept: "application/json" }
+    : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" };
+  let body: string | Uint8Array | ReadableStream<Uint8Array> | undefined;
+  if (get) body = undefined;
+  else if (isPartsBody(post.body)) {
+    // A body in parts is streamed with its length declared, so it goes out with a
+    // Content-Length as any other body, and is never joined: fetch copies a buffer body whole.
+    headers["content-length"] = String(post.body.byteLength);
+    body = partsStream(post.body);
+  } else body = post.body;
+  const init: BunFetchRequestInit = {
+    method: get ? "GET" : "POST",
+    headers,
+    ...(body === undefined ? {} : { body }),
+    signal: AbortSignal.any([post.signal, deadline.signal]),
+    // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
+    // (total for non-streamed calls, silence for streams) bound every call instead.
+    timeout: false,
+    ...(post.fresh === true ? { keepalive: false } : {}),
+  };
+  return { url: post.origin + post.path, init };
 }
 
 /** Larger parts are handed to the socket in views of this size. */
@@ -227,8 +296,8 @@ async function errorAnswer(
   return { status: response.status, contentType, body: withoutWorkerAddress(body, origin) };
 }
 
-function isEventStream(response: Response): boolean {
-  return (response.headers.get("content-type") ?? "").includes("text/event-stream");
+function isEventStream(headers: Headers): boolean {
+  return (headers.get("content-type") ?? "").includes("text/event-stream");
 }
 
 function parseKeepingTokenIds(bytes: Uint8Array, layout: JsonLayout): { body: JsonObject; keptTokenIds: KeptList | undefined } {

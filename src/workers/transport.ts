@@ -1,8 +1,16 @@
 import { readFileSync } from "node:fs";
+import type { WholeAnswer, WholeOptions } from "./http1/exchanges.ts";
 import { createRawFetch } from "./http1/raw-fetch.ts";
 
 /** fetch as every call to a worker makes it: the worker CA and the worker API key applied. */
-export type WorkerFetch = (url: string, init?: BunFetchRequestInit) => Promise<Response>;
+export interface WorkerFetch {
+  (url: string, init?: BunFetchRequestInit): Promise<Response>;
+  /**
+   * A whole answer read with no Response (http/exchanges.ts), where the transport can: the
+   * proxy's own client, for http: workers. Undefined for a URL it does not serve that way.
+   */
+  readonly whole?: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer> | undefined;
+}
 
 /** The transport's settings, named as ProxyConfig names them (the whole config fits). */
 export interface WorkerTransportSettings {
@@ -26,13 +34,18 @@ export function createWorkerFetch(settings: WorkerTransportSettings, readFile = 
   // whose certificate checks (the system's CAs and --worker-ca-file together) stay as they are.
   const raw = createRawFetch({ keepAliveMs });
   const pools = new OriginPools(keepAliveMs, ca);
-  const send: WorkerFetch = (url, init) => (url.startsWith("http:") ? raw(url, init) : pools.sessionFor(url).fetch(url, init));
-  if (authorization === undefined) return send;
-  return (url, init = {}) => {
+  const authorised = (init: BunFetchRequestInit): BunFetchRequestInit => {
+    if (authorization === undefined) return init;
     const headers = new Headers(init.headers);
     headers.set("authorization", authorization);
-    return send(url, { ...init, headers });
+    return { ...init, headers };
   };
+  const send = (url: string, init: BunFetchRequestInit = {}): Promise<Response> =>
+    plain(url) ? raw.fetch(url, authorised(init)) : pools.sessionFor(url).fetch(url, authorised(init));
+  return Object.assign(send, {
+    whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) =>
+      plain(url) ? raw.whole(url, authorised(init), options) : undefined,
+  });
 }
 
 /**
@@ -86,6 +99,11 @@ class OriginPools {
     this.#pools.set(origin, { session, sweptAt: now });
     return session;
   }
+}
+
+/** A plain-HTTP worker URL, which the proxy's own client serves. */
+function plain(url: string): boolean {
+  return url.startsWith("http:");
 }
 
 /** `scheme://host:port` of a worker URL, without parsing it whole (this runs on every call). */

@@ -1,5 +1,4 @@
-import type { AnswerHead } from "./answer-parser.ts";
-import type { Exchange, WorkerConnection } from "./connection.ts";
+import { abortReason, ResponseExchange, WholeExchange, type RawBody, type WholeAnswer, type WholeOptions } from "./exchanges.ts";
 import { OriginPool } from "./origin-pool.ts";
 
 /**
@@ -17,7 +16,12 @@ export interface RawFetchOptions {
   readonly maxHeadBytes?: number;
 }
 
-export type RawFetch = (url: string, init?: BunFetchRequestInit) => Promise<Response>;
+export interface RawFetch {
+  /** fetch's contract: a Response at the answer's head. */
+  readonly fetch: (url: string, init?: BunFetchRequestInit) => Promise<Response>;
+  /** A whole answer within its bound, with no Response (exchanges.ts, WholeExchange). */
+  readonly whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer>;
+}
 
 /** Origins with a pool of their own; beyond, the least recently used one is closed (workers come and go). */
 const MAX_POOLS = 1024;
@@ -45,22 +49,12 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     pools.set(origin, created);
     return created;
   };
-  return (url, init = {}) => {
-    try {
-      return call(url, init);
-    } catch (error) {
-      // Refused before anything was sent (a header fetch would refuse too): a rejection, as fetch's.
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
-  };
-  function call(url: string, init: BunFetchRequestInit): Promise<Response> {
+  /** Starts `exchange` on a pooled connection, or a new one (always new for `keepalive: false`). */
+  const start = (url: string, init: BunFetchRequestInit, exchange: ResponseExchange | WholeExchange): void => {
     const { origin, path } = splitUrl(url);
-    const signal = init.signal ?? undefined;
-    if (signal?.aborted === true) return Promise.reject(abortReason(signal));
     const fresh = init.keepalive === false;
     const body = bodyOf(init.body);
     const head = headOf(init.method ?? "GET", path, origin, init.headers, body, fresh);
-    const exchange = new RawExchange(signal);
     const pool = poolOf(origin);
     const reused = fresh ? undefined : pool.reusable();
     if (reused !== undefined) exchange.start(reused, head, body);
@@ -70,11 +64,32 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
         (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
       );
     }
-    return exchange.response;
-  }
+  };
+  return {
+    fetch: (url, init = {}) =>
+      call(init, () => {
+        const exchange = new ResponseExchange(init.signal ?? undefined);
+        start(url, init, exchange);
+        return exchange.response;
+      }),
+    whole: (url, init, wholeOptions) =>
+      call(init, () => {
+        const exchange = new WholeExchange(init.signal ?? undefined, wholeOptions);
+        start(url, init, exchange);
+        return exchange.answer;
+      }),
+  };
 }
 
-type RawBody = string | Uint8Array | ReadableStream<Uint8Array> | undefined;
+/** A call refused before anything was sent (a bad header, an aborted signal) is a rejection, as fetch's. */
+function call<T>(init: BunFetchRequestInit, begin: () => Promise<T>): Promise<T> {
+  try {
+    if (init.signal?.aborted === true) return Promise.reject(abortReason(init.signal));
+    return begin();
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+}
 
 function bodyOf(body: BunFetchRequestInit["body"]): RawBody {
   if (body === undefined || body === null) return undefined;
@@ -110,107 +125,6 @@ function headOf(
   return `${head}\r\n`;
 }
 
-/** One call: its Response once the head arrives, its body fed from the socket, the abort signal heard throughout. */
-class RawExchange implements Exchange {
-  readonly response: Promise<Response>;
-  readonly #resolve: (response: Response) => void;
-  readonly #reject: (error: Error) => void;
-  readonly #signal: AbortSignal | undefined;
-  #connection: WorkerConnection | undefined;
-  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  #headed = false;
-  #over = false;
-
-  constructor(signal: AbortSignal | undefined) {
-    const { promise, resolve, reject } = Promise.withResolvers<Response>();
-    this.response = promise;
-    this.#resolve = resolve;
-    this.#reject = reject;
-    this.#signal = signal;
-    signal?.addEventListener("abort", this, { once: true });
-  }
-
-  start(connection: WorkerConnection, head: string, body: RawBody): void {
-    if (this.#over) {
-      connection.abandon();
-      return;
-    }
-    this.#connection = connection;
-    connection.send(head, body, this);
-  }
-
-  /** The signal's abort (the exchange is its listener object: no closure per call). */
-  handleEvent(): void {
-    if (this.#over) return;
-    this.#connection?.abandon();
-    this.#settle(abortReason(this.#signal));
-  }
-
-  head(head: AnswerHead): void {
-    this.#headed = true;
-    const nullBody = head.status === 204 || head.status === 304;
-    const body = nullBody ? null : this.#bodyStream();
-    this.#resolve(new Response(body, { status: head.status, statusText: head.statusText, headers: head.headers }));
-  }
-
-  body(bytes: Uint8Array): void {
-    const controller = this.#controller;
-    if (controller === undefined || this.#over) return;
-    controller.enqueue(bytes);
-    if ((controller.desiredSize ?? 1) <= 0) this.#connection?.pause();
-  }
-
-  end(): void {
-    if (this.#over) return;
-    this.#over = true;
-    this.#signal?.removeEventListener("abort", this);
-    try {
-      this.#controller?.close();
-    } catch {
-      // The consumer cancelled the body: nothing to close.
-    }
-  }
-
-  fail(error: Error): void {
-    if (!this.#over) this.#settle(error);
-  }
-
-  #settle(error: Error): void {
-    this.#over = true;
-    this.#signal?.removeEventListener("abort", this);
-    if (!this.#headed) {
-      this.#reject(error);
-      return;
-    }
-    try {
-      this.#controller?.error(error);
-    } catch {
-      // Already closed or cancelled.
-    }
-  }
-
-  #bodyStream(): ReadableStream<Uint8Array> {
-    return new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.#controller = controller;
-        },
-        pull: () => {
-          this.#connection?.resume();
-        },
-        cancel: () => {
-          if (this.#over) return;
-          this.#over = true;
-          this.#signal?.removeEventListener("abort", this);
-          this.#connection?.abandon();
-        },
-      },
-      // Pieces held before the socket pauses: a consumer a few pieces behind costs no pause.
-      { highWaterMark: 16 },
-    );
-  }
-}
-
 /** `http://host:port` and `/path?query` of a worker URL, split without parsing it whole (this runs on every call). */
 function splitUrl(url: string): { origin: string; path: string } {
   const slash = url.indexOf("/", url.indexOf("://") + 3);
@@ -223,10 +137,4 @@ function addressOf(origin: string): { hostname: string; port: number } {
   // An IPv6 literal keeps its brackets in a URL, not in a socket address.
   const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   return { hostname, port: url.port === "" ? 80 : Number(url.port) };
-}
-
-/** What an aborted call fails with: the signal's reason, as fetch's. */
-function abortReason(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.reason;
-  return reason instanceof Error ? reason : new DOMException("The operation was aborted", "AbortError");
 }
