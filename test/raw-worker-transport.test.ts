@@ -83,7 +83,9 @@ describe("the raw worker transport", () => {
       using worker = rawWorker(() => {});
       return Number(worker.url.split(":")[2]);
     })();
-    const failure = await createRawFetch({ keepAliveMs: 4000 }).fetch(`http://127.0.0.1:${port}/a`).catch((error: unknown) => error);
+    const failure = await createRawFetch({ keepAliveMs: 4000 })
+      .fetch(`http://127.0.0.1:${port}/a`)
+      .catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("ECONNREFUSED");
   });
 
