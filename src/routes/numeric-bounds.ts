@@ -47,12 +47,21 @@ const FLOAT_FIELDS = [
   "priority",
 ];
 
+/** The integer fields with their ranges, in order, and each range's ends as numbers (a plain number needs no bigint). */
+const INTEGER_CHECKS = Object.entries(INTEGER_FIELDS).map(([field, range]) => ({
+  field,
+  range,
+  min: Number(range.min),
+  max: Number(range.max),
+}));
+
 /** 400 naming the first numeric field a worker could not hold; null and absent pass. */
 export function checkNumericBounds(body: JsonObject): void {
-  for (const field in INTEGER_FIELDS) {
+  for (const { field, range, min, max } of INTEGER_CHECKS) {
     const value = body[field];
     if (value === undefined || value === null) continue;
-    const range = INTEGER_FIELDS[field]!;
+    // A safe integer compares exactly with the ends as numbers (each exact, or beyond 2^53).
+    if (typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= max) continue;
     const integer = integerOf(value);
     if (integer === undefined || integer < range.min || integer > range.max) {
       throw badRequest(`Invalid request: ${field} must be an integer from ${range.min} to ${range.max}`);
