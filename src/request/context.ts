@@ -70,6 +70,8 @@ export class RequestContext {
   #bytesOut = 0;
   readonly #schedule: string;
   readonly #controller = new AbortController();
+  /** Aborts when the request ends for any reason; every upstream call carries it (read once: the controller's getter is native). */
+  readonly signal: AbortSignal = this.#controller.signal;
   /** Held reservations, each once (a list: a request holds two or three, and a Set costs more to make). */
   readonly #reservations: Reservation[] = [];
   readonly #onEnd: (summary: RequestSummary) => void;
@@ -101,11 +103,6 @@ export class RequestContext {
     this.#client = options.client;
     this.#now = options.now ?? PERFORMANCE_NOW;
     this.#startedAt = this.#now();
-  }
-
-  /** Aborts when the request ends for any reason; every upstream fetch carries it. */
-  get signal(): AbortSignal {
-    return this.#controller.signal;
   }
 
   get ended(): boolean {
@@ -239,7 +236,7 @@ export class RequestContext {
 
   /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
   abortLegs(reason: ProxyError): void {
-    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+    if (!this.signal.aborted) this.#controller.abort(reason);
   }
 
   /** The one end. `error` undefined means success. Later calls are ignored. */
