@@ -141,4 +141,49 @@ describe("the raw worker transport", () => {
     }
     expect(size).toBe(piece.length * 64);
   });
+
+  test("a header value past ASCII goes out as its Latin-1 byte, as fetch sends a ByteString", async () => {
+    let seen: Uint8Array = new Uint8Array();
+    const server = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(socket, bytes) {
+          seen = bytes;
+          socket.write(ok("{}"));
+        },
+      },
+    });
+    try {
+      await (
+        await createRawFetch({ keepAliveMs: 4000 }).fetch(`http://127.0.0.1:${server.port}/a`, { headers: { "x-name": "café" } })
+      ).text();
+      expect(Buffer.from(seen).includes(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0d, 0x0a]))).toBe(true);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  const wholeOptions = { limit: 16, tooLarge: () => new RangeError("too large") };
+
+  test("a whole answer past its bound is refused, while an error's is cut to its first bytes", async () => {
+    let status = 200;
+    using worker = rawWorker((socket) =>
+      socket.write(`HTTP/1.1 ${status} X\r\nTransfer-Encoding: chunked\r\n\r\n14\r\n${"e".repeat(20)}\r\n0\r\n\r\n`),
+    );
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    expect(whole(`${worker.url}/a`, {}, wholeOptions)).rejects.toThrow(RangeError);
+    status = 500;
+    const answer = await whole(`${worker.url}/a`, {}, wholeOptions);
+    expect([answer.status, new TextDecoder().decode(answer.bytes)]).toEqual([500, "e".repeat(16)]);
+  });
+
+  test("a whole answer that does not come within its timeout fails with a TimeoutError and drops its connection", async () => {
+    using worker = rawWorker(() => {});
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const failure = await whole(`${worker.url}/a`, {}, { ...wholeOptions, timeout: { ms: 20 } }).catch((error: unknown) => error);
+    expect((failure as Error).name).toBe("TimeoutError");
+    while (worker.closed.length === 0) await Bun.sleep(1);
+    expect(worker.closed).toEqual([1]);
+  });
 });

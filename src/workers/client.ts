@@ -77,40 +77,42 @@ function decodeAnswer(bytes: Uint8Array): string {
 }
 
 /** POSTs a non-streamed request and returns the worker's JSON answer, or throws a ProxyError. */
-export async function postForJson(post: WorkerPost): Promise<JsonAnswer> {
-  const deadline = new Deadline(post.timeoutMs, post.deadlines);
-  try {
-    const whole = await wholeAnswerOf(post, deadline);
-    return whole ?? (await viaResponse(post, deadline));
-  } finally {
-    deadline.clear();
-  }
+export function postForJson(post: WorkerPost): Promise<JsonAnswer> {
+  return wholeAnswerOf(post) ?? viaResponse(post);
 }
 
 /**
  * The answer read whole by the transport itself, its pieces shape-checked as they arrive, with
- * no Response (http1/exchanges.ts); undefined where the transport reads it only as a Response.
+ * no Response (http1/exchanges.ts), its deadline kept by the exchange with no signal of its own;
+ * undefined where the transport reads it only as a Response.
  */
-async function wholeAnswerOf(post: WorkerPost, deadline: Deadline): Promise<JsonAnswer | undefined> {
-  const { url, init } = requestOf(post, deadline);
+function wholeAnswerOf(post: WorkerPost): Promise<JsonAnswer> | undefined {
+  const { url, init } = requestOf(post, post.signal);
   const limit = post.maxAnswerBytes;
-  let headed = false;
-  // Set by readShaped below before any piece can arrive: pieces come from socket events, never in this turn.
-  let guard: (piece: Uint8Array) => void = ignorePiece;
+  const state: { headed: boolean; guard: (piece: Uint8Array) => void } = { headed: false, guard: ignorePiece };
   const pending = post.fetch.whole?.(url, init, {
     limit,
     tooLarge: () => new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`),
+    timeout: { ms: post.timeoutMs, deadlines: post.deadlines },
     onHead: () => {
-      headed = true;
+      state.headed = true;
       post.onAnswer?.();
     },
-    onPiece: (piece) => guard(piece),
+    // Set by readShaped before any piece can arrive: pieces come from socket events, never in this turn.
+    onPiece: (piece) => state.guard(piece),
   });
-  if (pending === undefined) return undefined;
+  return pending === undefined ? undefined : wholeRead(post, pending, state);
+}
+
+async function wholeRead(
+  post: WorkerPost,
+  pending: Promise<WholeAnswer>,
+  state: { headed: boolean; guard: (piece: Uint8Array) => void },
+): Promise<JsonAnswer> {
   try {
     let answer: WholeAnswer | undefined;
-    const { bytes, layout } = await readShaped(limit, (onPiece) => {
-      guard = onPiece;
+    const { bytes, layout } = await readShaped(post.maxAnswerBytes, (onPiece) => {
+      state.guard = onPiece;
       return pending.then((whole) => {
         answer = whole;
         return whole.bytes;
@@ -127,14 +129,23 @@ async function wholeAnswerOf(post: WorkerPost, deadline: Deadline): Promise<Json
     }
     return answerOf(post, { headers }, bytes, layout);
   } catch (error) {
-    throw translateFailure(error, post, headed ? undefined : "before the answer");
+    throw translateFailure(error, post, state.headed ? undefined : "before the answer");
   }
 }
 
 /** The answer read from a Response (fetch's, for https: workers). */
-async function viaResponse(post: WorkerPost, deadline: Deadline): Promise<JsonAnswer> {
-  const response = await send(post, deadline);
-  post.onAnswer?.();
+async function viaResponse(post: WorkerPost): Promise<JsonAnswer> {
+  const deadline = new Deadline(post.timeoutMs, post.deadlines);
+  try {
+    const response = await send(post, deadline);
+    post.onAnswer?.();
+    return await responseAnswer(post, response);
+  } finally {
+    deadline.clear();
+  }
+}
+
+async function responseAnswer(post: WorkerPost, response: Response): Promise<JsonAnswer> {
   try {
     if (response.status >= 400)
       throw workerHttpError(post.role, await errorAnswer(response, post.maxAnswerBytes, post.origin), answersStarting(response));
@@ -224,7 +235,7 @@ class Deadline {
 
 async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
   try {
-    const { url, init } = requestOf(post, deadline);
+    const { url, init } = requestOf(post, AbortSignal.any([post.signal, deadline.signal]));
     return await post.fetch(url, init);
   } catch (error) {
     throw translateFailure(error, post, "before the answer");
@@ -232,7 +243,7 @@ async function send(post: WorkerPost, deadline: Deadline): Promise<Response> {
 }
 
 /** The call's URL and fetch options: its headers, its body (a body in parts streamed with its length), its signals. */
-function requestOf(post: WorkerPost, deadline: Deadline): { url: string; init: BunFetchRequestInit } {
+function requestOf(post: WorkerPost, signal: AbortSignal): { url: string; init: BunFetchRequestInit } {
   const get = post.method === "GET";
   const headers: Record<string, string> = get
     ? { ...post.headers, accept: "application/json" }
@@ -249,7 +260,7 @@ function requestOf(post: WorkerPost, deadline: Deadline): { url: string; init: B
     method: get ? "GET" : "POST",
     headers,
     ...(body === undefined ? {} : { body }),
-    signal: AbortSignal.any([post.signal, deadline.signal]),
+    signal,
     // Bun's own 5-minute socket idle timer would cut a long silent prefill; our deadlines
     // (total for non-streamed calls, silence for streams) bound every call instead.
     timeout: false,

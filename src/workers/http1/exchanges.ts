@@ -1,5 +1,6 @@
 import type { AnswerHead } from "./answer-parser.ts";
 import type { Exchange, WorkerConnection } from "./connection.ts";
+import type { Deadlines } from "../../deadline-wheel.ts";
 
 export type RawBody = string | Uint8Array | ReadableStream<Uint8Array> | undefined;
 
@@ -143,6 +144,8 @@ export interface WholeAnswer {
 }
 
 export interface WholeOptions {
+  /** The whole call's bound: its connection is dropped and it fails with a TimeoutError past it, on the shared wheel when given. */
+  readonly timeout?: { readonly ms: number; readonly deadlines?: Deadlines | undefined } | undefined;
   /** A body larger than this is refused (`tooLarge`), or for an error status cut to its prefix. */
   readonly limit: number;
   readonly tooLarge: () => Error;
@@ -164,6 +167,7 @@ export class WholeExchange extends SignalledExchange {
   readonly #parts: Uint8Array[] = [];
   #size = 0;
   #head: AnswerHead | undefined;
+  #clearTimeout: (() => void) | undefined;
 
   constructor(signal: AbortSignal | undefined, options: WholeOptions) {
     super(signal);
@@ -172,6 +176,21 @@ export class WholeExchange extends SignalledExchange {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#options = options;
+    const timeout = options.timeout;
+    if (timeout !== undefined) this.#clearTimeout = scheduled(timeout.ms, timeout.deadlines, this);
+  }
+
+  /** Its deadline passed (the exchange is the deadline's callback object). */
+  expired(): void {
+    if (this.over) return;
+    this.connection?.abandon();
+    this.settle(new DOMException("Timed out", "TimeoutError"));
+  }
+
+  protected override finish(): void {
+    super.finish();
+    this.#clearTimeout?.();
+    this.#clearTimeout = undefined;
   }
 
   head(head: AnswerHead): void {
@@ -229,6 +248,13 @@ export class WholeExchange extends SignalledExchange {
     this.#parts.push(bytes);
     this.#size += bytes.byteLength;
   }
+}
+
+function scheduled(ms: number, deadlines: Deadlines | undefined, exchange: WholeExchange): () => void {
+  const fire = (): void => exchange.expired();
+  if (deadlines !== undefined) return deadlines.schedule(ms, fire);
+  const timer = setTimeout(fire, ms);
+  return () => clearTimeout(timer);
 }
 
 function joinedParts(parts: readonly Uint8Array[], size: number): Uint8Array {

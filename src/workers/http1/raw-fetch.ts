@@ -26,8 +26,8 @@ export interface RawFetch {
 /** Origins with a pool of their own; beyond, the least recently used one is closed (workers come and go). */
 const MAX_POOLS = 1024;
 const DEFAULT_MAX_HEAD_BYTES = 64 * 1024;
-/** A header value that could end the line it is written on (fetch refuses these too). */
-const UNSAFE_VALUE = /[\r\n\0]/;
+/** A header value that could end the line it is written on, or is no ByteString (fetch refuses these too). */
+const UNSAFE_VALUE = /[\r\n]|[\u0100-\uffff]/;
 
 export function createRawFetch(options: RawFetchOptions): RawFetch {
   const pools = new Map<string, OriginPool>();
@@ -109,7 +109,7 @@ function headOf(
   let head = `${method} ${path} HTTP/1.1\r\nhost: ${origin.slice(origin.indexOf("//") + 2)}\r\n`;
   let length: string | undefined;
   const add = (name: string, value: string): void => {
-    if (UNSAFE_VALUE.test(value) || UNSAFE_VALUE.test(name)) throw new TypeError(`Header ${name} holds a line break or NUL`);
+    if (UNSAFE_VALUE.test(value) || UNSAFE_VALUE.test(name) || value.includes("\0")) throw new TypeError(`Header ${name} holds a line break or NUL`);
     if (name.toLowerCase() === "content-length") length = value;
     else head += `${name}: ${value}\r\n`;
   };
