@@ -109,7 +109,8 @@ function headOf(
   let head = `${method} ${path} HTTP/1.1\r\nhost: ${origin.slice(origin.indexOf("//") + 2)}\r\n`;
   let length: string | undefined;
   const add = (name: string, value: string): void => {
-    if (UNSAFE_VALUE.test(value) || UNSAFE_VALUE.test(name) || value.includes("\0")) throw new TypeError(`Header ${name} holds a line break or NUL`);
+    if (UNSAFE_VALUE.test(value) || UNSAFE_VALUE.test(name) || value.includes("\0"))
+      throw new TypeError(`Header ${name} holds a line break or NUL`);
     if (name.toLowerCase() === "content-length") length = value;
     else head += `${name}: ${value}\r\n`;
   };
