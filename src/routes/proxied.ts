@@ -90,7 +90,7 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     const routing = routingRequestOf(call.api, body, namedConversationOf(body), parent);
     const outcome = deps.runPipeline(ctx, { api: call.api, body, source: call.source, stream, routing, affinity });
     if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
-    const answer = await jsonAnswer(dialect, ctx, outcome);
+    const answer = jsonAnswer(dialect, ctx, await outcome);
     restoreIdle();
     return answer;
   });
@@ -208,8 +208,7 @@ function streamAnswer(
 
 const encoder = new TextEncoder();
 
-async function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, outcome: Promise<PipelineOutcome>): Promise<Answer> {
-  const result = await outcome;
+function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, result: PipelineOutcome): Answer {
   if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");
   // A dialect that answers in the worker's own JSON relays the worker's bytes, as the floor does
   // (written again, they would only cost a serialisation and an encoding per request).
