@@ -17,39 +17,60 @@ const ERROR_PREFIX = new TextEncoder().encode('{"error"');
  * to know the stream's end ([DONE]), a worker's in-band error, and where a keepalive may go.
  */
 export function openAiStream(maxEventBytes?: number): DialectStream {
-  const scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
-  let done = false;
-  let workerError: string | undefined;
-  // Frames are matched on their bytes, with no object per frame: decoding every token's
-  // frame cost more CPU than the rest of the relay (measured on the streaming benchmark).
-  const watch: FrameSink = (bytes, start, end, _isComment, _lent, hasCr) => {
+  return new OpenAiStream(maxEventBytes);
+}
+
+/** One object per stream, its own frame sink: it lives as long as the stream, with no closure. */
+class OpenAiStream implements DialectStream, FrameSink {
+  readonly #scanner: SseFrameScanner;
+  #done = false;
+  #workerError: string | undefined;
+
+  constructor(maxEventBytes: number | undefined) {
+    this.#scanner = new SseFrameScanner(maxEventBytes === undefined ? {} : { maxFrameBytes: maxEventBytes });
+  }
+
+  get workerError(): string | undefined {
+    return this.#workerError;
+  }
+
+  get delivered(): boolean {
+    return this.#done || this.#workerError !== undefined;
+  }
+
+  opening(): undefined {
+    return undefined;
+  }
+
+  push(chunk: Uint8Array): Uint8Array {
+    this.#scanner.scan(chunk, this);
+    return chunk;
+  }
+
+  /**
+   * Frames are matched on their bytes, with no object per frame: decoding every token's frame
+   * cost more CPU than the rest of the relay (measured on the streaming benchmark).
+   */
+  frame(bytes: Uint8Array, start: number, end: number, _isComment: boolean, _lent: boolean, hasCr: boolean): void {
     const head = dataHeadIn(bytes, start, end, hasCr);
     if (head === undefined) return;
-    if (isExactly(head, DONE)) done = true;
-    else if (headStartsWith(head, ERROR_PREFIX)) workerError ??= inBandErrorMessage(dataOf(bytes, start, end));
-  };
-  return {
-    opening: () => undefined,
-    push(chunk) {
-      scanner.scan(chunk, watch);
-      return chunk;
-    },
-    keepalive: () => (scanner.midFrame ? undefined : KEEPALIVE),
-    end: () =>
-      done || workerError !== undefined
-        ? undefined
-        : new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete"),
-    fail(error) {
-      const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
-      return scanner.midFrame ? concatBytes([FRAME_END, frame]) : frame;
-    },
-    get workerError() {
-      return workerError;
-    },
-    get delivered() {
-      return done || workerError !== undefined;
-    },
-  };
+    if (isExactly(head, DONE)) this.#done = true;
+    else if (headStartsWith(head, ERROR_PREFIX)) this.#workerError ??= inBandErrorMessage(dataOf(bytes, start, end));
+  }
+
+  keepalive(): Uint8Array | undefined {
+    return this.#scanner.midFrame ? undefined : KEEPALIVE;
+  }
+
+  end(): ProxyError | undefined {
+    if (this.delivered) return undefined;
+    return new ProxyError("WORKER_STREAM_BROKEN", 502, "Upstream stream ended before [DONE]; the response is incomplete");
+  }
+
+  fail(error: ProxyError): Uint8Array {
+    const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
+    return this.#scanner.midFrame ? concatBytes([FRAME_END, frame]) : frame;
+  }
 }
 
 /**

@@ -11,9 +11,12 @@ export type { SseFrame } from "./frame.ts";
 /**
  * Receives each complete frame as bytes [start, end). `lent`: the bytes are the scanner's own
  * buffer, valid only during the call; otherwise they are the caller's chunk. `hasCr`: some
- * line of the frame ends in CR or CRLF (a CR can be nothing else in SSE).
+ * line of the frame ends in CR or CRLF (a CR can be nothing else in SSE). A method, not a
+ * callback: a stream's own state object can be its sink, with no closure kept per stream.
  */
-export type FrameSink = (bytes: Uint8Array, start: number, end: number, isComment: boolean, lent: boolean, hasCr: boolean) => void;
+export interface FrameSink {
+  frame(bytes: Uint8Array, start: number, end: number, isComment: boolean, lent: boolean, hasCr: boolean): void;
+}
 
 export interface SseFrameScannerOptions {
   /** Largest unfinished frame kept in memory; more throws WORKER_BAD_ANSWER. Default 16 MiB. */
@@ -65,10 +68,12 @@ export class SseFrameScanner {
   /** Complete frames found in the stream so far, in order. */
   push(chunk: Uint8Array): SseFrame[] {
     const frames: SseFrame[] = [];
-    this.scan(chunk, (bytes, start, end, isComment, lent) => {
-      frames.push(
-        lent ? new ScannedFrame(bytes.slice(start, end), 0, end - start, isComment) : new ScannedFrame(bytes, start, end, isComment),
-      );
+    this.scan(chunk, {
+      frame(bytes, start, end, isComment, lent) {
+        frames.push(
+          lent ? new ScannedFrame(bytes.slice(start, end), 0, end - start, isComment) : new ScannedFrame(bytes, start, end, isComment),
+        );
+      },
     });
     return frames;
   }
@@ -77,10 +82,17 @@ export class SseFrameScanner {
   scan(chunk: Uint8Array, frames: FrameSink): void {
     let pos = 0;
     if (!this.#bomResolved) {
-      this.#append(chunk);
-      if (!this.#resolveBom()) return;
-      pos = chunk.length;
-      this.#scanBuffered(frames);
+      // Decided by the chunk itself when it can be: the first chunk is not copied to be looked at.
+      const bom = this.#len === 0 ? bomIn(chunk) : undefined;
+      if (bom !== undefined) {
+        this.#bomResolved = true;
+        pos = bom ? BOM.length : 0;
+      } else {
+        this.#append(chunk);
+        if (!this.#resolveBom()) return;
+        pos = chunk.length;
+        this.#scanBuffered(frames);
+      }
     }
     // An unfinished frame is completed line by line, so only its own bytes are copied.
     while (this.#len > 0 && pos < chunk.length) {
@@ -186,7 +198,7 @@ export class SseFrameScanner {
     // A blank line before any content is kept in the next frame's raw bytes, so the frames'
     // raw bytes concatenated are the stream itself.
     if (!this.#frameHasContent) return;
-    frames(src, this.#frameStart, terminatorEnd, !this.#frameHasField, !inPlace, this.#frameHasCr);
+    frames.frame(src, this.#frameStart, terminatorEnd, !this.#frameHasField, !inPlace, this.#frameHasCr);
     this.#frameStart = terminatorEnd;
     this.#frameHasContent = false;
     this.#frameHasField = false;
@@ -207,6 +219,8 @@ export class SseFrameScanner {
       this.#len -= shift;
       this.#shrink();
     }
+    // Nothing unfinished: an idle stream keeps no buffer.
+    if (this.#len === 0) this.#buf = EMPTY;
     this.#scanned -= shift;
     this.#lineStart -= shift;
     if (this.#crAt !== -1) this.#crAt -= shift;
@@ -220,4 +234,13 @@ export class SseFrameScanner {
     smaller.set(this.#buf.subarray(0, this.#len));
     this.#buf = smaller;
   }
+}
+
+/** Whether the chunk starts with a BOM; undefined while too short to tell. */
+function bomIn(chunk: Uint8Array): boolean | undefined {
+  for (let i = 0; i < BOM.length; i++) {
+    if (i === chunk.length) return undefined;
+    if (chunk[i] !== BOM[i]) return false;
+  }
+  return true;
 }

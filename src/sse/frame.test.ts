@@ -51,8 +51,10 @@ describe("byte-level data checks", () => {
           expect(dataStartsWith(frame, ERROR)).toBe(frame.data?.startsWith('{"error"') === true);
         }
         // The scanner's CR flag lets the relay skip the search for CR without changing the answer.
-        new SseFrameScanner().scan(bytes, (source, start, stop, _comment, _lent, hasCr) => {
-          expect(dataHeadIn(source, start, stop, hasCr)).toEqual(dataHeadIn(source, start, stop, true));
+        new SseFrameScanner().scan(bytes, {
+          frame(source, start, stop, _comment, _lent, hasCr) {
+            expect(dataHeadIn(source, start, stop, hasCr)).toEqual(dataHeadIn(source, start, stop, true));
+          },
         });
       }),
       { numRuns: 3000 },
