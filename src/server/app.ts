@@ -21,6 +21,7 @@ import { modelNamesOf } from "../routing/model-choice.ts";
 import { Placement } from "../routing/placement.ts";
 import { Coordination } from "../routing/coordination.ts";
 import type { ClusterStorageDeps, RouteDeps, RouteSettings } from "../routes/deps.ts";
+import { wheelClock } from "../streaming/stream-request.ts";
 import { loadClientKeys, type ClientKeys } from "../security/api-keys.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
@@ -114,6 +115,8 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
   const traffic = dashboard ?? loop?.traffic;
   const clients = new Clients(config);
   const requests = new Requests({ schedule: config.schedule, admission, ids, metrics, telemetry, requestTrace, logger, traffic, clients });
+  // One wheel for the worker calls' deadlines and every open stream's keepalive and silence.
+  const deadlines = new DeadlineWheel();
   const handoffs = new HandoffSettler({ settings: config, placement, ids, logger, workerFetch, bodyCodec }, (reason, settled) =>
     metrics.handoffSettled(reason, settled),
   );
@@ -122,7 +125,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
     ids,
     logger,
     workerFetch,
-    deadlines: new DeadlineWheel(),
+    deadlines,
     bodyCodec,
     handoffs,
     telemetry,
@@ -173,6 +176,7 @@ export function createApp(config: ProxyConfig, logger: Logger, version: string, 
       startWaitMs: config.streamStartWaitMs,
       keepaliveIntervalMs: config.keepaliveIntervalMs,
       silenceTimeoutMs: config.requestTimeoutMs,
+      clock: wheelClock(deadlines),
     },
   };
 }

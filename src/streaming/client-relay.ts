@@ -21,7 +21,7 @@ import {
  * `ended` says when.
  */
 export async function respondWithStream(request: EarlyStreamRequest): Promise<Answer> {
-  const { first, started } = firstReadOf(request.upstream);
+  const first = firstReadOf(request.upstream);
   const settled = await settleWithin(first, request.timings.startWaitMs);
   if (settled === "rejected") {
     const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
@@ -29,7 +29,7 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
     if (inBand !== undefined) return refusedInBand(request, inBand, error);
     return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
   }
-  const relay = new ClientRelay(request, first, settled === "pending", started);
+  const relay = new ClientRelay(request, first, settled === "pending");
   return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
 }
 
@@ -43,14 +43,9 @@ function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: Pr
   return { response, ended: Promise.resolve({ status: 200, error }) };
 }
 
-/**
- * The worker stream's first read, and whether the stream has come yet. Made apart from the
- * async function above so the relay, which keeps `started`, keeps nothing else of its frame.
- */
-function firstReadOf(upstream: EarlyStreamRequest["upstream"]): { first: Promise<FirstRead>; started: () => boolean } {
-  let upstreamStarted = false;
-  const first = upstream.then(async (body): Promise<FirstRead> => {
-    upstreamStarted = true;
+/** The worker stream's first read. Made apart from the async function above, whose frame the relay must not keep. */
+function firstReadOf(upstream: EarlyStreamRequest["upstream"]): Promise<FirstRead> {
+  return upstream.then(async (body): Promise<FirstRead> => {
     if (!(body instanceof ReadableStream)) return body;
     // The runtime's own reader: a wrapper would cost a promise and an object per chunk.
     const reader: ByteReader = body.getReader();
@@ -62,15 +57,17 @@ function firstReadOf(upstream: EarlyStreamRequest["upstream"]): { first: Promise
       return { reader, failure };
     }
   });
-  return { first, started: () => upstreamStarted };
 }
 
 /**
- * The client's body: a pull-based stream over the worker's, with one timer for keepalive and
- * silence. It closes once (`ended`), and the route ends the request from there.
+ * The client's body, one object per stream: the source of a direct stream (each chunk written
+ * straight to the client's socket, no queue nor pull promise between), its read loop over the
+ * worker's stream, and one deadline on the shared clock for keepalive and silence. It closes
+ * once (`ended`), and the route ends the request from there.
  *
  * It lives as long as the stream, so it keeps only the parts of the request it uses (not the
- * request's error and header builders, whose closures hold the route's whole frame).
+ * request's error and header builders, whose closures hold the route's whole frame), and
+ * drops the first read once relayed.
  */
 export class ClientRelay {
   readonly readable: ReadableStream<Uint8Array>;
@@ -79,96 +76,133 @@ export class ClientRelay {
   readonly #ctx: RequestContext;
   readonly #dialect: DialectStream;
   readonly #timings: StreamTimings;
+  readonly #clock: StreamClock;
   readonly #beforeClose: (() => void) | undefined;
   #first: Promise<FirstRead> | undefined;
-  readonly #upstreamStarted: () => boolean;
-  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  #upstreamStarted: boolean;
+  #controller: ReadableStreamDirectController | undefined;
+  /** Bytes sent before the runtime asked for the body (the opening, a keepalive). */
+  #early: Uint8Array[] | undefined;
+  /** The client's socket is full: the next worker read waits for it to drain. */
+  #drained: Promise<number> | undefined;
   #reader: ByteReader | undefined;
-  readonly #clock: StreamClock;
   #cancelTimer: (() => void) | undefined;
   #lastSentAt: number;
   #lastUpstreamAt: number;
   #timeout: ProxyError | undefined;
   #closed = false;
 
-  constructor(request: EarlyStreamRequest, first: Promise<FirstRead>, opened: boolean, upstreamStarted: () => boolean) {
+  constructor(request: EarlyStreamRequest, first: Promise<FirstRead>, opened: boolean) {
     this.#ctx = request.ctx;
     this.#dialect = request.dialect;
     this.#timings = request.timings;
+    this.#clock = request.timings.clock ?? RUNTIME_CLOCK;
     this.#beforeClose = request.beforeClose;
     this.#first = first;
-    this.#upstreamStarted = upstreamStarted;
-    this.#clock = request.clock ?? RUNTIME_CLOCK;
+    // Opened before the pipeline answered: its wait is not the worker's silence.
+    this.#upstreamStarted = !opened;
+    if (opened)
+      void request.upstream.then(
+        () => this.#started(),
+        () => {},
+      );
     this.#lastSentAt = this.#clock.now();
     this.#lastUpstreamAt = this.#lastSentAt;
     const { promise, resolve } = Promise.withResolvers<Ending>();
     this.ended = promise;
     this.#settle = resolve;
     this.#ctx.hooks.streamOpened();
-    this.readable = this.#clientStream(opened);
+    this.readable = new ReadableStream<Uint8Array>(this);
+    // Bun sends the status line with the first body bytes: an opening must carry some.
+    if (opened) this.#send(this.#dialect.opening() ?? this.#dialect.keepalive());
+    this.#arm();
   }
 
-  /** Its callbacks close over this relay alone (a closure shares the frame it was made in). */
-  #clientStream(opened: boolean): ReadableStream<Uint8Array> {
-    return new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-        // Bun sends the status line with the first body bytes: an opening must carry some.
-        if (opened) this.#send(this.#dialect.opening() ?? this.#dialect.keepalive());
-        this.#arm();
-      },
-      pull: () => this.#pull(),
-      cancel: () => this.#clientGone(),
-    });
+  /** A direct stream's source: the runtime reads it through `pull`, and the relay writes when it has bytes. */
+  get type(): "direct" {
+    return "direct";
   }
 
-  async #pull(): Promise<void> {
+  /** The runtime asks for the body: the server once, a reader on every read (the relay runs once). */
+  pull(controller: ReadableStreamDirectController): void {
+    if (this.#controller !== undefined) return;
+    this.#controller = controller;
+    const early = this.#early;
+    this.#early = undefined;
+    if (early !== undefined) for (const bytes of early) this.#write(bytes);
+    if (this.#closed) this.#end();
+    else void this.#relay();
+  }
+
+  /** The client went away (or its reader cancelled). */
+  cancel(): void {
+    this.#clientGone();
+  }
+
+  #started(): void {
+    this.#upstreamStarted = true;
+  }
+
+  async #relay(): Promise<void> {
     try {
-      if (this.#first !== undefined) {
-        const first = await this.#first;
-        // Dropped once taken: it holds the first chunk for as long as the stream is open.
-        this.#first = undefined;
-        this.#reader = first.reader;
-        if ("failure" in first) {
-          this.#failLate(first.failure);
-          return;
-        }
-        if (this.#deliver(first.read)) return;
+      const first = await this.#first;
+      // Dropped once taken: it holds the first chunk for as long as the stream is open.
+      this.#first = undefined;
+      if (first === undefined) return;
+      this.#reader = first.reader;
+      if (this.#closed) {
+        first.reader.cancel().catch(() => {});
+        return;
       }
-      while (this.#reader !== undefined && !this.#closed) {
-        if (this.#deliver(await this.#reader.read())) return;
+      if ("failure" in first) {
+        this.#failLate(first.failure);
+        return;
+      }
+      const reader = first.reader;
+      for (let read = first.read; !this.#deliver(read); read = await reader.read()) {
+        const drained = this.#drained;
+        if (drained === undefined) continue;
+        this.#drained = undefined;
+        await drained;
+        if (this.#closed) return;
       }
     } catch (error) {
       this.#failLate(error);
     }
   }
 
-  /** Returns true once something was sent or the stream closed. */
+  /** Returns true once the stream closed. */
   #deliver(read: ReadableStreamReadResult<Uint8Array>): boolean {
     if (this.#closed) return true;
-    const [dialect, ctx] = [this.#dialect, this.#ctx];
     if (read.done) {
-      ctx.markDone();
-      const tail = dialect.end();
+      this.#ctx.markDone();
+      const tail = this.#dialect.end();
       if (tail instanceof ProxyError) this.#failLate(tail);
       else this.#finish(tail);
       return true;
     }
-    this.#lastUpstreamAt = this.#clock.now();
-    ctx.markFirstToken();
-    const out = dialect.push(read.value);
-    if (out === undefined || out.byteLength === 0) return false;
-    this.#send(out);
-    return true;
+    const now = this.#clock.now();
+    this.#lastUpstreamAt = now;
+    this.#ctx.markFirstToken();
+    this.#send(this.#dialect.push(read.value), now);
+    return false;
   }
 
-  #send(bytes: Uint8Array | undefined): void {
+  #send(bytes: Uint8Array | undefined, now = this.#clock.now()): void {
     if (this.#closed || bytes === undefined || bytes.byteLength === 0) return;
-    this.#controller?.enqueue(bytes);
-    this.#ctx.traced?.capture.streamed(bytes);
-    this.#ctx.markFirstByte();
-    this.#ctx.sent(bytes.byteLength);
-    this.#lastSentAt = this.#clock.now();
+    if (this.#controller === undefined) (this.#early ??= []).push(bytes);
+    else this.#write(bytes);
+    const ctx = this.#ctx;
+    ctx.traced?.capture.streamed(bytes);
+    ctx.markFirstByte();
+    ctx.sent(bytes.byteLength);
+    this.#lastSentAt = now;
+  }
+
+  #write(bytes: Uint8Array): void {
+    // A promise: accepted, but the socket is full (the bytes are buffered until it drains).
+    const written = this.#controller?.write(bytes);
+    if (written !== undefined && typeof written !== "number") this.#drained = written;
   }
 
   #finish(tail: Uint8Array | undefined): void {
@@ -196,12 +230,17 @@ export class ClientRelay {
     this.#cancelTimer?.();
     this.#ctx.hooks.streamClosed();
     this.#beforeClose?.();
+    this.#end();
+    this.#settle({ status: 200, error });
+  }
+
+  /** Flushes what was written and ends the client's body (once the runtime asked for it). */
+  #end(): void {
     try {
       this.#controller?.close();
     } catch {
       // Already closed by the runtime (client gone): nothing to flush.
     }
-    this.#settle({ status: 200, error });
   }
 
   #clientGone(): void {
@@ -220,7 +259,7 @@ export class ClientRelay {
     this.#reader?.cancel().catch(() => {});
   }
 
-  /** One timer per stream, re-armed for whichever is due first: a keepalive or the silence bound. */
+  /** One deadline per stream, re-armed for whichever is due first: a keepalive or the silence bound. */
   #arm(): void {
     const { keepaliveIntervalMs, silenceTimeoutMs } = this.#timings;
     const now = this.#clock.now();
@@ -233,18 +272,18 @@ export class ClientRelay {
   #tick(): void {
     if (this.#closed) return;
     const now = this.#clock.now();
-    const [timings, dialect, ctx] = [this.#timings, this.#dialect, this.#ctx];
-    if (!this.#upstreamStarted()) this.#lastUpstreamAt = now;
+    const timings = this.#timings;
+    if (!this.#upstreamStarted) this.#lastUpstreamAt = now;
     if (now - this.#lastUpstreamAt >= timings.silenceTimeoutMs) {
       this.#timeout = new ProxyError("WORKER_TIMEOUT", 504, "The generation worker sent nothing for too long");
-      ctx.abortLegs(this.#timeout);
+      this.#ctx.abortLegs(this.#timeout);
       this.#failLate(this.#timeout);
       return;
     }
     if (timings.keepaliveIntervalMs > 0 && now - this.#lastSentAt >= timings.keepaliveIntervalMs) {
-      const keepalive = dialect.keepalive();
-      if (keepalive !== undefined) ctx.hooks.keepaliveSent();
-      this.#send(keepalive);
+      const keepalive = this.#dialect.keepalive();
+      if (keepalive !== undefined) this.#ctx.hooks.keepaliveSent();
+      this.#send(keepalive, now);
       this.#lastSentAt = now;
     }
     this.#arm();

@@ -1,4 +1,5 @@
 import type { FirstRead } from "../bytes.ts";
+import type { Deadlines } from "../deadline-wheel.ts";
 import type { ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
@@ -10,6 +11,8 @@ export interface StreamTimings {
   readonly keepaliveIntervalMs: number;
   /** The generation stream fails after this much upstream silence. */
   readonly silenceTimeoutMs: number;
+  /** What the keepalive and silence deadlines run on (the server's one wheel); default a timer per stream. */
+  readonly clock?: StreamClock;
 }
 
 /** How a request ended: its status and, unless it succeeded, its error. */
@@ -27,7 +30,7 @@ export interface Answer {
   readonly ended: Promise<Ending>;
 }
 
-/** Time for the relay's one timer: the runtime's, or a test's hand-moved clock. */
+/** Time for the relay's deadline: the runtime's, a shared wheel, or a test's hand-moved clock. */
 export interface StreamClock {
   now(): number;
   /** Calls `fire` after `ms`; the returned function cancels it. */
@@ -42,6 +45,14 @@ export const RUNTIME_CLOCK: StreamClock = {
   },
 };
 
+/**
+ * Every stream's deadlines on one wheel: a timer of its own per stream cost a native Timeout,
+ * its callback and its canceller for as long as the stream stayed open.
+ */
+export function wheelClock(deadlines: Deadlines): StreamClock {
+  return { now: () => performance.now(), setTimer: (ms, fire) => deadlines.schedule(ms, fire) };
+}
+
 export interface EarlyStreamRequest {
   readonly ctx: RequestContext;
   /** The worker's stream (or one replayed for it), once the pipeline has it; or its reader and first read, when the pipeline made that read. */
@@ -51,8 +62,6 @@ export interface EarlyStreamRequest {
   readonly headers: () => Headers;
   /** A failure before the response opened, in the route's dialect (its HTTP status kept). */
   readonly errorResponse: (error: ProxyError) => Response;
-  /** Default: the runtime's clock. */
-  readonly clock?: StreamClock;
   /** Runs as the stream closes, while the response is still being written (idle timeout restore). */
   readonly beforeClose?: () => void;
 }
