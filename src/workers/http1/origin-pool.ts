@@ -1,8 +1,12 @@
 import type { ConnectionHome } from "./connection.ts";
 import { CONNECTION_EVENTS, WorkerConnection, type ConnectionSlot } from "./connection.ts";
 
-/** Idle connections kept per origin; beyond, a released one is closed. */
-const MAX_IDLE = 256;
+/**
+ * Idle connections kept per origin; beyond, a released one is closed. Enough for 64 concurrent
+ * clients' legs without reconnecting; more would only hold descriptors, which an open stream
+ * needs two of (Bun reports a connect that finds none left as ECONNREFUSED).
+ */
+const MAX_IDLE = 64;
 /**
  * Connections being opened to one origin at once; later opens wait their turn. A burst of
  * thousands of streams opened at once overflowed a worker's accept queue (refused connections,
