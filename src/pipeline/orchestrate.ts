@@ -1,4 +1,6 @@
+import type { Role } from "../config/types.ts";
 import { ProxyError } from "../errors.ts";
+import { inRotation } from "../workers/worker-pool.ts";
 import type { RequestContext } from "../request/context.ts";
 import { benchmarkGenerationBody } from "./bodies.ts";
 import { contextFirst } from "./context-first.ts";
@@ -35,10 +37,11 @@ export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input
  * refused now, not after a prefill that no generation worker could continue.
  */
 function refuseWithoutRotation(deps: PipelineDeps): void {
-  const roles = deps.settings.benchmarkGenerationOnly ? (["generation"] as const) : (["context", "generation"] as const);
   const pool = deps.placement.pool;
-  const empty = roles.find((role) => pool.all(role).length > 0 && pool.ready(role).length === 0);
-  if (empty !== undefined) throw new ProxyError("NO_WORKER", 503, `No ${empty} worker is available`);
+  // Asked of every request: the lists are looked through, not filtered into new ones.
+  const empty = (role: Role): boolean => pool.all(role).length > 0 && !pool.all(role).some(inRotation);
+  const role = !deps.settings.benchmarkGenerationOnly && empty("context") ? "context" : empty("generation") ? "generation" : undefined;
+  if (role !== undefined) throw new ProxyError("NO_WORKER", 503, `No ${role} worker is available`);
 }
 
 /** One run of a pipeline under `id`; `avoid`: the generation worker a first run failed on. */
