@@ -11,6 +11,10 @@ const KEEPALIVE = encodeComment("keepalive");
 const FRAME_END = new TextEncoder().encode("\n\n");
 const DONE = new TextEncoder().encode("[DONE]");
 const ERROR_PREFIX = new TextEncoder().encode('{"error"');
+const DATA_FIELD = new TextEncoder().encode("data: ");
+const LF = 0x0a;
+const CR = 0x0d;
+const OPEN_BRACKET = 0x5b;
 
 /**
  * Chat and completions: the worker's bytes go out untouched; the relay only watches frames
@@ -43,7 +47,7 @@ class OpenAiStream implements DialectStream, FrameSink {
   }
 
   push(chunk: Uint8Array): Uint8Array {
-    this.#scanner.scan(chunk, this);
+    if (!this.#scanner.idle || !plainDataFrames(chunk)) this.#scanner.scan(chunk, this);
     return chunk;
   }
 
@@ -71,6 +75,32 @@ class OpenAiStream implements DialectStream, FrameSink {
     const frame = encodeData(JSON.stringify({ error: openAiErrorObject(error) }));
     return this.#scanner.midFrame ? concatBytes([FRAME_END, frame]) : frame;
   }
+}
+
+/**
+ * The chunk is whole one-line `data: …` frames and nothing else, none of whose data starts
+ * with `[` or `{"error"`: nothing in it for the dialect, and no frame left unfinished. Token
+ * frames come so, and are judged with one search per frame instead of the scanner's per-line
+ * bookkeeping; any other chunk is scanned.
+ */
+function plainDataFrames(chunk: Uint8Array): boolean {
+  const length = chunk.length;
+  if (length === 0 || chunk[length - 1] !== LF || chunk.indexOf(CR) !== -1) return false;
+  for (let at = 0; at < length;) {
+    if (!bytesAt(chunk, at, DATA_FIELD)) return false;
+    const value = at + DATA_FIELD.length;
+    if (chunk[value] === OPEN_BRACKET || bytesAt(chunk, value, ERROR_PREFIX)) return false;
+    // Found: the chunk ends in LF.
+    const lineEnd = chunk.indexOf(LF, value);
+    if (chunk[lineEnd + 1] !== LF) return false;
+    at = lineEnd + 2;
+  }
+  return true;
+}
+
+function bytesAt(bytes: Uint8Array, at: number, expected: Uint8Array): boolean {
+  for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+  return true;
 }
 
 /**

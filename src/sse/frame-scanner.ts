@@ -61,6 +61,11 @@ export class SseFrameScanner {
     return lineEnd > this.#lineStart;
   }
 
+  /** Between frames, with nothing kept: a chunk of whole frames may be judged without the scanner. */
+  get idle(): boolean {
+    return this.#bomResolved && this.#len === 0;
+  }
+
   get bufferedBytes(): number {
     return this.#len;
   }
