@@ -39,3 +39,15 @@ export type FirstRead = { readonly reader: ByteReader } & (
   | { readonly read: ReadableStreamReadResult<Uint8Array> }
   | { readonly failure: unknown }
 );
+
+/** A reader as a pull stream (a worker's stream handed on whole, with no first read made). */
+export function readableOf(reader: ByteReader): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const read = await reader.read();
+      if (read.done) controller.close();
+      else controller.enqueue(read.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}

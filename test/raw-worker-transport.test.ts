@@ -186,4 +186,29 @@ describe("the raw worker transport", () => {
     while (worker.closed.length === 0) await Bun.sleep(1);
     expect(worker.closed).toEqual([1]);
   });
+
+  test("a streamed answer is read piece by piece from the socket, and cancelling it closes the connection", async () => {
+    using worker = rawWorker((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata:1\r\n");
+      setTimeout(() => socket.write("6\r\ndata:2\r\n"), 5);
+    });
+    const answer = await createRawFetch({ keepAliveMs: 4000 }).stream(`${worker.url}/a`, {}, { ms: 1000 });
+    expect([answer.status, answer.headers.get("content-type")]).toEqual([200, "text/event-stream"]);
+    const pieces: string[] = [];
+    for (let n = 0; n < 2; n++) pieces.push(new TextDecoder().decode((await answer.reader.read()).value));
+    expect(pieces).toEqual(["data:1", "data:2"]);
+    const pending = answer.reader.read();
+    await answer.reader.cancel();
+    expect((await pending).done).toBe(true);
+    while (worker.closed.length === 0) await Bun.sleep(1);
+    expect(worker.closed).toEqual([1]);
+  });
+
+  test("a streamed answer whose head does not come in time fails with a TimeoutError", async () => {
+    using worker = rawWorker(() => {});
+    const failure = await createRawFetch({ keepAliveMs: 4000 })
+      .stream(`${worker.url}/a`, {}, { ms: 20 })
+      .catch((error: unknown) => error);
+    expect((failure as Error).name).toBe("TimeoutError");
+  });
 });

@@ -7,19 +7,22 @@
 import { parseJson, type JsonValue } from "./json.ts";
 import { ANSWER_SHAPE_LIMITS } from "./json-bytes.ts";
 import { JsonShapeGuard, type JsonLayout, type JsonShapeProblem } from "./json-shape.ts";
-import { concatBytes } from "../bytes.ts";
+import { concatBytes, type ByteReader } from "../bytes.ts";
 
 /** The error to throw for an answer that `what` ("is larger than 1024 bytes"), with the parse's error as `cause` when there is one. */
 export type Refuse = (what: string, cause?: unknown) => Error;
 
 /** Reads a body up to `limit` bytes; the rest is cancelled, as it is when `onPiece` throws (which the read then throws). */
-export async function readPrefix(
+export function readPrefix(
   body: ReadableStream<Uint8Array> | null,
   limit: number,
   onPiece?: (piece: Uint8Array) => void,
 ): Promise<Uint8Array> {
-  if (!body) return new Uint8Array();
-  const reader = body.getReader();
+  return body === null ? Promise.resolve(new Uint8Array()) : readPrefixOf(body.getReader(), limit, onPiece);
+}
+
+/** readPrefix from a reader: up to `limit` bytes, then the reader is cancelled. */
+export async function readPrefixOf(reader: ByteReader, limit: number, onPiece?: (piece: Uint8Array) => void): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   try {

@@ -68,7 +68,7 @@ export async function generationFirst(
   if (genResult.status === "fulfilled" && genResult.value.kind === "json") return outcomeOf(genResult.value);
   if (contextResult.status === "fulfilled") verifyOrCancel(input, contextResult.value.answer, contextResult.value.sentId, genResult);
   if (genResult.status === "rejected" || contextResult.status === "rejected") {
-    if (genResult.status === "fulfilled" && genResult.value.kind === "stream") await cancelBody(genResult.value.response);
+    if (genResult.status === "fulfilled" && genResult.value.kind === "stream") await genResult.value.stream.reader.cancel().catch(() => {});
     const failure = firstFailure?.error ?? asProxyError(genResult.status === "rejected" ? genResult.reason : undefined);
     // The generation leg's own failure restarts the pair; a context failure was retried by its
     // leg already, unless its pinned worker answered that it is starting (out of rotation now).
@@ -85,11 +85,7 @@ function verifyOrCancel(input: PipelineInput, answer: JsonObject, sentId: bigint
   try {
     verifyContextAnswer(input.api, answer, sentId);
   } catch (error) {
-    if (gen.status === "fulfilled" && gen.value.kind === "stream") void cancelBody(gen.value.response);
+    if (gen.status === "fulfilled" && gen.value.kind === "stream") void gen.value.stream.reader.cancel().catch(() => {});
     throw error;
   }
-}
-
-async function cancelBody(response: Response): Promise<void> {
-  await response.body?.cancel().catch(() => {});
 }

@@ -2,7 +2,15 @@ import { asProxyError, type ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { pause } from "../timers.ts";
-import { fetchAnswer, postForJson, postForStream, type JsonAnswer, type RawAnswer, type WorkerPost } from "../workers/client.ts";
+import {
+  fetchAnswer,
+  postForJson,
+  postForStream,
+  type JsonAnswer,
+  type RawAnswer,
+  type WorkerPost,
+  type WorkerStream,
+} from "../workers/client.ts";
 import { watchedCall } from "./handoff/watch.ts";
 import { LegAttempt } from "./leg-attempt.ts";
 import type { LegPlan, LegResult } from "./leg-plan.ts";
@@ -18,7 +26,7 @@ export function runJsonLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPla
 }
 
 /** A streamed leg: the worker's stream, which lasts until the request's end. */
-export function runStreamLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan): Promise<LegResult<Response>> {
+export function runStreamLeg(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan): Promise<LegResult<WorkerStream>> {
   return runAttempts(deps, ctx, plan, postForStream, "request end");
 }
 

@@ -1,5 +1,5 @@
 import type { ReadableStreamReadResult } from "node:stream/web";
-import { streamOf, type ByteReader } from "../bytes.ts";
+import type { ByteReader } from "../bytes.ts";
 import { asProxyError, ProxyError } from "../errors.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { KeptList } from "../json/json-bytes.ts";
@@ -8,6 +8,7 @@ import { disaggAuthOf } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
+import type { WorkerStream } from "../workers/client.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { HandoffWatch } from "./handoff/watch.ts";
 import type { LegPlan } from "./leg-plan.ts";
@@ -71,7 +72,7 @@ export async function runContextLeg(
 /** The generation leg's answer: a whole JSON one, or the worker's stream (its attempt ends with the request). */
 export type GenerationLegResult =
   | { kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers }
-  | { kind: "stream"; response: Response; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined };
+  | { kind: "stream"; stream: WorkerStream; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined };
 
 export async function runGenerationLeg(
   deps: PipelineDeps,
@@ -122,7 +123,7 @@ export async function runGenerationLeg(
     const { origin, result, endEarly } = await runStreamLeg(deps, ctx, plan);
     ctx.legServed("generation", origin);
     ctx.perf?.workerAnswered("gen", origin, result.headers);
-    return { kind: "stream", response: result, headers: result.headers, origin, endEarly };
+    return { kind: "stream", stream: result, headers: result.headers, origin, endEarly };
   }
   const { origin, result } = await runJsonLeg(deps, ctx, plan);
   ctx.legServed("generation", origin);
@@ -144,14 +145,13 @@ export async function withFirstBytes(
   startedAt: number,
 ): Promise<PipelineOutcome> {
   if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };
-  const body = result.response.body ?? streamOf([]);
-  const reader = body.getReader();
+  const reader = result.stream.reader;
   const firstTokenMs = deps.settings.firstTokenTimeoutMs;
   const boundMs = firstTokenMs > 0 ? Math.max(1, firstTokenMs - (performance.now() - startedAt)) : deps.settings.requestTimeoutMs;
   let failure: ProxyError;
   try {
     const read = await firstReadWithin(reader, boundMs, deps.deadlines);
-    if (read !== "late" && !read.done) return { kind: "stream", body, first: { reader, read } };
+    if (read !== "late" && !read.done) return { kind: "stream", first: { reader, read } };
     failure =
       read === "late"
         ? new ProxyError("WORKER_TIMEOUT", 504, `The generation worker sent nothing within ${firstTokenMs > 0 ? firstTokenMs : boundMs} ms`)

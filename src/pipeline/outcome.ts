@@ -1,5 +1,5 @@
 import type { RequestContext } from "../request/context.ts";
-import { streamOf } from "../bytes.ts";
+import { readableOf } from "../bytes.ts";
 import type { GenerationLegResult } from "./legs.ts";
 import { ENGINE_REQUEST_ID_HEADER, type PipelineOutcome } from "./types.ts";
 
@@ -11,5 +11,5 @@ export function outcomeOf(result: GenerationLegResult, alone?: RequestContext): 
   const named = alone === undefined ? undefined : result.headers.get(ENGINE_REQUEST_ID_HEADER);
   if (alone !== undefined && named) alone.namedByWorker(named);
   if (result.kind === "json") return { kind: "json", body: result.body, bytes: result.bytes };
-  return { kind: "stream", body: result.response.body ?? streamOf([]) };
+  return { kind: "stream", body: readableOf(result.stream.reader) };
 }

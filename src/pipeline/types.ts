@@ -44,11 +44,12 @@ export type PipelineOutcome =
       /** The generation worker's answer as it came, when it is the client's answer unchanged (not one the context phase finished). */
       readonly bytes?: Uint8Array;
     }
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly first?: undefined }
   | {
       readonly kind: "stream";
-      readonly body: ReadableStream<Uint8Array>;
-      /** Its first read, already made (the pipeline waited for the worker's first bytes): `body` is locked to `reader`. */
-      readonly first?: FirstRead | undefined;
+      readonly body?: undefined;
+      /** Its first read, already made (the pipeline waited for the worker's first bytes), and its reader. */
+      readonly first: FirstRead;
     }
   | { readonly kind: "finished"; readonly body: JsonObject };
 

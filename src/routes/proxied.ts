@@ -191,7 +191,7 @@ function streamAnswer(
   const maxEventBytes = deps.settings.maxSseEventBytes;
   const opened = dialect.openStream(body, maxEventBytes);
   const upstream = outcome.then((result) => {
-    if (result.kind === "stream") return result.first ?? result.body;
+    if (result.kind === "stream") return result.first !== undefined ? result.first : result.body;
     if (result.kind === "finished") return streamOf(dialect.replay(result.body, body));
     throw new ProxyError("INTERNAL", 500, "Internal server error");
   });

@@ -4,16 +4,10 @@ import { parseKeepingList, type KeptList } from "../json/json-bytes.ts";
 import type { JsonLayout } from "../json/json-shape.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import type { WorkerFetch } from "./transport.ts";
-import type { WholeAnswer } from "./http1/exchanges.ts";
-import {
-  answersStarting,
-  readBounded,
-  readPrefix,
-  readShaped,
-  STREAM_ERROR_PREFIX_BYTES,
-  withoutWorkerAddress,
-  workerHttpError,
-} from "./answers.ts";
+import type { WholeAnswer } from "./http1/whole-exchange.ts";
+import { streamOf, type ByteReader } from "../bytes.ts";
+import { readPrefixOf } from "../json/bounded-read.ts";
+import { answersStarting, readBounded, readShaped, STREAM_ERROR_PREFIX_BYTES, withoutWorkerAddress, workerHttpError } from "./answers.ts";
 import type { Role } from "../config/types.ts";
 import type { Deadlines } from "../deadline-wheel.ts";
 
@@ -83,7 +77,7 @@ export function postForJson(post: WorkerPost): Promise<JsonAnswer> {
 
 /**
  * The answer read whole by the transport itself, its pieces shape-checked as they arrive, with
- * no Response (http1/exchanges.ts), its deadline kept by the exchange with no signal of its own;
+ * no Response (http1/whole-exchange.ts), its deadline kept by the exchange with no signal of its own;
  * undefined where the transport reads it only as a Response.
  */
 function wholeAnswerOf(post: WorkerPost): Promise<JsonAnswer> | undefined {
@@ -193,21 +187,45 @@ export async function fetchAnswer(post: WorkerPost): Promise<RawAnswer> {
   }
 }
 
-/** POSTs a streamed request and returns the worker's SSE response once its headers arrived. */
-export async function postForStream(post: WorkerPost): Promise<Response> {
-  // Only the wait for headers is bounded here: the relay bounds silence, never length.
-  const deadline = new Deadline(post.timeoutMs, post.deadlines);
-  const response = await send(post, deadline).finally(() => deadline.clear());
-  if (response.status >= 400 || !isEventStream(response.headers)) {
-    const answer = await errorAnswer(response, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((error: unknown) => {
-      throw translateFailure(error, post);
+/** A worker's event stream at its head: its headers, and the reader of its body. */
+export interface WorkerStream {
+  readonly headers: Headers;
+  readonly reader: ByteReader;
+}
+
+/** Whether a call's result is a worker's event stream (a watched call's value: a stream, or a JSON answer). */
+export function isWorkerStream(value: unknown): value is WorkerStream {
+  return typeof value === "object" && value !== null && "reader" in value && "headers" in value;
+}
+
+/** POSTs a streamed request and returns the worker's event stream once its headers arrived. */
+export async function postForStream(post: WorkerPost): Promise<WorkerStream> {
+  const answer = await streamHead(post);
+  if (answer.status >= 400 || !isEventStream(answer.headers)) {
+    const error = await errorAnswerOf(answer, STREAM_ERROR_PREFIX_BYTES, post.origin).catch((thrown: unknown) => {
+      throw translateFailure(thrown, post);
     });
-    if (response.status >= 400) throw workerHttpError(post.role, answer, answersStarting(response));
+    if (answer.status >= 400) throw workerHttpError(post.role, error, answersStarting(answer));
     throw new ProxyError("WORKER_BAD_ANSWER", 502, `The ${post.role} worker did not answer with an event stream`, {
-      workerAnswer: { ...answer, status: 502 },
+      workerAnswer: { ...error, status: 502 },
     });
   }
-  return response;
+  return answer;
+}
+
+/**
+ * The stream's head: read straight from the socket where the transport can (its deadline kept
+ * by the exchange, no signal of its own), else from fetch's Response. Only the wait for the head
+ * is bounded here: the relay bounds silence, never length.
+ */
+async function streamHead(post: WorkerPost): Promise<{ status: number; headers: Headers; reader: ByteReader }> {
+  const { url, init } = requestOf(post, post.signal);
+  const pending = post.fetch.stream?.(url, init, { ms: post.timeoutMs, deadlines: post.deadlines });
+  if (pending !== undefined) return pending.catch((error: unknown) => Promise.reject(translateFailure(error, post, "before the answer")));
+  const deadline = new Deadline(post.timeoutMs, post.deadlines);
+  const response = await send(post, deadline).finally(() => deadline.clear());
+  const body = response.body ?? streamOf([]);
+  return { status: response.status, headers: response.headers, reader: body.getReader() };
 }
 
 /** A timeout that can be cleared, unlike AbortSignal.timeout: on the shared wheel when there is one. */
@@ -296,15 +314,24 @@ function partsStream(body: PartsBody): ReadableStream<Uint8Array> {
   });
 }
 
-async function errorAnswer(
+function errorAnswer(
   response: Response,
   limit: number,
   origin: string,
 ): Promise<{ status: number; contentType: string; body: Uint8Array }> {
-  const contentType = response.headers.get("content-type") ?? "application/json";
+  const body = response.body ?? streamOf([]);
+  return errorAnswerOf({ status: response.status, headers: response.headers, reader: body.getReader() }, limit, origin);
+}
+
+async function errorAnswerOf(
+  answer: { readonly status: number; readonly headers: Headers; readonly reader: ByteReader },
+  limit: number,
+  origin: string,
+): Promise<{ status: number; contentType: string; body: Uint8Array }> {
+  const contentType = answer.headers.get("content-type") ?? "application/json";
   // An error body is parsed too (for its message): its shape is bounded as a success's is.
-  const { bytes: body } = await readShaped(limit, (onPiece) => readPrefix(response.body, limit, onPiece));
-  return { status: response.status, contentType, body: withoutWorkerAddress(body, origin) };
+  const { bytes: body } = await readShaped(limit, (onPiece) => readPrefixOf(answer.reader, limit, onPiece));
+  return { status: answer.status, contentType, body: withoutWorkerAddress(body, origin) };
 }
 
 function isEventStream(headers: Headers): boolean {

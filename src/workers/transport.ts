@@ -1,15 +1,19 @@
 import { readFileSync } from "node:fs";
-import type { WholeAnswer, WholeOptions } from "./http1/exchanges.ts";
+import type { CallTimeout } from "./http1/exchange.ts";
+import type { StreamAnswer } from "./http1/stream-exchange.ts";
+import type { WholeAnswer, WholeOptions } from "./http1/whole-exchange.ts";
 import { createRawFetch } from "./http1/raw-fetch.ts";
 
 /** fetch as every call to a worker makes it: the worker CA and the worker API key applied. */
 export interface WorkerFetch {
   (url: string, init?: BunFetchRequestInit): Promise<Response>;
   /**
-   * A whole answer read with no Response (http/exchanges.ts), where the transport can: the
+   * A whole answer read with no Response (http1/whole-exchange.ts), where the transport can: the
    * proxy's own client, for http: workers. Undefined for a URL it does not serve that way.
    */
   readonly whole?: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer> | undefined;
+  /** A streamed answer whose body is read straight from the socket (http1/stream-exchange.ts); undefined as `whole`. */
+  readonly stream?: (url: string, init: BunFetchRequestInit, timeout: CallTimeout) => Promise<StreamAnswer> | undefined;
 }
 
 /** The transport's settings, named as ProxyConfig names them (the whole config fits). */

@@ -5,7 +5,8 @@ import { disaggAuthOf } from "../../security/disagg-auth.ts";
 import type { RoutingRequest } from "../../routing/routing-request.ts";
 import { delay } from "../../timers.ts";
 import { JSON_CODEC } from "../../workers/body-codec.ts";
-import { postForJson } from "../../workers/client.ts";
+import { isWorkerStream, postForJson } from "../../workers/client.ts";
+import type { ByteReader } from "../../bytes.ts";
 import { neverReachedEngine, provesKvPulled } from "../retry.ts";
 import { WORKER_PATH, type ApiKind } from "../api-kind.ts";
 import type { ProxyConfig, Role } from "../../config/types.ts";
@@ -148,7 +149,7 @@ export class HandoffSettler {
     return {
       reason,
       follow: async (value) => {
-        if (value instanceof Response) await firstBytes(value);
+        if (isWorkerStream(value)) await firstBytes(value.reader);
         this.#deps.logger.info("hand-off settled by its generation attempt", {
           disagg_request_id: handoff.disaggRequestId,
           context_worker: handoff.contextWorker,
@@ -286,9 +287,7 @@ export function cappedBody(api: ApiKind, body: JsonObject): JsonObject {
 }
 
 /** Reads a stream until its first bytes (or its end), then lets it go. */
-async function firstBytes(response: Response): Promise<void> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) return;
+async function firstBytes(reader: ByteReader): Promise<void> {
   try {
     await reader.read();
   } catch {

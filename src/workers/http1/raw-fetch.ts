@@ -1,4 +1,7 @@
-import { abortReason, ResponseExchange, WholeExchange, type RawBody, type WholeAnswer, type WholeOptions } from "./exchanges.ts";
+import { abortReason, type CallTimeout, type RawBody } from "./exchange.ts";
+import { ResponseExchange } from "./response-exchange.ts";
+import { StreamExchange, type StreamAnswer } from "./stream-exchange.ts";
+import { WholeExchange, type WholeAnswer, type WholeOptions } from "./whole-exchange.ts";
 import { OriginPool } from "./origin-pool.ts";
 
 /**
@@ -19,8 +22,10 @@ export interface RawFetchOptions {
 export interface RawFetch {
   /** fetch's contract: a Response at the answer's head. */
   readonly fetch: (url: string, init?: BunFetchRequestInit) => Promise<Response>;
-  /** A whole answer within its bound, with no Response (exchanges.ts, WholeExchange). */
+  /** A whole answer within its bound, with no Response (whole-exchange.ts). */
   readonly whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer>;
+  /** A streamed answer at its head, its body read straight from the socket (stream-exchange.ts). */
+  readonly stream: (url: string, init: BunFetchRequestInit, timeout: CallTimeout | undefined) => Promise<StreamAnswer>;
 }
 
 /** Origins with a pool of their own; beyond, the least recently used one is closed (workers come and go). */
@@ -50,7 +55,7 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     return created;
   };
   /** Starts `exchange` on a pooled connection, or a new one (always new for `keepalive: false`). */
-  const start = (url: string, init: BunFetchRequestInit, exchange: ResponseExchange | WholeExchange): void => {
+  const start = (url: string, init: BunFetchRequestInit, exchange: ResponseExchange | WholeExchange | StreamExchange): void => {
     const { origin, path } = splitUrl(url);
     const fresh = init.keepalive === false;
     const body = bodyOf(init.body);
@@ -75,6 +80,12 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     whole: (url, init, wholeOptions) =>
       call(init, () => {
         const exchange = new WholeExchange(init.signal ?? undefined, wholeOptions);
+        start(url, init, exchange);
+        return exchange.answer;
+      }),
+    stream: (url, init, timeout) =>
+      call(init, () => {
+        const exchange = new StreamExchange(init.signal ?? undefined, timeout);
         start(url, init, exchange);
         return exchange.answer;
       }),

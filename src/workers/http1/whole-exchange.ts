@@ -1,0 +1,110 @@
+import type { AnswerHead } from "./answer-parser.ts";
+import { SignalledExchange, type CallTimeout } from "./exchange.ts";
+
+/** A whole answer, read without a Response: its status, headers and body bytes. */
+export interface WholeAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly bytes: Uint8Array;
+}
+
+export interface WholeOptions {
+  /** The whole call's bound. */
+  readonly timeout?: CallTimeout | undefined;
+  /** A body larger than this is refused (`tooLarge`), or for an error status cut to its prefix. */
+  readonly limit: number;
+  readonly tooLarge: () => Error;
+  /** The answer's head arrived (its status line and headers). */
+  readonly onHead?: ((status: number, headers: Headers) => void) | undefined;
+  /** Each piece of the body as it arrives (lent for the call only); a throw refuses the answer. */
+  readonly onPiece?: ((piece: Uint8Array) => void) | undefined;
+}
+
+/**
+ * A non-streamed answer gathered as it arrives, within its bound, its pieces shown to a guard:
+ * what readBounded does on a Response, with no Response, stream or read loop (issue #37).
+ */
+export class WholeExchange extends SignalledExchange {
+  readonly answer: Promise<WholeAnswer>;
+  readonly #resolve: (answer: WholeAnswer) => void;
+  readonly #reject: (error: Error) => void;
+  readonly #options: WholeOptions;
+  readonly #parts: Uint8Array[] = [];
+  #size = 0;
+  #head: AnswerHead | undefined;
+
+  constructor(signal: AbortSignal | undefined, options: WholeOptions) {
+    super(signal, options.timeout);
+    const { promise, resolve, reject } = Promise.withResolvers<WholeAnswer>();
+    this.answer = promise;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#options = options;
+  }
+
+  head(head: AnswerHead): void {
+    this.#head = head;
+    const declared = head.headers.get("content-length");
+    if (head.status < 400 && declared !== null && Number(declared) > this.#options.limit) {
+      this.connection?.abandon();
+      this.settle(this.#options.tooLarge());
+      return;
+    }
+    this.#options.onHead?.(head.status, head.headers);
+  }
+
+  body(bytes: Uint8Array): void {
+    if (this.over) return;
+    const { limit, onPiece } = this.#options;
+    const room = limit - this.#size;
+    if (bytes.byteLength > room) {
+      // An error's body is kept as its first `limit` bytes; a success that large is refused.
+      if ((this.#head?.status ?? 0) < 400) {
+        this.connection?.abandon();
+        this.settle(this.#options.tooLarge());
+        return;
+      }
+      this.#take(bytes.subarray(0, room), onPiece);
+      this.connection?.abandon();
+      this.end();
+      return;
+    }
+    this.#take(bytes, onPiece);
+  }
+
+  end(): void {
+    if (this.over) return;
+    this.finish();
+    const head = this.#head;
+    if (head === undefined) return;
+    const parts = this.#parts;
+    const bytes = parts.length === 1 ? (parts[0] ?? new Uint8Array()) : joinedParts(parts, this.#size);
+    this.#resolve({ status: head.status, headers: head.headers, bytes });
+  }
+
+  protected failed(error: Error): void {
+    this.#reject(error);
+  }
+
+  #take(bytes: Uint8Array, onPiece: WholeOptions["onPiece"]): void {
+    try {
+      onPiece?.(bytes);
+    } catch (refusal) {
+      this.connection?.abandon();
+      this.settle(refusal instanceof Error ? refusal : new Error(String(refusal)));
+      return;
+    }
+    this.#parts.push(bytes);
+    this.#size += bytes.byteLength;
+  }
+}
+
+function joinedParts(parts: readonly Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
