@@ -94,33 +94,57 @@ function withTokenIds(
   promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
   count?: number,
 ): RoutingRequest {
-  let text: string | undefined;
+  return new LazyRoutingRequest(lazy, promptTokenIds, count);
+}
+
+/**
+ * A request whose prompt text and ids are made when first read. A class, not a literal with
+ * getters: a literal makes its getter functions anew for every request (two per request).
+ */
+class LazyRoutingRequest implements RoutingRequest {
+  readonly conversationId: string | undefined;
+  readonly model: string | undefined;
+  readonly subagentAffinityId: string | undefined;
+  readonly body: JsonObject | undefined;
+  readonly promptLength: number;
+  readonly promptTokenCount: number | undefined;
+  #text: string | undefined;
   // Released once the text is built: until then it holds the request's body.
-  let build: (() => string) | undefined = lazy.promptText;
-  let ids = typeof promptTokenIds === "function" ? undefined : promptTokenIds;
-  let readIds = typeof promptTokenIds === "function" ? promptTokenIds : undefined;
-  return {
-    conversationId: lazy.conversationId,
-    model: lazy.model,
-    subagentAffinityId: lazy.subagentAffinityId,
-    body: lazy.body,
-    get promptText(): string {
-      if (text === undefined) {
-        text = build?.() ?? "";
-        build = undefined;
-      }
-      return text;
-    },
-    promptLength: lazy.promptLength,
-    get promptTokenIds(): readonly number[] | undefined {
-      if (readIds !== undefined) {
-        ids = readIds();
-        readIds = undefined;
-      }
-      return ids;
-    },
-    promptTokenCount: count ?? ids?.length,
-  };
+  #build: (() => string) | undefined;
+  #ids: readonly number[] | undefined;
+  #readIds: (() => readonly number[]) | undefined;
+
+  constructor(
+    lazy: Parameters<typeof withTokenIds>[0],
+    promptTokenIds: readonly number[] | (() => readonly number[]) | undefined,
+    count: number | undefined,
+  ) {
+    this.conversationId = lazy.conversationId;
+    this.model = lazy.model;
+    this.subagentAffinityId = lazy.subagentAffinityId;
+    this.body = lazy.body;
+    this.promptLength = lazy.promptLength;
+    this.#build = lazy.promptText;
+    this.#ids = typeof promptTokenIds === "function" ? undefined : promptTokenIds;
+    this.#readIds = typeof promptTokenIds === "function" ? promptTokenIds : undefined;
+    this.promptTokenCount = count ?? this.#ids?.length;
+  }
+
+  get promptText(): string {
+    if (this.#text === undefined) {
+      this.#text = this.#build?.() ?? "";
+      this.#build = undefined;
+    }
+    return this.#text;
+  }
+
+  get promptTokenIds(): readonly number[] | undefined {
+    if (this.#readIds !== undefined) {
+      this.#ids = this.#readIds();
+      this.#readIds = undefined;
+    }
+    return this.#ids;
+  }
 }
 
 function tokenCountOf(request: RoutingRequest): number | undefined {
