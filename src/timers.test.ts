@@ -39,4 +39,22 @@ describe("timers", () => {
     expect(await settleWithin(new Promise(() => {}), 1)).toBe("pending");
     expect(await settleWithin(Promise.resolve(), Number.POSITIVE_INFINITY)).toBe("fulfilled");
   });
+
+  test("settleWithin on a given timer source says pending when its timer fires, and cancels it when the promise settles first", async () => {
+    const fires: (() => void)[] = [];
+    let cancelled = 0;
+    const timers = {
+      setTimer(_ms: number, fire: () => void): () => void {
+        fires.push(fire);
+        return () => {
+          cancelled++;
+        };
+      },
+    };
+    expect(await settleWithin(Promise.resolve(), 60_000, timers)).toBe("fulfilled");
+    expect(cancelled).toBe(1);
+    const pending = settleWithin(new Promise(() => {}), 60_000, timers);
+    fires[1]?.();
+    expect(await pending).toBe("pending");
+  });
 });

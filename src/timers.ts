@@ -53,13 +53,32 @@ export async function waitUntil(done: () => boolean, timeoutMs: number): Promise
   }
 }
 
-/** How the promise stands after at most `ms` (an infinite `ms` waits for it to settle). */
-export async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"fulfilled" | "rejected" | "pending"> {
+/** Something that calls `fire` after `ms` and returns its canceller (a shared wheel, a test's clock). */
+export interface TimerSource {
+  setTimer(ms: number, fire: () => void): () => void;
+}
+
+/**
+ * How the promise stands after at most `ms` (an infinite `ms` waits for it to settle); on
+ * `timers` when given, else on a timer of its own.
+ */
+export async function settleWithin(
+  promise: Promise<unknown>,
+  ms: number,
+  timers?: TimerSource,
+): Promise<"fulfilled" | "rejected" | "pending"> {
   const settled = promise.then(
     () => "fulfilled" as const,
     () => "rejected" as const,
   );
   if (!Number.isFinite(ms)) return settled;
-  const state = await withDeadline(settled, ms);
-  return state === "late" ? "pending" : state;
+  if (timers === undefined) {
+    const state = await withDeadline(settled, ms);
+    return state === "late" ? "pending" : state;
+  }
+  const late = Promise.withResolvers<"pending">();
+  const cancel = timers.setTimer(Math.max(0, ms), () => late.resolve("pending"));
+  const state = await Promise.race([settled, late.promise]);
+  cancel();
+  return state;
 }

@@ -9,13 +9,17 @@ import type { StreamClock } from "./stream-request.ts";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** A clock moved by hand: `advance` fires the timers that fall due, in order. */
+/** A clock moved by hand: `advance` fires the timers that fall due, in order; one due already fires at once. */
 function manualClock(): StreamClock & { advance(ms: number): void } {
   let now = 0;
   let timers: { at: number; fire: () => void }[] = [];
   return {
     now: () => now,
     setTimer(ms, fire) {
+      if (ms <= 0) {
+        fire();
+        return () => {};
+      }
       const timer = { at: now + ms, fire };
       timers.push(timer);
       return () => void (timers = timers.filter((t) => t !== timer));

@@ -22,7 +22,8 @@ import {
  */
 export async function respondWithStream(request: EarlyStreamRequest): Promise<Answer> {
   const first = firstReadOf(request.upstream);
-  const settled = await settleWithin(first, request.timings.startWaitMs);
+  const timings = request.timings;
+  const settled = await settleWithin(first, timings.startWaitMs, timings.clock);
   if (settled === "rejected") {
     const error = await first.then(() => new ProxyError("INTERNAL", 500, "Internal server error"), asProxyError);
     const inBand = request.dialect.refusal?.(error);
