@@ -211,4 +211,21 @@ describe("the raw worker transport", () => {
       .catch((error: unknown) => error);
     expect((failure as Error).name).toBe("TimeoutError");
   });
+
+  test("a declared-length answer is shown to its guard whole, and a refusal fails the call", async () => {
+    using worker = rawWorker((socket) => socket.write(ok('{"ids":[1,2,3]}')));
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const seen: number[] = [];
+    const refuse = (piece: Uint8Array): void => {
+      seen.push(piece.byteLength);
+      throw new SyntaxError("refused");
+    };
+    expect(whole(`${worker.url}/a`, {}, { limit: 64, tooLarge: () => new RangeError("too large"), onPiece: refuse })).rejects.toThrow(
+      SyntaxError,
+    );
+    const answer = await whole(`${worker.url}/a`, {}, { limit: 64, tooLarge: () => new RangeError("too large") });
+    expect(new TextDecoder().decode(answer.bytes)).toBe('{"ids":[1,2,3]}');
+    expect(seen).toEqual([15]);
+    expect(worker.connections()).toBe(1);
+  });
 });

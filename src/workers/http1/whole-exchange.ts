@@ -32,6 +32,8 @@ export class WholeExchange extends SignalledExchange {
   readonly #parts: Uint8Array[] = [];
   #size = 0;
   #head: AnswerHead | undefined;
+  /** A success that declared its length (within the bound): gathered into one buffer, shown to the guard once whole. */
+  #declared: Uint8Array | undefined;
 
   constructor(signal: AbortSignal | undefined, options: WholeOptions) {
     super(signal, options.timeout);
@@ -45,17 +47,28 @@ export class WholeExchange extends SignalledExchange {
   head(head: AnswerHead): void {
     this.#head = head;
     const declared = head.headers.get("content-length");
-    if (head.status < 400 && declared !== null && Number(declared) > this.#options.limit) {
-      this.connection?.abandon();
-      this.settle(this.#options.tooLarge());
-      return;
+    if (head.status < 400 && declared !== null) {
+      if (Number(declared) > this.#options.limit) {
+        this.connection?.abandon();
+        this.settle(this.#options.tooLarge());
+        return;
+      }
+      // Read as fetch reads a declared body (the framing stops it there), then checked whole: a
+      // token-id list cut across pieces cost the guard a second scan of each piece it began in.
+      this.#declared = Buffer.allocUnsafe(Number(declared));
     }
     this.#options.onHead?.(head.status, head.headers);
   }
 
   body(bytes: Uint8Array): void {
     if (this.over) return;
-    const { limit, onPiece } = this.#options;
+    const declared = this.#declared;
+    if (declared !== undefined) {
+      declared.set(bytes, this.#size);
+      this.#size += bytes.byteLength;
+      return;
+    }
+    const { limit } = this.#options;
     const room = limit - this.#size;
     if (bytes.byteLength > room) {
       // An error's body is kept as its first `limit` bytes; a success that large is refused.
@@ -64,12 +77,12 @@ export class WholeExchange extends SignalledExchange {
         this.settle(this.#options.tooLarge());
         return;
       }
-      this.#take(bytes.subarray(0, room), onPiece);
+      this.#take(bytes.subarray(0, room));
       this.connection?.abandon();
       this.end();
       return;
     }
-    this.#take(bytes, onPiece);
+    this.#take(bytes);
   }
 
   end(): void {
@@ -77,8 +90,10 @@ export class WholeExchange extends SignalledExchange {
     this.finish();
     const head = this.#head;
     if (head === undefined) return;
+    const declared = this.#declared;
+    if (declared !== undefined && !this.#checked(declared)) return;
     const parts = this.#parts;
-    const bytes = parts.length === 1 ? (parts[0] ?? new Uint8Array()) : joinedParts(parts, this.#size);
+    const bytes = declared ?? (parts.length === 1 ? (parts[0] ?? new Uint8Array()) : joinedParts(parts, this.#size));
     this.#resolve({ status: head.status, headers: head.headers, bytes });
   }
 
@@ -86,16 +101,23 @@ export class WholeExchange extends SignalledExchange {
     this.#reject(error);
   }
 
-  #take(bytes: Uint8Array, onPiece: WholeOptions["onPiece"]): void {
-    try {
-      onPiece?.(bytes);
-    } catch (refusal) {
-      this.connection?.abandon();
-      this.settle(refusal instanceof Error ? refusal : new Error(String(refusal)));
-      return;
-    }
+  #take(bytes: Uint8Array): void {
+    if (!this.#checked(bytes)) return;
     this.#parts.push(bytes);
     this.#size += bytes.byteLength;
+  }
+
+  /** Shows bytes to the guard; a refusal fails the call (its connection dropped) and answers false. */
+  #checked(bytes: Uint8Array): boolean {
+    try {
+      this.#options.onPiece?.(bytes);
+      return true;
+    } catch (refusal) {
+      // At the end the connection is back in its pool, fit for reuse: only a refusal mid-answer drops it.
+      if (!this.over) this.connection?.abandon();
+      this.settle(refusal instanceof Error ? refusal : new Error(String(refusal)));
+      return false;
+    }
   }
 }
 
