@@ -11,7 +11,7 @@ import {
   type WorkerPost,
   type WorkerStream,
 } from "../workers/client.ts";
-import { watchedCall } from "./handoff/watch.ts";
+import { signalEnding, watchedCall } from "./handoff/watch.ts";
 import { LegAttempt } from "./leg-attempt.ts";
 import type { LegPlan, LegResult } from "./leg-plan.ts";
 import { placeForRequest } from "./placing.ts";
@@ -84,7 +84,7 @@ async function runAttempts<T>(
         : watchedCall(
             call,
             (signal, onAnswer) => leg.post(plan, body, resend, signal, onAnswer),
-            plan.signal,
+            plan.signal === ctx.signal ? ctx : signalEnding(plan.signal),
             plan.handoff,
             id,
             lastsUntil === "request end",

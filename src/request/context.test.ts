@@ -48,6 +48,22 @@ describe("RequestContext", () => {
     expect(ends[0]).toMatchObject({ status: 504, outcome: "timeout", error: "slow", cause: undefined });
   });
 
+  test("what waits for the legs' abort runs once, after the signal's own listeners, with its reason; one taken off does not", () => {
+    const { ctx } = started();
+    const order: string[] = [];
+    ctx.signal.addEventListener("abort", () => order.push("signal"));
+    ctx.onLegsAborted(() => order.push(`watch ${(ctx.signal.reason as ProxyError).code}`));
+    const removed = (): number => order.push("removed");
+    ctx.onLegsAborted(removed);
+    ctx.offLegsAborted(removed);
+    ctx.abortLegs(new ProxyError("CLIENT_GONE", 499, "gone"));
+    ctx.abortLegs(new ProxyError("DRAINING", 503, "draining"));
+    ctx.end(499);
+    expect(order).toEqual(["signal", "watch CLIENT_GONE"]);
+    ctx.onLegsAborted(() => order.push("late"));
+    expect(order).toEqual(["signal", "watch CLIENT_GONE", "late"]);
+  });
+
   test("a reservation released early is not released again at the end", () => {
     const { ctx, table } = started();
     const held = ctx.hold(table.reserve(42n, "context", "http://c:1", 0));

@@ -81,6 +81,8 @@ export class RequestContext {
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
   readonly #atEnd: ((error: ProxyError | undefined) => void)[] = [];
+  /** What onLegsAborted was given (made on first use). */
+  #legWatchers: (() => void)[] | undefined;
   #ended = false;
   readonly #releaseAdmission: (() => void) | undefined;
   /** Attempts that run on past the request's end and keep its admission slot. */
@@ -234,9 +236,30 @@ export class RequestContext {
     };
   }
 
+  /**
+   * Runs `listener` once the legs are aborted (at the request's end at the latest), after the
+   * signal's own listeners; at once if they already are. A plain list: a watched leg adds and
+   * removes one per attempt (pipeline/handoff/watch.ts), where the signal's cost a native call each.
+   */
+  onLegsAborted(listener: () => void): void {
+    if (this.signal.aborted) listener();
+    else (this.#legWatchers ??= []).push(listener);
+  }
+
+  /** `listener` is no longer run when the legs are aborted. */
+  offLegsAborted(listener: () => void): void {
+    const watchers = this.#legWatchers;
+    const at = watchers === undefined ? -1 : watchers.indexOf(listener);
+    if (at >= 0) watchers?.splice(at, 1);
+  }
+
   /** Aborts running legs without ending the request (e.g. a late failure is still being written). */
   abortLegs(reason: ProxyError): void {
-    if (!this.signal.aborted) this.#controller.abort(reason);
+    if (this.signal.aborted) return;
+    this.#controller.abort(reason);
+    const watchers = this.#legWatchers;
+    this.#legWatchers = undefined;
+    if (watchers !== undefined) for (const watcher of watchers) watcher();
   }
 
   /** The one end. `error` undefined means success. Later calls are ignored. */

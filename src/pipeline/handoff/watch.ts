@@ -27,6 +27,29 @@ export interface HandoffWatch {
 }
 
 /**
+ * What a watched attempt follows: its request's end (the RequestContext itself, whose own list
+ * of listeners costs less than its signal's), or any signal through the signal's listeners.
+ */
+export interface AttemptEnding {
+  readonly signal: AbortSignal;
+  /** Runs `listener` once `signal` aborts (at once if it has). */
+  onLegsAborted(listener: () => void): void;
+  offLegsAborted(listener: () => void): void;
+}
+
+/** A signal's abort as an AttemptEnding (a leg whose signal is not its request's own: generation-first's pairs). */
+export function signalEnding(signal: AbortSignal): AttemptEnding {
+  return {
+    signal,
+    onLegsAborted: (listener) => {
+      if (signal.aborted) listener();
+      else signal.addEventListener("abort", listener, { once: true });
+    },
+    offLegsAborted: (listener) => signal.removeEventListener("abort", listener),
+  };
+}
+
+/**
  * An attempt of a hand-off's generation leg, on an abort of its own: the request's end hands an
  * attempt still in flight to the watch (which stops it once it claimed the hand-off) and fails
  * the attempt for the request at once. A stream that answered (`outlastsAnswer`) follows the
@@ -36,13 +59,14 @@ export async function watchedCall<T>(
   call: (post: WorkerPost) => Promise<T>,
   /** The attempt's call, on the watch's own signal, telling the watch when its answer began. */
   post: (signal: AbortSignal, onAnswer: () => void) => WorkerPost,
-  request: AbortSignal,
+  ending: AttemptEnding,
   watch: HandoffWatch,
   id: bigint,
   outlastsAnswer: boolean,
   /** Told of an attempt the request's end leaves running, so what it holds lasts as long as it (a coordinator's lease). */
   keep?: (settled: Promise<unknown>) => void,
 ): Promise<T> {
+  const request = ending.signal;
   const own = new AbortController();
   let answering = false;
   const sent = post(own.signal, () => (answering = true));
@@ -60,14 +84,13 @@ export async function watchedCall<T>(
     });
     reject(request.reason);
   };
-  if (request.aborted) onEnd();
-  else request.addEventListener("abort", onEnd, { once: true });
+  ending.onLegsAborted(onEnd);
   try {
     const value = await Promise.race([pending, ended]);
-    if (outlastsAnswer) stopAtRequestEnd(request, own);
+    if (outlastsAnswer) stopAtRequestEnd(ending, own);
     return value;
   } finally {
-    request.removeEventListener("abort", onEnd);
+    ending.offLegsAborted(onEnd);
   }
 }
 
@@ -76,9 +99,8 @@ export async function watchedCall<T>(
  * watchedCall so the listener, which lives as long as the request, keeps nothing of its frame
  * (the worker body among it).
  */
-function stopAtRequestEnd(request: AbortSignal, own: AbortController): void {
-  if (request.aborted) own.abort(request.reason);
-  else request.addEventListener("abort", () => own.abort(request.reason), { once: true });
+function stopAtRequestEnd(ending: AttemptEnding, own: AbortController): void {
+  ending.onLegsAborted(() => own.abort(ending.signal.reason));
 }
 
 /**
