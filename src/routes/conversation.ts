@@ -54,7 +54,7 @@ export function conversationIdOf(body: JsonObject, headers: Headers): string | u
     if (value) return value;
   }
   for (const path of BODY_FIELDS) {
-    const value = path.reduce<JsonValue | undefined>((at, name) => (isJsonObject(at) ? at[name] : undefined), body);
+    const value = fieldAt(body, path);
     if (typeof value === "string" && value.trim() !== "") return value.trim();
   }
   for (const name of UNPREFIXED_HEADERS) {
@@ -62,6 +62,13 @@ export function conversationIdOf(body: JsonObject, headers: Headers): string | u
     if (value) return value;
   }
   return undefined;
+}
+
+/** The value at `path` in `body`; undefined where the path leaves the objects. */
+function fieldAt(body: JsonObject, path: readonly string[]): JsonValue | undefined {
+  let at: JsonValue | undefined = body;
+  for (const name of path) at = isJsonObject(at) ? at[name] : undefined;
+  return at;
 }
 
 /**
