@@ -1,7 +1,8 @@
 /**
  * Preloaded into a relay (`bun --preload bench/micro/heap-census.ts …`) by stream-objects.ts:
  * on SIGUSR2 it collects garbage and writes one line to stderr, `CENSUS {json}`, with the
- * JavaScript heap's object counts by type (bun:jsc heapStats).
+ * JavaScript heap's object counts by type, its size, its capacity (the 16 KiB blocks it holds,
+ * live cells or not) and the native memory its objects report (bun:jsc heapStats).
  */
 
 import { heapStats } from "bun:jsc";
@@ -10,6 +11,12 @@ process.on("SIGUSR2", () => {
   Bun.gc(true);
   const stats = heapStats();
   process.stderr.write(
-    `CENSUS ${JSON.stringify({ heapSize: stats.heapSize, objectCount: stats.objectCount, counts: stats.objectTypeCounts })}\n`,
+    `CENSUS ${JSON.stringify({
+      heapSize: stats.heapSize,
+      heapCapacity: stats.heapCapacity,
+      extraMemorySize: stats.extraMemorySize,
+      objectCount: stats.objectCount,
+      counts: stats.objectTypeCounts,
+    })}\n`,
   );
 });

@@ -4,9 +4,15 @@
  * 1,000) chat streams that the generation worker keeps silent after the first token.
  * Run: `npx bun bench/micro/stream-objects.ts` (builds nothing: the proxy runs from source;
  * `PROMPT_KB=16` pads each stream's prompt to about that many KB, to see whether an open stream
- * keeps its prompt). Prints, per relay, the heap bytes per stream and the heap objects per
- * stream by type (census after − census before, garbage collected both times, ÷ streams) for
- * the types that hold at least 0.5 per stream.
+ * keeps its prompt). Prints, per relay, the heap per stream and the heap objects per stream by
+ * type (census after − census before, garbage collected both times, ÷ streams) for the types
+ * that hold at least 0.5 per stream.
+ *
+ * The heap rows: *live cells* are the objects' own bytes; *blocks* the heap's capacity, the
+ * 16 KiB blocks that hold them. The collector does not move objects, so a block stays while
+ * any cell in it lives: a stream's objects made among its request's garbage keep blocks that
+ * are mostly free (RSS follows the blocks). *Native* is what objects report holding outside
+ * the heap (the floor's 256 KiB stream buffer, reserved and barely touched).
  */
 
 import { join } from "node:path";
@@ -26,6 +32,8 @@ const SILENT = padded(chatStream(8, "gen.silence_ms=300000 gen.silence_after=1")
 
 interface Census {
   readonly heapSize: number;
+  readonly heapCapacity: number;
+  readonly extraMemorySize: number;
   readonly counts: Readonly<Record<string, number>>;
 }
 
@@ -65,7 +73,12 @@ async function perStream(service: Service): Promise<Record<string, number>> {
   await Bun.sleep(500);
   const after = await census(service, 1);
   streams.closeAll();
-  const out: Record<string, number> = { "heap bytes": (after.heapSize - before.heapSize) / STREAMS };
+  const delta = (of: (c: Census) => number): number => (of(after) - of(before)) / STREAMS;
+  const out: Record<string, number> = {
+    "heap bytes, live cells": delta((c) => c.heapSize - c.extraMemorySize),
+    "heap bytes, blocks": delta((c) => c.heapCapacity - c.extraMemorySize),
+    "native bytes reported": delta((c) => c.extraMemorySize),
+  };
   for (const [type, count] of Object.entries(after.counts)) {
     const per = (count - (before.counts[type] ?? 0)) / STREAMS;
     if (per >= 0.5) out[type] = per;
