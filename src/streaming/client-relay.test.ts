@@ -122,6 +122,14 @@ describe("the client relay, on an injected clock", () => {
     expect(ctx.signal.aborted).toBe(true);
   });
 
+  test("a stream that ends before the runtime reads its body still sends all it wrote, then closes", async () => {
+    const { clock, rest, answer } = await opened(Promise.resolve(new ReadableStream<Uint8Array>({ start: () => {} })));
+    await Promise.resolve();
+    clock.advance(1000);
+    expect((await answer.ended).error?.code).toBe("WORKER_TIMEOUT");
+    expect(await rest()).toMatch(/^OPEN;(PING;)*FAIL WORKER_TIMEOUT;$/);
+  });
+
   test("a worker stream that breaks before its first byte, within the start wait, fails in-band with 502, not as a 500", async () => {
     const broken = new ReadableStream<Uint8Array>({ start: (c) => c.error(new Error("connection reset")) });
     const { read, answer } = await opened(Promise.resolve(broken), 60_000);
