@@ -112,8 +112,8 @@ async function withCluster<T>(spec: ClusterSpec, run: (cluster: Cluster) => Prom
 
 /** Sections after this line come from other commands (npm run soak, bench/body-bounds.ts) and survive a rerun. */
 const KEPT_MARKER = "<!-- Kept across npm run bench:";
-/** The "before" of issue #18's floor targets (bench/report/baseline.ts), when one is kept. */
-const BASELINE = join(ROOT, "bench", "baselines", "issue-18-before.json");
+/** The "before" of the floor targets (bench/report/baseline.ts): main as issue #37's session began (issue-18-before.json: #18's). */
+const BASELINE = join(ROOT, "bench", "baselines", "issue-37-before.json");
 
 function writeReport(dir: string, results: BenchResults): void {
   const file = join(dir, "RESULTS.md");
