@@ -61,7 +61,7 @@ export class WorkerConnection {
   /** Sends one request: `head` (ASCII), then the body; `exchange` hears of the answer. */
   send(head: string, body: string | Uint8Array | ReadableStream<Uint8Array> | undefined, exchange: Exchange): void {
     this.#exchange = exchange;
-    this.#parser = new AnswerParser(this.#answerSink(exchange), this.#maxHeadBytes);
+    this.#parser = new AnswerParser(this.#answerSink, this.#maxHeadBytes);
     this.#written = false;
     // Header values are ByteStrings (fetch's rule): a head with a character past ASCII goes out as Latin-1 bytes.
     const latin1 = NOT_ASCII.test(head);
@@ -102,18 +102,17 @@ export class WorkerConnection {
     this.#socket.terminate();
   }
 
-  #answerSink(exchange: Exchange): AnswerSink {
-    return {
-      head: (head: AnswerHead) => {
-        this.answered = true;
-        exchange.head(head);
-      },
-      body: (bytes) => exchange.body(bytes),
-      end: () => this.#answerEnded(exchange),
-    };
-  }
+  /** The parser's sink, made once per connection (not closures per request): it forwards to the request's exchange. */
+  readonly #answerSink: AnswerSink = {
+    head: (head: AnswerHead) => {
+      this.answered = true;
+      this.#exchange?.head(head);
+    },
+    body: (bytes) => this.#exchange?.body(bytes),
+    end: () => this.#answerEnded(this.#exchange),
+  };
 
-  #answerEnded(exchange: Exchange): void {
+  #answerEnded(exchange: Exchange | undefined): void {
     const reusable = this.#parser?.reusable === true && this.#written && !this.closed;
     this.#exchange = undefined;
     this.#parser = undefined;
@@ -121,7 +120,7 @@ export class WorkerConnection {
     this.resume();
     if (reusable) this.#home.release(this);
     else this.destroy();
-    exchange.end();
+    exchange?.end();
   }
 
   /** Writes what the socket takes now; the rest waits for `drain`. False when something waits. */
