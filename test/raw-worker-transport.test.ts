@@ -228,4 +228,23 @@ describe("the raw worker transport", () => {
     expect(seen).toEqual([15]);
     expect(worker.connections()).toBe(1);
   });
+
+  test("an answer framed by both Transfer-Encoding and Content-Length is refused and its connection dropped", async () => {
+    using worker = rawWorker((socket) =>
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 64\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+    );
+    const failure = await createRawFetch({ keepAliveMs: 4000 })
+      .whole(`${worker.url}/a`, {}, wholeOptions)
+      .catch((error: unknown) => error);
+    expect((failure as Error).name).toBe("AnswerFramingError");
+    while (worker.closed.length === 0) await Bun.sleep(1);
+    expect(worker.closed).toEqual([1]);
+  });
+
+  test("an HTTP/1.0 worker's connection is never reused", async () => {
+    using worker = rawWorker((socket) => socket.write("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}"));
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    for (let i = 0; i < 2; i++) expect(new TextDecoder().decode((await whole(`${worker.url}/a`, {}, wholeOptions)).bytes)).toBe("{}");
+    expect(worker.connections()).toBe(2);
+  });
 });

@@ -63,6 +63,11 @@ describe("AnswerParser", () => {
     expect(parse(["HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"]).parser.reusable).toBe(false);
   });
 
+  test("an HTTP/1.0 answer makes the connection unfit for reuse", () => {
+    const out = parse(["HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}"]);
+    expect([out.body, out.ended, out.parser.reusable]).toEqual(["{}", true, false]);
+  });
+
   test("a cut-off answer does not end when its connection closes", () => {
     const out = parse(["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"]);
     expect(out.parser.closed()).toBe(false);
@@ -79,6 +84,9 @@ describe("AnswerParser", () => {
     ["chunk data longer than its size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"],
     ["bytes after the answer", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nab"],
     ["a switch of protocols", "HTTP/1.1 101 Switching Protocols\r\n\r\n"],
+    ["Transfer-Encoding beside Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"],
+    ["Content-Length beside Transfer-Encoding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"],
+    ["Transfer-Encoding on HTTP/1.0", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"],
   ];
   for (const [what, text] of refused) {
     test(`refuses ${what}`, () => {

@@ -123,10 +123,11 @@ export class AnswerParser {
     return consumed;
   }
 
-  #begin(status: { code: number; text: string }, lines: readonly string[]): void {
+  #begin(status: Status, lines: readonly string[]): void {
     const headers = new Headers();
     let length: string | undefined;
     let chunked = false;
+    let encoded = false;
     for (let n = 1; n < lines.length; n++) {
       const line = lines[n] ?? "";
       const colon = line.indexOf(":");
@@ -138,9 +139,17 @@ export class AnswerParser {
       if (name === "content-length") {
         if (length !== undefined && length !== value) throw new AnswerFramingError("conflicting Content-Length headers");
         length = value;
-      } else if (name === "transfer-encoding") chunked = /(^|,)\s*chunked\s*$/i.test(value);
-      else if (name === "connection" && /(^|,)\s*close\s*(,|$)/i.test(value)) this.#reusable = false;
+      } else if (name === "transfer-encoding") {
+        encoded = true;
+        chunked = /(^|,)\s*chunked\s*$/i.test(value);
+      } else if (name === "connection" && /(^|,)\s*close\s*(,|$)/i.test(value)) this.#reusable = false;
     }
+    // Two framings at once is how a response is smuggled past one reader and not another (RFC 9112 §6.3):
+    // refused, as llhttp refuses it, rather than trusting either length.
+    if (encoded && (length !== undefined || status.legacy))
+      throw new AnswerFramingError("Transfer-Encoding with Content-Length or on HTTP/1.0");
+    // HTTP/1.0 closes after each answer unless it says otherwise: a connection it may close is never reused.
+    if (status.legacy) this.#reusable = false;
     this.#sink.head({ status: status.code, statusText: status.text, headers });
     if (status.code === 204 || status.code === 304) this.#finish();
     else if (chunked) this.#state = "chunk-size";
@@ -194,10 +203,17 @@ export class AnswerParser {
   }
 }
 
-function statusOf(line: string): { code: number; text: string } {
-  const match = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(line);
+interface Status {
+  readonly code: number;
+  readonly text: string;
+  /** An HTTP/1.0 answer. */
+  readonly legacy: boolean;
+}
+
+function statusOf(line: string): Status {
+  const match = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(line);
   if (match === null) throw new AnswerFramingError("malformed status line");
-  return { code: Number(match[1]), text: match[2] ?? "" };
+  return { code: Number(match[2]), text: match[3] ?? "", legacy: match[1] === "0" };
 }
 
 /** Where the head's blank line (CRLF CRLF) starts, searching from `from`; -1 when not yet there. */
