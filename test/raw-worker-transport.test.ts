@@ -247,4 +247,10 @@ describe("the raw worker transport", () => {
     for (let i = 0; i < 2; i++) expect(new TextDecoder().decode((await whole(`${worker.url}/a`, {}, wholeOptions)).bytes)).toBe("{}");
     expect(worker.connections()).toBe(2);
   });
+
+  test("a whole 204 answer that declares a length has an empty body", async () => {
+    using worker = rawWorker((socket) => socket.write("HTTP/1.1 204 No Content\r\nContent-Length: 64\r\n\r\n"));
+    const answer = await createRawFetch({ keepAliveMs: 4000 }).whole(`${worker.url}/a`, {}, { ...wholeOptions, limit: 1024 });
+    expect([answer.status, answer.bytes.byteLength]).toEqual([204, 0]);
+  });
 });

@@ -90,7 +90,8 @@ export class WholeExchange extends SignalledExchange {
     this.finish();
     const head = this.#head;
     if (head === undefined) return;
-    const declared = this.#declared;
+    // Only what came: a 204 or 304 declares a length it sends no body for, and the buffer is unzeroed.
+    const declared = this.#declared?.subarray(0, this.#size);
     if (declared !== undefined && !this.#checked(declared)) return;
     const parts = this.#parts;
     const bytes = declared ?? (parts.length === 1 ? (parts[0] ?? new Uint8Array()) : joinedParts(parts, this.#size));
