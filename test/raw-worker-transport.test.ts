@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
 import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
+import { postForJson } from "../src/workers/client.ts";
+import { createWorkerFetch } from "../src/workers/transport.ts";
 
 /** A raw TCP worker: `answer` sees each request's head and writes whatever it likes. */
 function rawWorker(answer: (socket: Socket<{ id: number }>, head: string) => void) {
@@ -252,5 +254,25 @@ describe("the raw worker transport", () => {
     using worker = rawWorker((socket) => socket.write("HTTP/1.1 204 No Content\r\nContent-Length: 64\r\n\r\n"));
     const answer = await createRawFetch({ keepAliveMs: 4000 }).whole(`${worker.url}/a`, {}, { ...wholeOptions, limit: 1024 });
     expect([answer.status, answer.bytes.byteLength]).toEqual([204, 0]);
+  });
+
+  test("a non-streamed call answered with an event stream is refused at its head, not read until its timeout", async () => {
+    using worker = rawWorker((socket) =>
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    );
+    const failure = await postForJson({
+      role: "context",
+      origin: worker.url,
+      path: "/v1/completions",
+      body: "{}",
+      signal: new AbortController().signal,
+      timeoutMs: 60_000,
+      fetch: createWorkerFetch({}),
+      headers: {},
+      maxAnswerBytes: 1024,
+    }).catch((error: unknown) => error);
+    expect((failure as { code?: string }).code).toBe("WORKER_BAD_ANSWER");
+    expect((failure as Error).message).toContain("event stream");
+    while (worker.closed.length === 0) await Bun.sleep(1);
   });
 });

@@ -88,9 +88,11 @@ function wholeAnswerOf(post: WorkerPost): Promise<JsonAnswer> | undefined {
     limit,
     tooLarge: () => new ProxyError("WORKER_BAD_ANSWER", 502, `Worker answer is larger than ${limit} bytes`),
     timeout: { ms: post.timeoutMs, deadlines: post.deadlines },
-    onHead: () => {
+    onHead: (status, headers) => {
       state.headed = true;
       post.onAnswer?.();
+      // Refused at its head, as the Response path refuses it: read whole, a stream would last until the call's timeout.
+      if (status < 400 && isEventStream(headers)) throw notJson();
     },
     // Set by readShaped before any piece can arrive: pieces come from socket events, never in this turn.
     onPiece: (piece) => state.guard(piece),

@@ -14,7 +14,7 @@ export interface WholeOptions {
   /** A body larger than this is refused (`tooLarge`), or for an error status cut to its prefix. */
   readonly limit: number;
   readonly tooLarge: () => Error;
-  /** The answer's head arrived (its status line and headers). */
+  /** The answer's head arrived (its status line and headers); a throw refuses the answer. */
   readonly onHead?: ((status: number, headers: Headers) => void) | undefined;
   /** Each piece of the body as it arrives (lent for the call only); a throw refuses the answer. */
   readonly onPiece?: ((piece: Uint8Array) => void) | undefined;
