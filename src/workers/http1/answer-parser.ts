@@ -166,6 +166,21 @@ export class AnswerParser {
 
   /** A chunk-size line, the CRLF after a chunk's data, or a trailer line. */
   #lineOf(data: Uint8Array, start: number): number {
+    // A stream's every event is a chunk: its CRLF and its size line read from the bytes, with no
+    // text made (decoding them cost a relayed token more than the rest of its parse).
+    if (this.#line === "") {
+      if (this.#state === "chunk-end" && data[start] === CR && data[start + 1] === LF) {
+        this.#state = "chunk-size";
+        return start + 2;
+      }
+      if (this.#state === "chunk-size") {
+        const end = hexSizeLine(data, start);
+        if (end > 0) {
+          this.#sizeOf(data, start, end - 2);
+          return end;
+        }
+      }
+    }
     const lf = data.indexOf(LF, start);
     const piece = latin1.decode(data.subarray(start, lf < 0 ? data.length : lf));
     if (this.#line.length + piece.length > MAX_LINE_BYTES) throw new AnswerFramingError("chunk line too long");
@@ -185,6 +200,17 @@ export class AnswerParser {
     return lf + 1;
   }
 
+  /** The size from a line of 1 to 12 hex digits (checked by hexSizeLine). */
+  #sizeOf(data: Uint8Array, start: number, end: number): void {
+    let size = 0;
+    for (let i = start; i < end; i++) size = size * 16 + HEX[data[i]!]!;
+    if (size === 0) this.#state = "trailers";
+    else {
+      this.#state = "chunk-data";
+      this.#remaining = size;
+    }
+  }
+
   #chunkSize(line: string): void {
     const semicolon = line.indexOf(";");
     const hex = (semicolon < 0 ? line : line.slice(0, semicolon)).trim();
@@ -201,6 +227,25 @@ export class AnswerParser {
     this.#state = "done";
     this.#sink.end();
   }
+}
+
+/** A hex digit's value, or 255 for any other byte. */
+const HEX = new Uint8Array(256).fill(255);
+for (let c = 0; c < 16; c++) {
+  HEX["0123456789abcdef".charCodeAt(c)] = c;
+  HEX["0123456789ABCDEF".charCodeAt(c)] = c;
+}
+
+/**
+ * Just after a line of 1 to 12 hex digits and its CRLF starting at `start`, all within `data`;
+ * 0 for anything else (an extension, spaces, a line cut by the piece's end), which the general
+ * path reads.
+ */
+function hexSizeLine(data: Uint8Array, start: number): number {
+  let i = start;
+  while (i < data.length && i - start < 12 && HEX[data[i]!] !== 255) i++;
+  if (i === start || data[i] !== CR || data[i + 1] !== LF) return 0;
+  return i + 2;
 }
 
 interface Status {
