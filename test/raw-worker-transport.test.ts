@@ -275,4 +275,30 @@ describe("the raw worker transport", () => {
     expect((failure as Error).message).toContain("event stream");
     while (worker.closed.length === 0) await Bun.sleep(1);
   });
+
+  test("a streamed answer whose end waited unread while its reader lagged counts as idle from its pause", async () => {
+    const sent = Promise.withResolvers<void>();
+    using worker = rawWorker((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+      const piece = (n: number): void => {
+        if (n === 40) {
+          socket.write("0\r\n\r\n");
+          sent.resolve();
+          return;
+        }
+        socket.write("1\r\nx\r\n");
+        setTimeout(() => piece(n + 1), 1);
+      };
+      piece(0);
+    });
+    const { fetch } = createRawFetch({ keepAliveMs: 50 });
+    const reader = (await fetch(`${worker.url}/a`)).body!.getReader();
+    await reader.read();
+    // The worker wrote its end while the reader lagged: its keep-alive clock runs from there.
+    await sent.promise;
+    await Bun.sleep(80);
+    while (!(await reader.read()).done);
+    await (await fetch(`${worker.url}/a`)).body!.cancel();
+    expect(worker.connections()).toBe(2);
+  });
 });

@@ -45,9 +45,14 @@ export class WorkerConnection {
   #pendingBody: ByteReader | undefined;
   #written = true;
   #paused = false;
+  /**
+   * performance.now() when reading first paused during this answer: the worker may have written its end from then
+   * on, unread in the socket (a later pause cannot say when; a stream that paused is reused less, never too late).
+   */
+  #pausedAt: number | undefined;
   /** Whether an answer came back on it before (a request lost on it is the keep-alive race). */
   answered = false;
-  /** performance.now() when it last went idle. */
+  /** performance.now() from when the worker may see it idle: its answer's end, or the first pause during that answer. */
   idleSince = 0;
   closed = false;
 
@@ -63,6 +68,7 @@ export class WorkerConnection {
     this.#exchange = exchange;
     this.#parser = new AnswerParser(this.#answerSink, this.#maxHeadBytes);
     this.#written = false;
+    this.#pausedAt = undefined;
     // Header values are ByteStrings (fetch's rule): a head with a character past ASCII goes out as Latin-1 bytes.
     const latin1 = NOT_ASCII.test(head);
     if (body instanceof ReadableStream) {
@@ -79,6 +85,7 @@ export class WorkerConnection {
   pause(): void {
     if (this.#paused) return;
     this.#paused = true;
+    this.#pausedAt ??= performance.now();
     this.#socket.pause();
   }
 
@@ -114,6 +121,8 @@ export class WorkerConnection {
 
   #answerEnded(exchange: Exchange | undefined): void {
     const reusable = this.#parser?.reusable === true && this.#written && !this.closed;
+    // A worker's keep-alive clock starts when it writes the end, which may have waited unread in the socket while paused.
+    this.idleSince = this.#pausedAt ?? performance.now();
     this.#exchange = undefined;
     this.#parser = undefined;
     // Paused for a consumer that fell behind, whose stream has now closed: the next answer must be heard.

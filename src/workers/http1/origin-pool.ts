@@ -70,11 +70,10 @@ export class OriginPool implements ConnectionHome {
   }
 
   release(connection: WorkerConnection): void {
-    if (this.#idle.length >= MAX_IDLE) {
+    if (this.#idle.length >= MAX_IDLE || connection.idleSince <= performance.now() - this.#keepAliveMs) {
       connection.destroy();
       return;
     }
-    connection.idleSince = performance.now();
     this.#idle.push(connection);
     if (this.#sweep === undefined) {
       this.#sweep = setInterval(() => this.#closeStale(), this.#keepAliveMs);
@@ -91,10 +90,10 @@ export class OriginPool implements ConnectionHome {
 
   #closeStale(): void {
     const oldest = performance.now() - this.#keepAliveMs;
-    // Oldest first: the stale ones are at the front.
-    let stale = 0;
-    while (stale < this.#idle.length && (this.#idle[stale]?.idleSince ?? 0) <= oldest) stale++;
-    for (const connection of this.#idle.splice(0, stale)) connection.destroy();
+    // Not only a stale front: one idle since a pause may be older than those released before it (connection.ts).
+    const fresh = this.#idle.filter((connection) => connection.idleSince > oldest);
+    for (const connection of this.#idle) if (connection.idleSince <= oldest) connection.destroy();
+    this.#idle.splice(0, this.#idle.length, ...fresh);
     if (this.#idle.length === 0) this.close();
   }
 }
