@@ -57,6 +57,20 @@ describe("Responses dialect, answered within the start wait", () => {
     expect(responseOf(events[2])).toEqual(WORKER_RESPONSE);
   });
 
+  test("a keepalive continues the worker's own numbers, from its last event's own bytes, not the chunk's", () => {
+    const stream = passThrough();
+    const chunk = encoder.encode(
+      workerEvent("response.created", 7, { response: WORKER_RESPONSE }) +
+        workerEvent("response.in_progress", 8, { response: WORKER_RESPONSE }),
+    );
+    stream.push(chunk);
+    // The chunk went to the client; an idle stream keeps none of it.
+    chunk.fill(0);
+    const [keepalive] = clientEvents(stream.keepalive() ?? new Uint8Array());
+    expect(keepalive?.payload["sequence_number"]).toBe(9);
+    expect(responseOf(keepalive)).toEqual(WORKER_RESPONSE);
+  });
+
   test("no keepalive is inserted inside a frame the worker has only partly sent", () => {
     const stream = passThrough();
     stream.push(encoder.encode(workerEvent("response.created", 0, { response: WORKER_RESPONSE })));

@@ -14,6 +14,7 @@
 import { ProxyError } from "../errors.ts";
 import { type JsonObject, isJsonObject, readInteger } from "../json/json.ts";
 import { concatBytes } from "../bytes.ts";
+import { ScannedFrame } from "../sse/frame.ts";
 import { SseFrameScanner, type SseFrame } from "../sse/frame-scanner.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
 import { CONTEXT_LENGTH_EXCEEDED } from "../workers/context-overflow.ts";
@@ -59,8 +60,12 @@ class ResponsesStream implements DialectStream {
   /** Worker events are re-encoded with our numbers (always, once we sent an event of ours). */
   #renumbering = false;
   #nextSequence = 0;
-  /** Pass-through watch: the last worker event, whose number is read only when needed. */
-  #lastEvent: WorkerEvent | undefined;
+  /**
+   * Pass-through watch: the last worker event's own bytes, its number read only when needed.
+   * Kept as bytes of its own: the event (its frame, its decoded text, the chunk the frame lay
+   * in) would stay with an idle stream for as long as it is open.
+   */
+  #lastEvent: Uint8Array | undefined;
   #eventCount = 0;
   #sentAnything = false;
   #terminal = false;
@@ -92,6 +97,7 @@ class ResponsesStream implements DialectStream {
     const frames = this.#scanner.push(chunk);
     if (this.#renumbering) return concatBytes(frames.flatMap((frame) => this.#relay(frame, false)));
     for (const frame of frames) this.#watch(frame);
+    this.#keepLastEvent();
     if (chunk.length === 0) return undefined;
     this.#sentAnything = true;
     return chunk;
@@ -167,7 +173,7 @@ class ResponsesStream implements DialectStream {
   #watch(frame: SseFrame): void {
     if (frame.isComment) return;
     const event = readWorkerEvent(frame);
-    this.#lastEvent = event;
+    this.#lastEvent = frame.raw;
     this.#eventCount++;
     this.#observe(event);
     if (event.type === "response.created" && this.#response === undefined) {
@@ -182,9 +188,17 @@ class ResponsesStream implements DialectStream {
     if (message !== undefined) this.workerError = message;
   }
 
+  /** The last event's bytes as a copy, when they are a view of the worker's chunk (once per chunk, not per frame). */
+  #keepLastEvent(): void {
+    const last = this.#lastEvent;
+    if (last !== undefined && last.byteLength !== last.buffer.byteLength) this.#lastEvent = last.slice();
+  }
+
   /** The number after the worker's last one; the count of its events if that has none. */
   #passThroughNext(): number {
-    const last = readInteger(this.#lastEvent?.payload()?.["sequence_number"]);
+    const bytes = this.#lastEvent;
+    const payload = bytes === undefined ? undefined : readWorkerEvent(new ScannedFrame(bytes, 0, bytes.length, false)).payload();
+    const last = readInteger(payload?.["sequence_number"]);
     return last === undefined ? this.#eventCount : Number(last) + 1;
   }
 
