@@ -301,4 +301,18 @@ describe("the raw worker transport", () => {
     await (await fetch(`${worker.url}/a`)).body!.cancel();
     expect(worker.connections()).toBe(2);
   });
+
+  test("a call aborted while waiting its turn to connect opens no connection", async () => {
+    using worker = rawWorker((socket) => socket.write(ok("{}")));
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const options = { ...wholeOptions, limit: 1024 };
+    // 64 connections are opened to an origin at once: these 100 calls, made in one turn, queue the last 36.
+    const controllers = Array.from({ length: 100 }, () => new AbortController());
+    const calls = controllers.map((controller) => whole(`${worker.url}/a`, { signal: controller.signal }, options).catch(() => "aborted"));
+    for (const controller of controllers.slice(64)) controller.abort();
+    expect((await Promise.all(calls)).filter((answer) => answer === "aborted")).toHaveLength(36);
+    // A call after them waits behind them for its turn: once it is answered, they had theirs.
+    await whole(`${worker.url}/a`, { keepalive: false }, options);
+    expect(worker.connections()).toBe(65);
+  });
 });

@@ -27,7 +27,14 @@ export abstract class SignalledExchange implements Exchange {
     if (timeout !== undefined) this.#clearTimeout = scheduled(timeout, this);
   }
 
-  start(connection: WorkerConnection, head: string, body: RawBody): void {
+  /** Whether the call is over (settled, aborted, timed out): it wants no connection now. */
+  get ended(): boolean {
+    return this.over;
+  }
+
+  /** Sends the request on `connection`; none: the call ended while waiting for one. */
+  start(connection: WorkerConnection | undefined, head: string, body: RawBody): void {
+    if (connection === undefined) return;
     if (this.over) {
       connection.abandon();
       return;

@@ -49,9 +49,19 @@ export class OriginPool implements ConnectionHome {
     return undefined;
   }
 
-  /** A new connection, opened when fewer than MAX_OPENING are being opened to this origin. */
-  async open(): Promise<WorkerConnection> {
-    if (this.#opening >= MAX_OPENING) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+  /**
+   * A new connection, opened when fewer than MAX_OPENING are being opened to this origin; undefined when
+   * its call ended while waiting its turn (a call given up on holds no place: a black-holed worker's
+   * connects last minutes, and those of calls long timed out would hold its later calls back).
+   */
+  async open(ended: () => boolean): Promise<WorkerConnection | undefined> {
+    if (this.#opening >= MAX_OPENING) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+      if (ended()) {
+        this.#waiting.shift()?.();
+        return undefined;
+      }
+    }
     this.#opening++;
     try {
       const slot: ConnectionSlot = { connection: undefined };

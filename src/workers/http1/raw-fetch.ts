@@ -64,10 +64,12 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     const reused = fresh ? undefined : pool.reusable();
     if (reused !== undefined) exchange.start(reused, head, body);
     else {
-      pool.open().then(
-        (connection) => exchange.start(connection, head, body),
-        (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
-      );
+      pool
+        .open(() => exchange.ended)
+        .then(
+          (connection) => exchange.start(connection, head, body),
+          (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
+        );
     }
   };
   return {
