@@ -315,4 +315,24 @@ describe("the raw worker transport", () => {
     await whole(`${worker.url}/a`, { keepalive: false }, options);
     expect(worker.connections()).toBe(65);
   });
+
+  test("a connection lost within the answer's head is no unread loss: the worker began answering", async () => {
+    using worker = rawWorker((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Le");
+      socket.end();
+    });
+    const failure = await postForJson({
+      role: "generation",
+      origin: worker.url,
+      path: "/v1/completions",
+      body: "{}",
+      signal: new AbortController().signal,
+      timeoutMs: 60_000,
+      fetch: createWorkerFetch({}),
+      headers: {},
+      maxAnswerBytes: 1024,
+    }).catch((error: unknown) => error);
+    expect((failure as { code?: string }).code).toBe("WORKER_UNREACHABLE");
+    expect((failure as { unread?: boolean }).unread).toBe(false);
+  });
 });

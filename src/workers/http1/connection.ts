@@ -1,7 +1,7 @@
 import type { Socket, SocketHandler } from "bun";
 import type { ByteReader } from "../../bytes.ts";
 import type { ReadableStreamReadResult } from "node:stream/web";
-import { AnswerFramingError, AnswerParser, type AnswerHead, type AnswerSink } from "./answer-parser.ts";
+import { AnswerParser, type AnswerHead, type AnswerSink } from "./answer-parser.ts";
 
 /** What one request needs of its connection's answer: its head, its body bytes, its end, or why it failed. */
 export interface Exchange extends AnswerSink {
@@ -205,10 +205,14 @@ export class WorkerConnection {
   }
 }
 
-/** A connection lost before or during its answer, coded as fetch codes it (workers/client.ts translateFailure reads the code). */
+/**
+ * A connection lost before or during its answer. Lost before any byte of it: ECONNRESET, as fetch
+ * codes it, which workers/client.ts translateFailure reads as possibly unread (the keep-alive race).
+ * Lost once the worker began answering, even within the head: it read the request, so never that.
+ */
 function connectionLost(cause: Error | undefined, beforeAnswer: boolean): Error {
-  const error = new Error(beforeAnswer ? "The connection closed before the answer" : "The connection closed during the answer", { cause });
-  return Object.assign(error, { code: cause instanceof AnswerFramingError ? "ERR_FRAMING" : "ECONNRESET" });
+  if (!beforeAnswer) return Object.assign(new Error("The connection closed during the answer", { cause }), { code: "ERR_ANSWER_CUT" });
+  return Object.assign(new Error("The connection closed before the answer", { cause }), { code: "ECONNRESET" });
 }
 
 /** The socket events of every worker connection, which find their connection in the socket's data. */
