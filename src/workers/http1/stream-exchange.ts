@@ -81,7 +81,8 @@ export class StreamExchange extends SignalledExchange implements ByteReader {
     if (piece !== undefined) {
       if (this.#paused && this.#held.length < HELD_PIECES / 2) {
         this.#paused = false;
-        this.connection?.resume();
+        // Once its answer is over the connection is not this call's: back in its pool, or another call's, paused for that one.
+        if (!this.over) this.connection?.resume();
       }
       return Promise.resolve({ done: false, value: piece });
     }
