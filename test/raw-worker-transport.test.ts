@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
 import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
-import { postForJson } from "../src/workers/client.ts";
+import { postForJson, postForStream } from "../src/workers/client.ts";
 import { createWorkerFetch } from "../src/workers/transport.ts";
 
 /** A raw TCP worker: `answer` sees each request's head and writes whatever it likes. */
@@ -334,5 +334,25 @@ describe("the raw worker transport", () => {
     }).catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("WORKER_UNREACHABLE");
     expect((failure as { unread?: boolean }).unread).toBe(false);
+  });
+
+  test("a streamed call to an http: worker is read straight from its socket, with no ReadableStream between", async () => {
+    using worker = rawWorker((socket) =>
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata:1\r\n0\r\n\r\n"),
+    );
+    const stream = await postForStream({
+      role: "generation",
+      origin: worker.url,
+      path: "/v1/completions",
+      body: "{}",
+      signal: new AbortController().signal,
+      timeoutMs: 60_000,
+      fetch: createWorkerFetch({}),
+      headers: {},
+      maxAnswerBytes: 1024,
+    });
+    expect(stream.reader).not.toBeInstanceOf(ReadableStreamDefaultReader);
+    expect(new TextDecoder().decode((await stream.reader.read()).value)).toBe("data:1");
+    expect((await stream.reader.read()).done).toBe(true);
   });
 });

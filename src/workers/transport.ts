@@ -49,6 +49,8 @@ export function createWorkerFetch(settings: WorkerTransportSettings, readFile = 
   return Object.assign(send, {
     whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) =>
       plain(url) ? raw.whole(url, authorised(init), options) : undefined,
+    stream: (url: string, init: BunFetchRequestInit, timeout: CallTimeout) =>
+      plain(url) ? raw.stream(url, authorised(init), timeout) : undefined,
   });
 }
 
