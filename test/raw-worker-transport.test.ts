@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
 import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
-import { postForJson, postForStream } from "../src/workers/client.ts";
+import { postForJson, postForStream, type WorkerPost } from "../src/workers/client.ts";
+import type { Role } from "../src/config/types.ts";
 import { createWorkerFetch } from "../src/workers/transport.ts";
 
 /** A raw TCP worker: `answer` sees each request's head and writes whatever it likes. */
@@ -29,6 +30,22 @@ function rawWorker(answer: (socket: Socket<{ id: number }>, head: string) => voi
     connections: () => connections,
     closed,
     [Symbol.dispose]: () => server.stop(true),
+  };
+}
+
+/** A call through the worker client as a leg makes it, to `origin`. */
+function workerPost(origin: string, role: Role): WorkerPost {
+  const signal = new AbortController().signal;
+  return {
+    role,
+    origin,
+    path: "/v1/completions",
+    body: "{}",
+    signal,
+    timeoutMs: 60_000,
+    fetch: createWorkerFetch({}),
+    headers: {},
+    maxAnswerBytes: 1024,
   };
 }
 
@@ -260,17 +277,7 @@ describe("the raw worker transport", () => {
     using worker = rawWorker((socket) =>
       socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"),
     );
-    const failure = await postForJson({
-      role: "context",
-      origin: worker.url,
-      path: "/v1/completions",
-      body: "{}",
-      signal: new AbortController().signal,
-      timeoutMs: 60_000,
-      fetch: createWorkerFetch({}),
-      headers: {},
-      maxAnswerBytes: 1024,
-    }).catch((error: unknown) => error);
+    const failure = await postForJson(workerPost(worker.url, "context")).catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("WORKER_BAD_ANSWER");
     expect((failure as Error).message).toContain("event stream");
     while (worker.closed.length === 0) await Bun.sleep(1);
@@ -321,17 +328,7 @@ describe("the raw worker transport", () => {
       socket.write("HTTP/1.1 200 OK\r\nContent-Le");
       socket.end();
     });
-    const failure = await postForJson({
-      role: "generation",
-      origin: worker.url,
-      path: "/v1/completions",
-      body: "{}",
-      signal: new AbortController().signal,
-      timeoutMs: 60_000,
-      fetch: createWorkerFetch({}),
-      headers: {},
-      maxAnswerBytes: 1024,
-    }).catch((error: unknown) => error);
+    const failure = await postForJson(workerPost(worker.url, "generation")).catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("WORKER_UNREACHABLE");
     expect((failure as { unread?: boolean }).unread).toBe(false);
   });
@@ -340,17 +337,7 @@ describe("the raw worker transport", () => {
     using worker = rawWorker((socket) =>
       socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata:1\r\n0\r\n\r\n"),
     );
-    const stream = await postForStream({
-      role: "generation",
-      origin: worker.url,
-      path: "/v1/completions",
-      body: "{}",
-      signal: new AbortController().signal,
-      timeoutMs: 60_000,
-      fetch: createWorkerFetch({}),
-      headers: {},
-      maxAnswerBytes: 1024,
-    });
+    const stream = await postForStream(workerPost(worker.url, "generation"));
     expect(stream.reader).not.toBeInstanceOf(ReadableStreamDefaultReader);
     expect(new TextDecoder().decode((await stream.reader.read()).value)).toBe("data:1");
     expect((await stream.reader.read()).done).toBe(true);
