@@ -342,4 +342,15 @@ describe("the raw worker transport", () => {
     expect(new TextDecoder().decode((await stream.reader.read()).value)).toBe("data:1");
     expect((await stream.reader.read()).done).toBe(true);
   });
+
+  test("a connection opened for one request (keepalive: false) is closed after it, even when the worker would keep it", async () => {
+    using worker = rawWorker((socket) => socket.write(ok("{}")));
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const options = { ...wholeOptions, limit: 1024 };
+    await whole(`${worker.url}/a`, { keepalive: false }, options);
+    await whole(`${worker.url}/a`, {}, options);
+    expect(worker.connections()).toBe(2);
+    while (worker.closed.length === 0) await Bun.sleep(1);
+    expect(worker.closed).toEqual([1]);
+  });
 });

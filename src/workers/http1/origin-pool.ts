@@ -14,6 +14,9 @@ const MAX_IDLE = 64;
  */
 const MAX_OPENING = 64;
 
+/** Where a connection opened for one request goes when its answer is done: it asked the worker to close it. */
+const ONE_REQUEST: ConnectionHome = { release: (connection) => connection.destroy() };
+
 /**
  * The keep-alive connections to one worker origin. A worker (uvicorn) closes a kept-alive
  * connection `timeout_keep_alive` after its last answer (5 s in trtllm-serve), and a request
@@ -50,11 +53,11 @@ export class OriginPool implements ConnectionHome {
   }
 
   /**
-   * A new connection, opened when fewer than MAX_OPENING are being opened to this origin; undefined when
+   * A new connection (for `oneRequest`, closed after its answer, never pooled), opened when fewer than MAX_OPENING are being opened to this origin; undefined when
    * its call ended while waiting its turn (a call given up on holds no place: a black-holed worker's
    * connects last minutes, and those of calls long timed out would hold its later calls back).
    */
-  async open(ended: () => boolean): Promise<WorkerConnection | undefined> {
+  async open(ended: () => boolean, oneRequest = false): Promise<WorkerConnection | undefined> {
     if (this.#opening >= MAX_OPENING) {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
       if (ended()) {
@@ -72,7 +75,7 @@ export class OriginPool implements ConnectionHome {
         socket: CONNECTION_EVENTS,
       });
       socket.setNoDelay(true);
-      return new WorkerConnection(socket, this, this.#maxHeadBytes);
+      return new WorkerConnection(socket, oneRequest ? ONE_REQUEST : this, this.#maxHeadBytes);
     } finally {
       this.#opening--;
       this.#waiting.shift()?.();

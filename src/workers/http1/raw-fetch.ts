@@ -65,7 +65,7 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     if (reused !== undefined) exchange.start(reused, head, body);
     else {
       pool
-        .open(() => exchange.ended)
+        .open(() => exchange.ended, fresh)
         .then(
           (connection) => exchange.start(connection, head, body),
           (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
