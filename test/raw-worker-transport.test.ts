@@ -353,4 +353,19 @@ describe("the raw worker transport", () => {
     while (worker.closed.length === 0) await Bun.sleep(1);
     expect(worker.closed).toEqual([1]);
   });
+
+  test("a call refused before anything is sent (a bad header) leaves no deadline behind", async () => {
+    const scheduled: string[] = [];
+    const deadlines = {
+      schedule: () => {
+        scheduled.push("scheduled");
+        return () => scheduled.push("dropped");
+      },
+    };
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const options = { ...wholeOptions, timeout: { ms: 10, deadlines } };
+    const failure = await whole("http://127.0.0.1:9/a", { headers: { "x-id": "a\r\nb" } }, options).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TypeError);
+    expect(scheduled).toEqual([]);
+  });
 });

@@ -54,44 +54,61 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     pools.set(origin, created);
     return created;
   };
-  /** Starts `exchange` on a pooled connection, or a new one (always new for `keepalive: false`). */
-  const start = (url: string, init: BunFetchRequestInit, exchange: ResponseExchange | WholeExchange | StreamExchange): void => {
+  /**
+   * The request as bytes and its pool. It throws (a bad header, a body of another kind) before its
+   * exchange exists: a call refused so leaves no deadline or abort listener behind.
+   */
+  const prepare = (url: string, init: BunFetchRequestInit): Prepared => {
     const { origin, path } = splitUrl(url);
     const fresh = init.keepalive === false;
     const body = bodyOf(init.body);
     const head = headOf(init.method ?? "GET", path, origin, init.headers, body, fresh);
-    const pool = poolOf(origin);
-    const reused = fresh ? undefined : pool.reusable();
-    if (reused !== undefined) exchange.start(reused, head, body);
-    else {
-      pool
-        .open(() => exchange.ended, fresh)
-        .then(
-          (connection) => exchange.start(connection, head, body),
-          (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
-        );
-    }
+    return { pool: poolOf(origin), head, body, fresh };
   };
   return {
     fetch: (url, init = {}) =>
       call(init, () => {
+        const request = prepare(url, init);
         const exchange = new ResponseExchange(init.signal ?? undefined);
-        start(url, init, exchange);
+        start(request, exchange);
         return exchange.response;
       }),
     whole: (url, init, wholeOptions) =>
       call(init, () => {
+        const request = prepare(url, init);
         const exchange = new WholeExchange(init.signal ?? undefined, wholeOptions);
-        start(url, init, exchange);
+        start(request, exchange);
         return exchange.answer;
       }),
     stream: (url, init, timeout) =>
       call(init, () => {
+        const request = prepare(url, init);
         const exchange = new StreamExchange(init.signal ?? undefined, timeout);
-        start(url, init, exchange);
+        start(request, exchange);
         return exchange.answer;
       }),
   };
+}
+
+/** Starts `exchange` on a pooled connection, or a new one (always new for `keepalive: false`). */
+function start({ pool, head, body, fresh }: Prepared, exchange: ResponseExchange | WholeExchange | StreamExchange): void {
+  const reused = fresh ? undefined : pool.reusable();
+  if (reused !== undefined) exchange.start(reused, head, body);
+  else {
+    pool
+      .open(() => exchange.ended, fresh)
+      .then(
+        (connection) => exchange.start(connection, head, body),
+        (error: unknown) => exchange.fail(error instanceof Error ? error : new Error(String(error))),
+      );
+  }
+}
+
+interface Prepared {
+  readonly pool: OriginPool;
+  readonly head: string;
+  readonly body: RawBody;
+  readonly fresh: boolean;
 }
 
 /** A call refused before anything was sent (a bad header, an aborted signal) is a rejection, as fetch's. */
