@@ -78,6 +78,9 @@ describe("the dashboard", () => {
     await (await cluster.post("/v1/chat/completions", chat("[[emu gen.reject=400]]"))).text();
     await (await cluster.post("/v1/completions", { model: "m" })).text();
     await eventually(() => cluster.proxy.app.requests.active.size === 0);
+    // The rejected generation leg's hand-off is claimed after its request ended: a generation
+    // worker is in flight with that claim until it settles.
+    await eventually(() => cluster.proxy.app.handoffs.pending === 0);
     const data = await snapshot(cluster);
     const metrics = await (await fetch(`${cluster.url}/metrics`)).text();
     expect(data.proxy.requests.length).toBe(3);
