@@ -1,4 +1,5 @@
 import type { AnswerHead } from "./answer-parser.ts";
+import { concatBytes } from "../../bytes.ts";
 import { SignalledExchange, type CallTimeout } from "./exchange.ts";
 
 /** A whole answer, read without a Response: its status, headers and body bytes. */
@@ -93,8 +94,7 @@ export class WholeExchange extends SignalledExchange {
     // Only what came: a 204 or 304 declares a length it sends no body for, and the buffer is unzeroed.
     const declared = this.#declared?.subarray(0, this.#size);
     if (declared !== undefined && !this.#checked(declared)) return;
-    const parts = this.#parts;
-    const bytes = declared ?? (parts.length === 1 ? (parts[0] ?? new Uint8Array()) : joinedParts(parts, this.#size));
+    const bytes = declared ?? concatBytes(this.#parts) ?? new Uint8Array();
     this.#resolve({ status: head.status, headers: head.headers, bytes });
   }
 
@@ -120,14 +120,4 @@ export class WholeExchange extends SignalledExchange {
       return false;
     }
   }
-}
-
-function joinedParts(parts: readonly Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
