@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
+import { createServer, type AddressInfo } from "node:net";
 import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
 import { postForJson, postForStream, type WorkerPost } from "../src/workers/client.ts";
 import type { Role } from "../src/config/types.ts";
@@ -367,5 +368,25 @@ describe("the raw worker transport", () => {
     const failure = await whole("http://127.0.0.1:9/a", { headers: { "x-id": "a\r\nb" } }, options).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(TypeError);
     expect(scheduled).toEqual([]);
+  });
+
+  test("an answer framed by the connection's close is cut, not ended, by a reset", async () => {
+    // Bun's listener cannot reset a connection; node's can.
+    const server = createServer((socket) =>
+      socket.once("data", () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{"partial":');
+        setTimeout(() => socket.resetAndDestroy(), 5);
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const failure = await createRawFetch({ keepAliveMs: 4000 })
+        .whole(`http://127.0.0.1:${port}/a`, {}, { ...wholeOptions, limit: 1024 })
+        .catch((error: unknown) => error);
+      expect((failure as { code?: string }).code).toBe("ERR_ANSWER_CUT");
+    } finally {
+      server.close();
+    }
   });
 });

@@ -191,8 +191,8 @@ export class WorkerConnection {
     const exchange = this.#exchange;
     this.closed = true;
     if (parser === undefined || exchange === undefined) return;
-    // A body framed by the connection's close ends here; anything else is cut off.
-    if (parser.closed()) return;
+    // A body framed by the connection's close ends at a clean close; a reset cuts it, as it cuts anything else.
+    if (error === undefined && parser.closed()) return;
     this.#failed(connectionLost(error, parser.untouched));
   }
 
