@@ -389,4 +389,14 @@ describe("the raw worker transport", () => {
       server.close();
     }
   });
+
+  test("an answer whose status is outside 100 to 599 fails the call on every path, never hangs it", async () => {
+    using worker = rawWorker((socket) => socket.write("HTTP/1.1 600 Beyond\r\nContent-Length: 2\r\n\r\n{}"));
+    const { fetch, whole } = createRawFetch({ keepAliveMs: 4000 });
+    const failures = await Promise.all([
+      fetch(`${worker.url}/health`).catch((error: unknown) => error),
+      whole(`${worker.url}/a`, {}, wholeOptions).catch((error: unknown) => error),
+    ]);
+    expect(failures.map((failure) => (failure as Error).name)).toEqual(["AnswerFramingError", "AnswerFramingError"]);
+  });
 });

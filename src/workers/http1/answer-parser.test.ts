@@ -76,6 +76,8 @@ describe("AnswerParser", () => {
 
   const refused: [string, string][] = [
     ["a status line that is not HTTP/1.x", "HTTP/2 200\r\n\r\n"],
+    ["a status past 599", "HTTP/1.1 600 Beyond\r\nContent-Length: 0\r\n\r\n"],
+    ["a status below 100", "HTTP/1.1 099 Below\r\nContent-Length: 0\r\n\r\n"],
     ["a malformed header line", "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"],
     ["an obsolete folded header", "HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\n"],
     ["two different Content-Lengths", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"],

@@ -256,7 +256,8 @@ interface Status {
 }
 
 function statusOf(line: string): Status {
-  const match = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(line);
+  // Every valid status is from 100 to 599 (RFC 9110 §15); a Response cannot even hold one past it.
+  const match = /^HTTP\/1\.([01]) ([1-5]\d\d)(?: (.*))?$/.exec(line);
   if (match === null) throw new AnswerFramingError("malformed status line");
   return { code: Number(match[2]), text: match[3] ?? "", legacy: match[1] === "0" };
 }

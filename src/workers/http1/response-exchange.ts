@@ -18,11 +18,15 @@ export class ResponseExchange extends SignalledExchange {
   }
 
   head(head: AnswerHead): void {
-    this.#headed = true;
     const nullBody = head.status === 204 || head.status === 304;
-    this.#resolve(
-      new Response(nullBody ? null : this.#bodyStream(), { status: head.status, statusText: head.statusText, headers: head.headers }),
-    );
+    // Made before the call counts as answered: a head no Response can hold fails the call, never leaves it hanging.
+    const response = new Response(nullBody ? null : this.#bodyStream(), {
+      status: head.status,
+      statusText: head.statusText,
+      headers: head.headers,
+    });
+    this.#headed = true;
+    this.#resolve(response);
   }
 
   body(bytes: Uint8Array): void {
