@@ -399,4 +399,13 @@ describe("the raw worker transport", () => {
     ]);
     expect(failures.map((failure) => (failure as Error).name)).toEqual(["AnswerFramingError", "AnswerFramingError"]);
   });
+
+  test("a connection lost after an interim answer is no unread loss either", async () => {
+    using worker = rawWorker((socket) => {
+      socket.write("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n");
+      socket.end();
+    });
+    const failure = await postForJson(workerPost(worker.url, "generation")).catch((error: unknown) => error);
+    expect((failure as { unread?: boolean }).unread).toBe(false);
+  });
 });

@@ -36,6 +36,8 @@ export class AnswerParser {
   #remaining = 0;
   #line = "";
   #reusable = true;
+  /** An interim (1xx) answer came: the worker read the request. */
+  #interim = false;
   readonly #sink: AnswerSink;
   readonly #maxHeadBytes: number;
 
@@ -46,7 +48,7 @@ export class AnswerParser {
 
   /** Whether no byte of the answer has come yet. */
   get untouched(): boolean {
-    return this.#state === "head" && this.#held === undefined;
+    return this.#state === "head" && this.#held === undefined && !this.#interim;
   }
 
   get done(): boolean {
@@ -117,6 +119,7 @@ export class AnswerParser {
     // Interim answers (100 Continue, 103 Early Hints) precede the real one; 101 would switch protocols.
     if (status.code >= 100 && status.code < 200) {
       if (status.code === 101) throw new AnswerFramingError("the worker switched protocols");
+      this.#interim = true;
       return consumed;
     }
     this.#begin(status, lines);
