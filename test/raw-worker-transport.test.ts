@@ -408,4 +408,10 @@ describe("the raw worker transport", () => {
     const failure = await postForJson(workerPost(worker.url, "generation")).catch((error: unknown) => error);
     expect((failure as { unread?: boolean }).unread).toBe(false);
   });
+
+  test("a whole answer whose Content-Length comes twice, alike, is read as one length", async () => {
+    using worker = rawWorker((socket) => socket.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}"));
+    const answer = await createRawFetch({ keepAliveMs: 4000 }).whole(`${worker.url}/a`, {}, wholeOptions);
+    expect(new TextDecoder().decode(answer.bytes)).toBe("{}");
+  });
 });

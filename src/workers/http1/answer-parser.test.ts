@@ -30,6 +30,7 @@ describe("AnswerParser", () => {
       const out = parse([whole.slice(0, cut), whole.slice(cut)]);
       expect(out.head?.status).toBe(200);
       expect(out.head?.headers.get("content-type")).toBe("application/json");
+      expect(out.head?.length).toBe(11);
       expect(out.body).toBe('{"a":"xyz"}');
       expect(out.ended).toBe(true);
       expect(out.parser.reusable).toBe(true);
@@ -56,6 +57,7 @@ describe("AnswerParser", () => {
   test("interim 100 and 103 answers are skipped; 204 has no body", () => {
     const out = parse(["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"]);
     expect(out.head?.status).toBe(204);
+    expect(out.head?.length).toBeUndefined();
     expect(out.ended).toBe(true);
   });
 

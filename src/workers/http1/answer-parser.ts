@@ -8,6 +8,8 @@ export interface AnswerHead {
   readonly status: number;
   readonly statusText: string;
   readonly headers: Headers;
+  /** The body's length where Content-Length frames it; undefined for chunked, close-framed, 204 and 304. */
+  readonly length: number | undefined;
 }
 
 export interface AnswerSink {
@@ -153,14 +155,17 @@ export class AnswerParser {
       throw new AnswerFramingError("Transfer-Encoding with Content-Length or on HTTP/1.0");
     // HTTP/1.0 closes after each answer unless it says otherwise: a connection it may close is never reused.
     if (status.legacy) this.#reusable = false;
-    this.#sink.head({ status: status.code, statusText: status.text, headers });
-    if (status.code === 204 || status.code === 304) this.#finish();
+    if (length !== undefined && !/^\d{1,15}$/.test(length)) throw new AnswerFramingError("malformed Content-Length");
+    const bodiless = status.code === 204 || status.code === 304;
+    // Read from the framing, not the header (two alike join as "2, 2" in Headers), and none where no body follows.
+    const framed = bodiless || chunked || length === undefined ? undefined : Number(length);
+    this.#sink.head({ status: status.code, statusText: status.text, headers, length: framed });
+    if (bodiless) this.#finish();
     else if (chunked) this.#state = "chunk-size";
-    else if (length !== undefined) {
-      if (!/^\d{1,15}$/.test(length)) throw new AnswerFramingError("malformed Content-Length");
-      this.#remaining = Number(length);
+    else if (framed !== undefined) {
+      this.#remaining = framed;
       this.#state = "length";
-      if (this.#remaining === 0) this.#finish();
+      if (framed === 0) this.#finish();
     } else {
       this.#state = "until-close";
       this.#reusable = false;

@@ -19,7 +19,7 @@ describe("StreamExchange", () => {
     const { connection, calls } = recorder();
     const exchange = new StreamExchange(undefined, undefined);
     exchange.start(connection, "", undefined);
-    exchange.head({ status: 200, statusText: "OK", headers: new Headers() });
+    exchange.head({ status: 200, statusText: "OK", headers: new Headers(), length: undefined });
     for (let n = 0; n < 20; n++) exchange.body(piece);
     expect(calls).toEqual(["send", "pause"]);
     for (let n = 0; n < 13; n++) await exchange.read();
@@ -30,7 +30,7 @@ describe("StreamExchange", () => {
     const { connection, calls } = recorder();
     const exchange = new StreamExchange(undefined, undefined);
     exchange.start(connection, "", undefined);
-    exchange.head({ status: 200, statusText: "OK", headers: new Headers() });
+    exchange.head({ status: 200, statusText: "OK", headers: new Headers(), length: undefined });
     for (let n = 0; n < 20; n++) exchange.body(piece);
     exchange.end();
     let pieces = 0;

@@ -47,16 +47,16 @@ export class WholeExchange extends SignalledExchange {
 
   head(head: AnswerHead): void {
     this.#head = head;
-    const declared = head.headers.get("content-length");
-    if (head.status < 400 && declared !== null) {
-      if (Number(declared) > this.#options.limit) {
+    const declared = head.length;
+    if (head.status < 400 && declared !== undefined) {
+      if (declared > this.#options.limit) {
         this.connection?.abandon();
         this.settle(this.#options.tooLarge());
         return;
       }
       // Read as fetch reads a declared body (the framing stops it there), then checked whole: a
       // token-id list cut across pieces cost the guard a second scan of each piece it began in.
-      this.#declared = Buffer.allocUnsafe(Number(declared));
+      this.#declared = Buffer.allocUnsafe(declared);
     }
     this.#options.onHead?.(head.status, head.headers);
   }
@@ -91,7 +91,7 @@ export class WholeExchange extends SignalledExchange {
     this.finish();
     const head = this.#head;
     if (head === undefined) return;
-    // Only what came: a 204 or 304 declares a length it sends no body for, and the buffer is unzeroed.
+    // Only what came (all of it, by the framing): the buffer is unzeroed, and must never show more.
     const declared = this.#declared?.subarray(0, this.#size);
     if (declared !== undefined && !this.#checked(declared)) return;
     const bytes = declared ?? concatBytes(this.#parts) ?? new Uint8Array();
