@@ -38,4 +38,18 @@ describe("StreamExchange", () => {
     expect(pieces).toBe(20);
     expect(calls).toEqual(["send", "pause"]);
   });
+
+  test("a reader behind by 256 KiB pauses its connection, however few the pieces, and resumes it below 128 KiB", async () => {
+    const { connection, calls } = recorder();
+    const exchange = new StreamExchange(undefined, undefined);
+    exchange.start(connection, "", undefined);
+    exchange.head({ status: 200, statusText: "OK", headers: new Headers(), length: undefined });
+    const large = new Uint8Array(96 * 1024);
+    for (let n = 0; n < 3; n++) exchange.body(large);
+    expect(calls).toEqual(["send", "pause"]);
+    await exchange.read();
+    expect(calls).toEqual(["send", "pause"]);
+    await exchange.read();
+    expect(calls).toEqual(["send", "pause", "resume"]);
+  });
 });

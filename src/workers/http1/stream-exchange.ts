@@ -12,6 +12,8 @@ export interface StreamAnswer {
 
 /** Pieces held unread before the socket pauses: a reader a few pieces behind costs no pause. */
 const HELD_PIECES = 16;
+/** Bytes held unread before the socket pauses, however few the pieces: one read of a socket can bring 512 KiB. */
+const HELD_BYTES = 256 * 1024;
 const DONE: ReadableStreamReadResult<Uint8Array> = Object.freeze({ done: true, value: undefined });
 
 /**
@@ -25,6 +27,7 @@ export class StreamExchange extends SignalledExchange implements ByteReader {
   readonly #resolve: (answer: StreamAnswer) => void;
   readonly #reject: (error: Error) => void;
   readonly #held: Uint8Array[] = [];
+  #heldBytes = 0;
   #waiting: PromiseWithResolvers<ReadableStreamReadResult<Uint8Array>> | undefined;
   #headed = false;
   #ended = false;
@@ -54,7 +57,8 @@ export class StreamExchange extends SignalledExchange implements ByteReader {
       return;
     }
     this.#held.push(bytes);
-    if (this.#held.length >= HELD_PIECES && !this.#paused) {
+    this.#heldBytes += bytes.byteLength;
+    if ((this.#held.length >= HELD_PIECES || this.#heldBytes >= HELD_BYTES) && !this.#paused) {
       this.#paused = true;
       this.connection?.pause();
     }
@@ -79,7 +83,8 @@ export class StreamExchange extends SignalledExchange implements ByteReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
     const piece = this.#held.shift();
     if (piece !== undefined) {
-      if (this.#paused && this.#held.length < HELD_PIECES / 2) {
+      this.#heldBytes -= piece.byteLength;
+      if (this.#paused && this.#held.length < HELD_PIECES / 2 && this.#heldBytes < HELD_BYTES / 2) {
         this.#paused = false;
         // Once its answer is over the connection is not this call's: back in its pool, or another call's, paused for that one.
         if (!this.over) this.connection?.resume();
@@ -95,6 +100,7 @@ export class StreamExchange extends SignalledExchange implements ByteReader {
   /** The reader no longer wants the body: its connection cannot carry another request. */
   cancel(): Promise<void> {
     this.#held.length = 0;
+    this.#heldBytes = 0;
     if (!this.over) {
       this.finish();
       this.connection?.abandon();
