@@ -53,9 +53,10 @@ export class OriginPool implements ConnectionHome {
   }
 
   /**
-   * A new connection (for `oneRequest`, closed after its answer, never pooled), opened when fewer than MAX_OPENING are being opened to this origin; undefined when
-   * its call ended while waiting its turn (a call given up on holds no place: a black-holed worker's
-   * connects last minutes, and those of calls long timed out would hold its later calls back).
+   * A new connection, opened when fewer than MAX_OPENING are being opened to this origin (for
+   * `oneRequest`, closed after its answer, never pooled). Undefined when its call ended while
+   * waiting its turn: a call given up on holds no place (a black-holed worker's connects last
+   * minutes, and those of calls long timed out would hold its later calls back).
    */
   async open(ended: () => boolean, oneRequest = false): Promise<WorkerConnection | undefined> {
     if (this.#opening >= MAX_OPENING) {
