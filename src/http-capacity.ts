@@ -1,18 +1,20 @@
 /**
- * Settings the runtime reads once, from the environment, before any script runs: the process
- * replaces itself (same pid, same arguments) with them set before it does anything else. An
- * operator's own value of each is kept.
+ * A setting the runtime reads once, from the environment, before any script runs: the process
+ * replaces itself (same pid, same arguments) with it set before it does anything else. An
+ * operator's own value is kept.
  *
- * - BUN_CONFIG_MAX_HTTP_REQUESTS: Bun's HTTP client runs at most 256 requests at once without it
- *   (the largest value it takes is 65535, a larger one silently falls back to 256; Bun 1.4.5).
- * - MIMALLOC_PURGE_DELAY: the allocator gives freed pages back to the system 100 ms after they
- *   are freed, and the next large buffer (a body, an answer) faults them in again, zeroed. Never
- *   giving them back (-1) cut an agent-sized request's CPU by a fifth (100 KB prompts, 16
- *   clients, bench/compare.ts: 0.80x); the memory stays the process's for its next requests.
+ * - BUN_CONFIG_MAX_HTTP_REQUESTS: Bun's HTTP client (fetch: https: workers, etcd, the proxy's
+ *   own reads) runs at most 256 requests at once without it (the largest value it takes is
+ *   65535, a larger one silently falls back to 256; Bun 1.4.5).
+ *
+ * MIMALLOC_PURGE_DELAY is left to the runtime (100 ms) since issue #37: with the proxy's own
+ * worker client, never giving freed pages back (-1) no longer saved CPU (agent-sized requests
+ * 1.03x, chat 0.98x against it, bench/compare.ts), while it kept every transient peak resident
+ * (the chaos soak ended at 101–118 MiB instead of 88–90). docs/performance.md#capacity.
  */
 
 const CAP = "BUN_CONFIG_MAX_HTTP_REQUESTS";
-const START_UP_ENVIRONMENT: Readonly<Record<string, string>> = { [CAP]: "65535", MIMALLOC_PURGE_DELAY: "-1" };
+const START_UP_ENVIRONMENT: Readonly<Record<string, string>> = { [CAP]: "65535" };
 
 /** Why the process runs with the runtime's 256 when it does: said once in the start-up warning. */
 export type CapacityState = { readonly ready: true } | { readonly ready: false; readonly reason: string };

@@ -53,12 +53,9 @@ export async function startCluster(spec: ClusterSpec): Promise<Cluster> {
     const proxy = await spawnService({
       name: `${spec.name}-proxy`,
       cmd: [...proxyCommand(spec), ...serveArgs(context.url, generation.url), ...(spec.proxyFlags ?? [])],
-      // Both start-up variables set, so the proxy does not re-execute itself: under --cpu-prof, a
+      // Its start-up variable set, so the proxy does not re-execute itself: under --cpu-prof, a
       // re-exec was sometimes killed at once by the profiler's SIGPWR (Bun 1.4.5), with no output.
-      env: {
-        BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests),
-        MIMALLOC_PURGE_DELAY: process.env["MIMALLOC_PURGE_DELAY"] ?? "-1",
-      },
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: String(spec.maxHttpRequests) },
       logDir: spec.logDir,
       cwd: spec.root,
     });
