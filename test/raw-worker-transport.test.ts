@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import type { Socket } from "bun";
 import { createServer, type AddressInfo } from "node:net";
 import { createRawFetch } from "../src/workers/http1/raw-fetch.ts";
-import { postForJson, postForStream, type WorkerPost } from "../src/workers/client.ts";
+import { postForJson } from "../src/workers/client.ts";
+import { postForStream } from "../src/workers/stream-call.ts";
+import type { WorkerPost } from "../src/workers/worker-call.ts";
 import type { Role } from "../src/config/types.ts";
 import { createWorkerFetch } from "../src/workers/transport.ts";
 

@@ -7,7 +7,7 @@ import type { RequestContext } from "../request/context.ts";
 import type { AttemptOutcome, Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
-import type { WorkerPost } from "../workers/client.ts";
+import type { WorkerPost } from "../workers/worker-call.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { affinityHeaders } from "./affinity.ts";
 import type { LegPlan } from "./leg-plan.ts";

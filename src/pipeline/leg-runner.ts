@@ -2,15 +2,9 @@ import { asProxyError, type ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { pause } from "../timers.ts";
-import {
-  fetchAnswer,
-  postForJson,
-  postForStream,
-  type JsonAnswer,
-  type RawAnswer,
-  type WorkerPost,
-  type WorkerStream,
-} from "../workers/client.ts";
+import { fetchAnswer, postForJson, type JsonAnswer, type RawAnswer } from "../workers/client.ts";
+import { postForStream, type WorkerStream } from "../workers/stream-call.ts";
+import type { WorkerPost } from "../workers/worker-call.ts";
 import { signalEnding, watchedCall } from "./handoff/watch.ts";
 import { LegAttempt } from "./leg-attempt.ts";
 import type { LegPlan, LegResult } from "./leg-plan.ts";

@@ -8,7 +8,7 @@ import { disaggAuthOf } from "../security/disagg-auth.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { Placed } from "../routing/placement.ts";
 import { JSON_CODEC } from "../workers/body-codec.ts";
-import type { WorkerStream } from "../workers/client.ts";
+import type { WorkerStream } from "../workers/stream-call.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { HandoffWatch } from "./handoff/watch.ts";
 import type { LegPlan } from "./leg-plan.ts";

@@ -6,7 +6,8 @@
  */
 import { asProxyError } from "../../errors.ts";
 import type { RequestContext } from "../../request/context.ts";
-import type { JsonAnswer, WorkerPost } from "../../workers/client.ts";
+import type { JsonAnswer } from "../../workers/client.ts";
+import type { WorkerPost } from "../../workers/worker-call.ts";
 import type { HandoffSettler, SettleReason, UnclaimedHandoff } from "./settler.ts";
 
 /** An attempt in flight when its request ended. */

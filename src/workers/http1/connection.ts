@@ -207,7 +207,7 @@ export class WorkerConnection {
 
 /**
  * A connection lost before or during its answer. Lost before any byte of it: ECONNRESET, as fetch
- * codes it, which workers/client.ts translateFailure reads as possibly unread (the keep-alive race).
+ * codes it, which workers/worker-call.ts translateFailure reads as possibly unread (the keep-alive race).
  * Lost once the worker began answering, even within the head: it read the request, so never that.
  */
 function connectionLost(cause: Error | undefined, beforeAnswer: boolean): Error {
