@@ -7,7 +7,10 @@ import type { ModelNames } from "../routing/model-choice.ts";
 import type { Reservation } from "../routing/reservations.ts";
 import type { Role } from "../config/types.ts";
 import type { ClientFacts } from "./client-address.ts";
-import { NO_HOOKS, type RequestHooks, type RequestSummary } from "./reports.ts";
+import { NO_HOOKS, placedByText, type RequestHooks, type RequestSummary } from "./reports.ts";
+import { HeldReservation } from "./held-reservation.ts";
+import type { RequestContextOptions } from "./context-options.ts";
+
 import type { PlacedBy } from "../routing/coordination.ts";
 
 const NO_MODEL: ModelNames = { model: undefined, requestedModel: undefined };
@@ -17,26 +20,6 @@ const PERFORMANCE_NOW = (): number => performance.now();
 
 /** The abort reason of whatever still runs when a request ends well: one shared error, not a stack captured per request. */
 const REQUEST_ENDED = Object.freeze(new ProxyError("CLIENT_GONE", 499, "Request ended"));
-
-export interface RequestContextOptions {
-  readonly disaggRequestId: bigint;
-  readonly route: string;
-  readonly stream: boolean;
-  readonly schedule: string;
-  readonly onEnd: (summary: RequestSummary) => void;
-  readonly trace: TraceContext;
-  readonly hooks?: RequestHooks;
-  readonly now?: () => number;
-  /** Per-request perf metrics, when they are collected for this request. */
-  readonly perf?: RequestPerf | undefined;
-  /** The request's spans (default: leg span ids only, nothing exported). */
-  readonly spans?: RequestSpans;
-  /** Its request trace (TRTLLM_REQUEST_TRACE_DIR), when one is written. */
-  readonly traced?: TraceHandle | undefined;
-  /** Frees its admission slot (--max-inflight): at its end, or once the attempts it left running end (keepAdmission). */
-  readonly releaseAdmission?: (() => void) | undefined;
-  readonly client?: ClientFacts | undefined;
-}
 
 /**
  * One client request, from arrival to its one end. Every upstream leg listens to `signal`; `end()` runs once, from the
@@ -301,42 +284,4 @@ export class RequestContext {
       client: this.#client,
     };
   }
-}
-
-/** A reservation the request holds: released early, it leaves the request's set. One object, its methods shared (not closures per leg). */
-class HeldReservation implements Reservation {
-  readonly requestKey: bigint;
-  readonly role: Role;
-  readonly origin: string;
-  readonly #reservation: Reservation;
-  readonly #held: Reservation[];
-
-  constructor(reservation: Reservation, held: Reservation[]) {
-    this.requestKey = reservation.requestKey;
-    this.role = reservation.role;
-    this.origin = reservation.origin;
-    this.#reservation = reservation;
-    this.#held = held;
-  }
-
-  release(): void {
-    const at = this.#held.indexOf(this.#reservation);
-    if (at >= 0) this.#held.splice(at, 1);
-    this.#reservation.release();
-  }
-
-  completed(): void {
-    this.#reservation.completed?.();
-  }
-
-  keepUntil(settled: Promise<unknown>): void {
-    this.#reservation.keepUntil?.(settled);
-  }
-}
-
-function placedByText(by: Partial<Record<Role, PlacedBy>> | undefined): string | undefined {
-  if (by === undefined) return undefined;
-  const { context, generation } = by;
-  if (context === undefined || generation === undefined || context === generation) return context ?? generation;
-  return `context:${context} generation:${generation}`;
 }

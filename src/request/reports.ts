@@ -2,6 +2,7 @@
 
 import type { ClientFacts } from "./client-address.ts";
 import type { Role } from "../config/types.ts";
+import type { PlacedBy } from "../routing/coordination.ts";
 import type { ErrorCode, Outcome } from "../errors.ts";
 
 /** What one finished request reports: the request log line and the metrics come from it. */
@@ -60,3 +61,11 @@ export const NO_HOOKS: RequestHooks = {
   streamOpened() {},
   streamClosed() {},
 };
+
+/** Which placed a request's legs, for its log line: one name, or each role's when they differ. */
+export function placedByText(by: Partial<Record<Role, PlacedBy>> | undefined): string | undefined {
+  if (by === undefined) return undefined;
+  const { context, generation } = by;
+  if (context === undefined || generation === undefined || context === generation) return context ?? generation;
+  return `context:${context} generation:${generation}`;
+}
