@@ -65,28 +65,41 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
     const head = headOf(init.method ?? "GET", path, origin, init.headers, body, fresh);
     return { pool: poolOf(origin), head, body, fresh };
   };
+  /** One call: the request prepared, its exchange made and started, what the caller waits for. */
+  const run = <E extends ResponseExchange | WholeExchange | StreamExchange, T>(
+    url: string,
+    init: BunFetchRequestInit,
+    make: (signal: AbortSignal | undefined) => E,
+    result: (exchange: E) => Promise<T>,
+  ): Promise<T> =>
+    call(init, () => {
+      const request = prepare(url, init);
+      const exchange = make(init.signal ?? undefined);
+      start(request, exchange);
+      return result(exchange);
+    });
   return {
     fetch: (url, init = {}) =>
-      call(init, () => {
-        const request = prepare(url, init);
-        const exchange = new ResponseExchange(init.signal ?? undefined);
-        start(request, exchange);
-        return exchange.response;
-      }),
+      run(
+        url,
+        init,
+        (signal) => new ResponseExchange(signal),
+        (exchange) => exchange.response,
+      ),
     whole: (url, init, wholeOptions) =>
-      call(init, () => {
-        const request = prepare(url, init);
-        const exchange = new WholeExchange(init.signal ?? undefined, wholeOptions);
-        start(request, exchange);
-        return exchange.answer;
-      }),
+      run(
+        url,
+        init,
+        (signal) => new WholeExchange(signal, wholeOptions),
+        (exchange) => exchange.answer,
+      ),
     stream: (url, init, timeout) =>
-      call(init, () => {
-        const request = prepare(url, init);
-        const exchange = new StreamExchange(init.signal ?? undefined, timeout);
-        start(request, exchange);
-        return exchange.answer;
-      }),
+      run(
+        url,
+        init,
+        (signal) => new StreamExchange(signal, timeout),
+        (exchange) => exchange.answer,
+      ),
   };
 }
 
