@@ -186,6 +186,51 @@ describe("the raw worker transport", () => {
     }
   });
 
+  test("a body in parts reaches the worker byte for byte and in order, its large parts written past full socket buffers", async () => {
+    // Large parts go to the socket as they are: each 8 MiB one overflows the socket's buffer, so the rest waits for drain.
+    const big = 8 * 1024 * 1024;
+    const parts = [
+      Buffer.from('{"a":"'),
+      Buffer.alloc(big, 0x61),
+      Buffer.from('","b":"'),
+      Buffer.from("small"),
+      Buffer.alloc(big, 0x62),
+      Buffer.from('"}'),
+    ];
+    const expected = Buffer.concat(parts);
+    const received: Uint8Array[] = [];
+    let size = 0;
+    const server = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(socket, bytes) {
+          received.push(new Uint8Array(bytes));
+          size += bytes.length;
+          // The head is well under a kilobyte: the request is whole once that much more than the body came.
+          if (size >= expected.length + 64 && Buffer.concat(received).indexOf("\r\n\r\n") + 4 + expected.length === size)
+            socket.write(ok('{"ok":true}'));
+        },
+      },
+    });
+    try {
+      const answer = await createRawFetch({ keepAliveMs: 4000 }).whole(
+        `http://127.0.0.1:${server.port}/v1/completions`,
+        { method: "POST", headers: { "x-name": "café" }, body: parts },
+        { limit: 1024, tooLarge: () => new RangeError("too large") },
+      );
+      expect(answer.status).toBe(200);
+      const request = Buffer.concat(received);
+      const end = request.indexOf("\r\n\r\n");
+      const head = request.subarray(0, end);
+      expect(head.includes(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0d, 0x0a]))).toBe(true);
+      expect(head.toString("latin1")).toContain(`content-length: ${expected.length}`);
+      expect(Buffer.compare(request.subarray(end + 4), expected)).toBe(0);
+    } finally {
+      server.stop(true);
+    }
+  });
+
   const wholeOptions = { limit: 16, tooLarge: () => new RangeError("too large") };
 
   test("a whole answer past its bound is refused, while an error's is cut to its first bytes", async () => {

@@ -35,8 +35,12 @@ export function isPartsBody(body: WorkerBody): body is PartsBody {
   return typeof body === "object" && !(body instanceof Uint8Array);
 }
 
-/** Bodies at least this large are sent as their parts; smaller ones are joined (one buffer costs less than a stream). */
-export const PARTS_BODY_BYTES = 256 * 1024;
+/**
+ * Bodies at least this large are sent as their parts; smaller ones are joined. The proxy's own
+ * client writes large parts as they are (http1/connection.ts); fetch joins parts below 256 KiB
+ * (workers/worker-call.ts requestOf), as this codec did.
+ */
+export const PARTS_BODY_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
 

@@ -48,7 +48,7 @@ export function postForJson(post: WorkerPost): Promise<JsonAnswer> {
  * undefined where the transport reads it only as a Response.
  */
 function wholeAnswerOf(post: WorkerPost): Promise<JsonAnswer> | undefined {
-  const { url, init } = requestOf(post, post.signal);
+  const { url, init } = requestOf(post, post.signal, true);
   const limit = post.maxAnswerBytes;
   const state: { headed: boolean; guard: (piece: Uint8Array) => void } = { headed: false, guard: ignorePiece };
   const pending = post.fetch.whole?.(url, init, {

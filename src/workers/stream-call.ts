@@ -35,7 +35,7 @@ export async function postForStream(post: WorkerPost): Promise<WorkerStream> {
  * is bounded here: the relay bounds silence, never length.
  */
 async function streamHead(post: WorkerPost): Promise<{ status: number; headers: Headers; reader: ByteReader }> {
-  const { url, init } = requestOf(post, post.signal);
+  const { url, init } = requestOf(post, post.signal, true);
   const pending = post.fetch.stream?.(url, init, { ms: post.timeoutMs, deadlines: post.deadlines });
   if (pending !== undefined) return pending.catch((error: unknown) => Promise.reject(translateFailure(error, post, "before the answer")));
   const deadline = new Deadline(post.timeoutMs, post.deadlines);

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { CallTimeout } from "./http1/exchange.ts";
+import type { RawInit } from "./http1/connection.ts";
 import type { StreamAnswer } from "./http1/stream-exchange.ts";
 import type { WholeAnswer, WholeOptions } from "./http1/whole-exchange.ts";
 import { createRawFetch } from "./http1/raw-fetch.ts";
@@ -11,9 +12,9 @@ export interface WorkerFetch {
    * A whole answer read with no Response (http1/whole-exchange.ts), where the transport can: the
    * proxy's own client, for http: workers. Undefined for a URL it does not serve that way.
    */
-  readonly whole?: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer> | undefined;
+  readonly whole?: (url: string, init: RawInit, options: WholeOptions) => Promise<WholeAnswer> | undefined;
   /** A streamed answer whose body is read straight from the socket (http1/stream-exchange.ts); undefined as `whole`. */
-  readonly stream?: (url: string, init: BunFetchRequestInit, timeout: CallTimeout) => Promise<StreamAnswer> | undefined;
+  readonly stream?: (url: string, init: RawInit, timeout: CallTimeout) => Promise<StreamAnswer> | undefined;
 }
 
 /** The transport's settings, named as ProxyConfig names them (the whole config fits). */
@@ -38,7 +39,7 @@ export function createWorkerFetch(settings: WorkerTransportSettings, readFile = 
   // whose certificate checks (the system's CAs and --worker-ca-file together) stay as they are.
   const raw = createRawFetch({ keepAliveMs });
   const pools = new OriginPools(keepAliveMs, ca);
-  const authorised = (init: BunFetchRequestInit): BunFetchRequestInit => {
+  const authorised = <I extends RawInit>(init: I): I => {
     if (authorization === undefined) return init;
     const headers = new Headers(init.headers);
     headers.set("authorization", authorization);
@@ -47,10 +48,8 @@ export function createWorkerFetch(settings: WorkerTransportSettings, readFile = 
   const send = (url: string, init: BunFetchRequestInit = {}): Promise<Response> =>
     plain(url) ? raw.fetch(url, authorised(init)) : pools.sessionFor(url).fetch(url, authorised(init));
   return Object.assign(send, {
-    whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) =>
-      plain(url) ? raw.whole(url, authorised(init), options) : undefined,
-    stream: (url: string, init: BunFetchRequestInit, timeout: CallTimeout) =>
-      plain(url) ? raw.stream(url, authorised(init), timeout) : undefined,
+    whole: (url: string, init: RawInit, options: WholeOptions) => (plain(url) ? raw.whole(url, authorised(init), options) : undefined),
+    stream: (url: string, init: RawInit, timeout: CallTimeout) => (plain(url) ? raw.stream(url, authorised(init), timeout) : undefined),
   });
 }
 

@@ -1,11 +1,12 @@
 import { ProxyError } from "../errors.ts";
-import { streamOf, type ByteReader } from "../bytes.ts";
+import { concatBytes, streamOf, type ByteReader } from "../bytes.ts";
 import { readPrefixOf } from "../json/bounded-read.ts";
 import type { Role } from "../config/types.ts";
 import type { Deadlines } from "../deadline-wheel.ts";
 import { isPartsBody, type PartsBody, type WorkerBody } from "./body-codec.ts";
 import { readShaped, withoutWorkerAddress } from "./answers.ts";
 import type { WorkerFetch } from "./transport.ts";
+import type { RawInit } from "./http1/connection.ts";
 
 /**
  * What every call to a worker shares, whichever way its answer is read (client.ts: whole;
@@ -74,21 +75,30 @@ export async function send(post: WorkerPost, deadline: Deadline): Promise<Respon
   }
 }
 
-/** The call's URL and fetch options: its headers, its body (a body in parts streamed with its length), its signals. */
-export function requestOf(post: WorkerPost, signal: AbortSignal): { url: string; init: BunFetchRequestInit } {
+/**
+ * The call's URL and fetch options: its headers, its body, its signals. A body in parts goes to
+ * the proxy's own client as its parts (`rawParts`: written in order, never joined); to fetch,
+ * joined when small, else streamed with its length declared.
+ */
+export function requestOf(post: WorkerPost, signal: AbortSignal, rawParts: true): { url: string; init: RawInit };
+export function requestOf(post: WorkerPost, signal: AbortSignal): { url: string; init: BunFetchRequestInit };
+export function requestOf(post: WorkerPost, signal: AbortSignal, rawParts = false): { url: string; init: RawInit } {
   const get = post.method === "GET";
   const headers: Record<string, string> = get
     ? { ...post.headers, accept: "application/json" }
     : { ...post.headers, "content-type": "application/json", accept: "application/json, text/event-stream" };
-  let body: string | Uint8Array | ReadableStream<Uint8Array> | undefined;
+  let body: RawInit["body"];
   if (get) body = undefined;
-  else if (isPartsBody(post.body)) {
-    // A body in parts is streamed with its length declared, so it goes out with a
+  else if (!isPartsBody(post.body)) body = post.body;
+  else if (rawParts) body = post.body.parts;
+  else if (post.body.byteLength < STREAMED_PARTS_BYTES) body = concatBytes(post.body.parts) ?? new Uint8Array();
+  else {
+    // A large body in parts is streamed with its length declared, so it goes out with a
     // Content-Length as any other body, and is never joined: fetch copies a buffer body whole.
     headers["content-length"] = String(post.body.byteLength);
     body = partsStream(post.body);
-  } else body = post.body;
-  const init: BunFetchRequestInit = {
+  }
+  const init: RawInit = {
     method: get ? "GET" : "POST",
     headers,
     ...(body === undefined ? {} : { body }),
@@ -100,6 +110,9 @@ export function requestOf(post: WorkerPost, signal: AbortSignal): { url: string;
   };
   return { url: post.origin + post.path, init };
 }
+
+/** fetch is given a body in parts as a stream from this size on; smaller, as one buffer (a stream costs more than the copy). */
+const STREAMED_PARTS_BYTES = 256 * 1024;
 
 /** Larger parts are handed to the socket in views of this size. */
 const STREAM_CHUNK_BYTES = 256 * 1024;

@@ -1,8 +1,6 @@
 import type { AnswerHead } from "./answer-parser.ts";
-import type { Exchange, WorkerConnection } from "./connection.ts";
+import type { Exchange, RawBody, WorkerConnection } from "./connection.ts";
 import type { Deadlines } from "../../deadline-wheel.ts";
-
-export type RawBody = string | Uint8Array | ReadableStream<Uint8Array> | undefined;
 
 /** A call's time bound: its connection is dropped and it fails with a TimeoutError past it, on the shared wheel when given. */
 export interface CallTimeout {

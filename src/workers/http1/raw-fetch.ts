@@ -1,4 +1,5 @@
-import { abortReason, type CallTimeout, type RawBody } from "./exchange.ts";
+import { abortReason, type CallTimeout } from "./exchange.ts";
+import type { RawBody, RawInit } from "./connection.ts";
 import { ResponseExchange } from "./response-exchange.ts";
 import { StreamExchange, type StreamAnswer } from "./stream-exchange.ts";
 import { WholeExchange, type WholeAnswer, type WholeOptions } from "./whole-exchange.ts";
@@ -23,9 +24,9 @@ export interface RawFetch {
   /** fetch's contract: a Response at the answer's head. */
   readonly fetch: (url: string, init?: BunFetchRequestInit) => Promise<Response>;
   /** A whole answer within its bound, with no Response (whole-exchange.ts). */
-  readonly whole: (url: string, init: BunFetchRequestInit, options: WholeOptions) => Promise<WholeAnswer>;
+  readonly whole: (url: string, init: RawInit, options: WholeOptions) => Promise<WholeAnswer>;
   /** A streamed answer at its head, its body read straight from the socket (stream-exchange.ts). */
-  readonly stream: (url: string, init: BunFetchRequestInit, timeout: CallTimeout | undefined) => Promise<StreamAnswer>;
+  readonly stream: (url: string, init: RawInit, timeout: CallTimeout | undefined) => Promise<StreamAnswer>;
 }
 
 /** Origins with a pool of their own; beyond, the least recently used one is closed (workers come and go). */
@@ -58,7 +59,7 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
    * The request as bytes and its pool. It throws (a bad header, a body of another kind) before its
    * exchange exists: a call refused so leaves no deadline or abort listener behind.
    */
-  const prepare = (url: string, init: BunFetchRequestInit): Prepared => {
+  const prepare = (url: string, init: RawInit): Prepared => {
     const { origin, path } = splitUrl(url);
     const fresh = init.keepalive === false;
     const body = bodyOf(init.body);
@@ -68,7 +69,7 @@ export function createRawFetch(options: RawFetchOptions): RawFetch {
   /** One call: the request prepared, its exchange made and started, what the caller waits for. */
   const run = <E extends ResponseExchange | WholeExchange | StreamExchange, T>(
     url: string,
-    init: BunFetchRequestInit,
+    init: RawInit,
     make: (signal: AbortSignal | undefined) => E,
     result: (exchange: E) => Promise<T>,
   ): Promise<T> =>
@@ -125,7 +126,7 @@ interface Prepared {
 }
 
 /** A call refused before anything was sent (a bad header, an aborted signal) is a rejection, as fetch's. */
-function call<T>(init: BunFetchRequestInit, begin: () => Promise<T>): Promise<T> {
+function call<T>(init: RawInit, begin: () => Promise<T>): Promise<T> {
   try {
     if (init.signal?.aborted === true) return Promise.reject(abortReason(init.signal));
     return begin();
@@ -134,9 +135,10 @@ function call<T>(init: BunFetchRequestInit, begin: () => Promise<T>): Promise<T>
   }
 }
 
-function bodyOf(body: BunFetchRequestInit["body"]): RawBody {
+function bodyOf(body: RawInit["body"]): RawBody {
   if (body === undefined || body === null) return undefined;
   if (typeof body === "string" || body instanceof Uint8Array || body instanceof ReadableStream) return body;
+  if (Array.isArray(body) && body.every((part) => part instanceof Uint8Array)) return body;
   throw new TypeError("The worker transport sends string, byte or stream bodies only");
 }
 
@@ -164,9 +166,17 @@ function headOf(
   if (body instanceof ReadableStream) {
     if (length === undefined) throw new TypeError("A stream body needs its Content-Length");
     head += `content-length: ${length}\r\n`;
-  } else if (body !== undefined) head += `content-length: ${typeof body === "string" ? Buffer.byteLength(body) : body.byteLength}\r\n`;
+  } else if (body !== undefined) head += `content-length: ${lengthOf(body)}\r\n`;
   if (fresh) head += "connection: close\r\n";
   return `${head}\r\n`;
+}
+
+function lengthOf(body: string | Uint8Array | readonly Uint8Array[]): number {
+  if (typeof body === "string") return Buffer.byteLength(body);
+  if (body instanceof Uint8Array) return body.byteLength;
+  let length = 0;
+  for (const part of body) length += part.byteLength;
+  return length;
 }
 
 /** `http://host:port` and `/path?query` of a worker URL, split without parsing it whole (this runs on every call). */
