@@ -1,53 +1,25 @@
 /**
  * A JSON list of integer literals read straight from its bytes (a prompt's token ids): where
- * it ends and how many items it holds. Item by item: an optional minus, digits (a leading zero
- * alone: JSON has no 012), then a comma or the closing bracket, spaces allowed around them; a
- * byte-state machine over the same bytes cost twice as much.
+ * it ends and how many items it holds, by the WebAssembly scanner (integer-list-simd.ts), or by
+ * the JavaScript loop where the runtime cannot run it.
  */
 
-export interface IntegerListEnd {
-  /** Just after the list's `]`. */
-  readonly end: number;
-  readonly count: number;
-}
+import { integerListLoop, type IntegerListEnd } from "./integer-list-loop.ts";
+import { simdIntegerListScanner } from "./integer-list-simd.ts";
 
-const SPACE = new Uint8Array(256);
-for (const c of " \t\n\r") SPACE[c.charCodeAt(0)] = 1;
+export type { IntegerListEnd } from "./integer-list-loop.ts";
 
-/**
- * The list whose `[` is just before `from`, if it is one of integers only and closes within the
- * bytes; undefined when it holds anything else or runs past their end. A byte past the end
- * reads undefined, which no test below takes for a digit, a space or a bracket: the loops need
- * no bounds checks of their own.
- */
+/** One per process, like a shared TextEncoder: a call uses its memory from start to return, with no await between. */
+const SCANNER = simdIntegerListScanner();
+
+/** The list whose `[` is just before `from`, if it is one of integers only and closes within the bytes; else undefined. */
 export function integerListFrom(bytes: Uint8Array, from: number): IntegerListEnd | undefined {
-  let i = from;
-  while (SPACE[bytes[i]!] === 1) i++;
-  if (bytes[i] === 0x5d) return { end: i + 1, count: 0 };
-  let count = 0;
-  for (;;) {
-    if (bytes[i] === 0x2d) i++;
-    const first = bytes[i]!;
-    if (!(first >= 0x30 && first <= 0x39)) return undefined;
-    let c = bytes[++i]!;
-    if (first === 0x30) {
-      if (c >= 0x30 && c <= 0x39) return undefined;
-    } else {
-      while (c >= 0x30 && c <= 0x39) c = bytes[++i]!;
-    }
-    count++;
-    while (SPACE[c] === 1) c = bytes[++i]!;
-    if (c === 0x5d) return { end: i + 1, count };
-    if (c !== 0x2c) return undefined;
-    c = bytes[++i]!;
-    while (SPACE[c] === 1) c = bytes[++i]!;
-  }
+  return SCANNER === undefined ? integerListLoop(bytes, from) : SCANNER.listFrom(bytes, from);
 }
 
 /** The number of items of a JSON list of integers in bytes[start, end); -1 when it is anything else. */
 export function integerListLength(bytes: Uint8Array, start: number, end: number): number {
-  // The scan stops at the first `]`: with one at end - 1 it reads nothing past the range.
   if (end - start < 2 || bytes[start] !== 0x5b || bytes[end - 1] !== 0x5d) return -1;
-  const list = integerListFrom(bytes, start + 1);
+  const list = integerListFrom(bytes.subarray(0, end), start + 1);
   return list !== undefined && list.end === end ? list.count : -1;
 }
