@@ -5,13 +5,14 @@ import type { TraceHandle } from "../observability/request-trace.ts";
 import type { ClientFacts } from "./client-address.ts";
 import type { RequestHooks, RequestSummary } from "./reports.ts";
 
-/** What a request's context is made with (request/requests.ts makes it; tests make their own). */
-export interface RequestContextOptions {
+/** What a request's context (`Ctx`) is made with (request/requests.ts makes it; tests make their own). */
+export interface RequestContextOptions<Ctx> {
   readonly disaggRequestId: bigint;
   readonly route: string;
   readonly stream: boolean;
   readonly schedule: string;
-  readonly onEnd: (summary: RequestSummary) => void;
+  /** Told of the end with the context itself: one function can serve every request (a closure per request lived as long as it). */
+  readonly onEnd: (summary: RequestSummary, ctx: Ctx) => void;
   readonly trace: TraceContext;
   readonly hooks?: RequestHooks;
   readonly now?: () => number;

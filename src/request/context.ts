@@ -57,7 +57,7 @@ export class RequestContext {
   readonly signal: AbortSignal = this.#controller.signal;
   /** Held reservations, each once (a list: a request holds two or three, and a Set costs more to make). */
   readonly #reservations: Reservation[] = [];
-  readonly #onEnd: (summary: RequestSummary) => void;
+  readonly #onEnd: (summary: RequestSummary, ctx: RequestContext) => void;
   readonly #client: ClientFacts | undefined;
   readonly #now: () => number;
   readonly #startedAt: number;
@@ -71,7 +71,7 @@ export class RequestContext {
   /** Attempts that run on past the request's end and keep its admission slot. */
   #admissionKeepers = 0;
 
-  constructor(options: RequestContextOptions) {
+  constructor(options: RequestContextOptions<RequestContext>) {
     this.disaggRequestId = options.disaggRequestId;
     this.#engineRequestId = options.disaggRequestId;
     this.placementKey = options.disaggRequestId;
@@ -253,7 +253,7 @@ export class RequestContext {
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.length = 0;
     for (const callback of this.#atEnd) callback(error);
-    this.#onEnd(this.#summary(status, error));
+    this.#onEnd(this.#summary(status, error), this);
     if (this.#admissionKeepers === 0) this.#releaseAdmission?.();
   }
 

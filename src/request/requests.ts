@@ -48,11 +48,14 @@ export class Requests {
   readonly #parts: RequestsParts;
   /** Where requests are counted and logged as they end, with a context or refused before one. */
   readonly ends: RequestEnds;
+  /** Every request's end, one function for all (a closure per request lived as long as the request). */
+  readonly #onEnd: (summary: RequestSummary, ctx: RequestContext) => void;
   #draining = false;
 
   constructor(parts: RequestsParts) {
     this.#parts = parts;
     this.ends = requestEnds(parts.metrics, parts.logger, parts.traffic);
+    this.#onEnd = (summary, ctx) => this.#ended(summary, ctx);
   }
 
   /** Requests between their start and their end. */
@@ -130,7 +133,7 @@ export class Requests {
       traceInput === undefined || requestTrace === undefined
         ? undefined
         : requestTrace.accepted({ route, headers: client.headers, ...traceInput() });
-    const ctx: RequestContext = new RequestContext({
+    return new RequestContext({
       disaggRequestId: this.#parts.ids.next(),
       route,
       stream,
@@ -142,15 +145,18 @@ export class Requests {
       traced,
       releaseAdmission: release,
       client: this.#parts.clients.of(client),
-      onEnd: (summary) => {
-        this.#active.delete(ctx);
-        if (traced !== undefined) requestTrace?.finished(traced, traceEndOf(summary));
-        telemetry.finished(summary, ctx.perf);
-        ctx.spans.end(summary);
-        this.ends.finished(summary);
-      },
+      onEnd: this.#onEnd,
     });
-    return ctx;
+  }
+
+  /** The fan-out of a request's one end. */
+  #ended(summary: RequestSummary, ctx: RequestContext): void {
+    const { telemetry, requestTrace } = this.#parts;
+    this.#active.delete(ctx);
+    if (ctx.traced !== undefined) requestTrace?.finished(ctx.traced, traceEndOf(summary));
+    telemetry.finished(summary, ctx.perf);
+    ctx.spans.end(summary);
+    this.ends.finished(summary);
   }
 
   /** One set of hooks per route, shared by its requests: they hold nothing of a request. */

@@ -1,4 +1,5 @@
 import { asProxyError, clientGone, ProxyError } from "../errors.ts";
+import { endingOf, internalFailure, RequestWatch } from "./request-watch.ts";
 import type { JsonObject } from "../json/json.ts";
 import type { JsonSource, ParsedBody } from "../json/json-source.ts";
 import { affinityOf, parentSessionOf, withoutClientAffinity } from "../pipeline/affinity.ts";
@@ -138,45 +139,20 @@ export async function withinRequest(
   renderError: (error: ProxyError) => Response,
   run: () => Promise<Answer>,
 ): Promise<Response> {
-  // Set by the answer or the failure; unset only if rendering the failure threw. An error made
-  // up front for that case would cost every request a stack.
-  let ended: Promise<Ending> | undefined;
-  const unwatch = watchClient(ctx, client);
+  // Set by the answer or the failure; unset only if rendering the failure threw.
+  let ended: Answer["ended"] | undefined;
+  const watch = new RequestWatch(ctx, client.signal);
   try {
     const answer = await run();
     ended = answer.ended;
     return answer.response;
   } catch (thrown) {
     const error = asProxyError(thrown);
-    ended = Promise.resolve(ending(error));
+    ended = Promise.resolve(endingOf(error));
     return renderError(error);
   } finally {
-    endWhen(ctx, ended ?? Promise.resolve(ending(new ProxyError("INTERNAL", 500, "Internal server error"))), unwatch);
+    watch.endWhen(ended ?? Promise.resolve(internalFailure()));
   }
-}
-
-/**
- * A client that leaves aborts the request's legs; the returned function stops watching. Made
- * here, not in the async function above: a closure made there would share its frame, and with
- * it keep the request's body and every helper alive for as long as a stream stays open.
- */
-function watchClient(ctx: RequestContext, client: Request): () => void {
-  const onLeft = (): void => ctx.abortLegs(clientGone());
-  if (client.signal.aborted) onLeft();
-  else client.signal.addEventListener("abort", onLeft, { once: true });
-  return () => client.signal.removeEventListener("abort", onLeft);
-}
-
-function endWhen(ctx: RequestContext, ended: Promise<Ending>, cleanup: () => void): void {
-  const finish = ({ status, error }: Ending): void => {
-    cleanup();
-    ctx.end(status, error);
-  };
-  void ended.then(finish, (thrown: unknown) => finish(ending(asProxyError(thrown))));
-}
-
-function ending(error: ProxyError): Ending {
-  return { status: error.status, error };
 }
 
 function streamAnswer(

@@ -4,7 +4,7 @@ import { traceFrom } from "../observability/trace-context.ts";
 import { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
 import { respondWithStream } from "./client-relay.ts";
-import type { StreamClock } from "./stream-request.ts";
+import type { Answer, Ending, StreamClock } from "./stream-request.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -36,6 +36,13 @@ function manualClock(): StreamClock & { advance(ms: number): void } {
       now = until;
     },
   };
+}
+
+/** How the answer's request ended, as the route is told it. */
+function endingOf(answer: Answer): Promise<Ending> {
+  const ended = answer.ended;
+  if (ended instanceof Promise) return ended;
+  return new Promise((resolve) => ended.whenEnded({ requestEnded: resolve }));
 }
 
 /** Upper-cases the worker's bytes; opening, keepalive and failure are fixed words. */
@@ -100,7 +107,7 @@ describe("the client relay, on an injected clock", () => {
     expect(await read()).toBe("PING;");
     worker.resolve(new Response("hello").body!);
     expect(await rest()).toBe("HELLOEND;");
-    expect(await answer.ended).toEqual({ status: 200, error: undefined });
+    expect(await endingOf(answer)).toEqual({ status: 200, error: undefined });
   });
 
   test("the wait for the worker is not silence; its silence beyond the bound ends the stream in-band, once", async () => {
@@ -116,7 +123,7 @@ describe("the client relay, on an injected clock", () => {
     expect(before).toMatch(/^(PING;)+A$/);
     clock.advance(1000);
     expect(await rest()).toMatch(/^(PING;)*FAIL WORKER_TIMEOUT;$/);
-    const ending = await answer.ended;
+    const ending = await endingOf(answer);
     expect(ending.status).toBe(200);
     expect(ending.error?.code).toBe("WORKER_TIMEOUT");
     expect(ctx.signal.aborted).toBe(true);
@@ -126,7 +133,7 @@ describe("the client relay, on an injected clock", () => {
     const { clock, rest, answer } = await opened(Promise.resolve(new ReadableStream<Uint8Array>({ start: () => {} })));
     await Promise.resolve();
     clock.advance(1000);
-    expect((await answer.ended).error?.code).toBe("WORKER_TIMEOUT");
+    expect((await endingOf(answer)).error?.code).toBe("WORKER_TIMEOUT");
     expect(await rest()).toMatch(/^OPEN;(PING;)*FAIL WORKER_TIMEOUT;$/);
   });
 
@@ -136,7 +143,7 @@ describe("the client relay, on an injected clock", () => {
     expect(answer.response.status).toBe(200);
     expect(await read()).toBe("FAIL WORKER_STREAM_BROKEN;");
     expect(await read()).toBe("<done>");
-    const ending = await answer.ended;
+    const ending = await endingOf(answer);
     expect(ending.error?.code).toBe("WORKER_STREAM_BROKEN");
     expect(ending.error?.status).toBe(502);
   });
@@ -145,7 +152,7 @@ describe("the client relay, on an injected clock", () => {
     const { clock, reader, read, answer } = await opened(new Promise(() => {}));
     expect(await read()).toBe("OPEN;");
     await reader.cancel();
-    const ending = await answer.ended;
+    const ending = await endingOf(answer);
     expect(ending).toEqual({ status: 499, error: new ProxyError("CLIENT_GONE", 499, "Client disconnected") });
     clock.advance(10_000);
   });

@@ -9,6 +9,8 @@ import {
   type Answer,
   type EarlyStreamRequest,
   type Ending,
+  type EndingListener,
+  type EndingSource,
   type StreamClock,
   type StreamTimings,
 } from "./stream-request.ts";
@@ -31,7 +33,7 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
     return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
   }
   const relay = new ClientRelay(request, first, settled === "pending");
-  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay.ended };
+  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay };
 }
 
 /** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
@@ -64,16 +66,16 @@ function firstReadOf(upstream: EarlyStreamRequest["upstream"]): Promise<FirstRea
  * The client's body, one object per stream: the source of a direct stream (each chunk written
  * straight to the client's socket, no queue nor pull promise between), its read loop over the
  * worker's stream, and one deadline on the shared clock for keepalive and silence. It closes
- * once (`ended`), and the route ends the request from there.
+ * once, telling the route (`whenEnded`), which ends the request from there.
  *
  * It lives as long as the stream, so it keeps only the parts of the request it uses (not the
  * request's error and header builders, whose closures hold the route's whole frame), and
  * drops the first read once relayed.
  */
-export class ClientRelay {
+export class ClientRelay implements EndingSource {
   readonly readable: ReadableStream<Uint8Array>;
-  readonly ended: Promise<Ending>;
-  readonly #settle: (ending: Ending) => void;
+  #listener: EndingListener | undefined;
+  #ending: Ending | undefined;
   readonly #ctx: RequestContext;
   readonly #dialect: DialectStream;
   readonly #timings: StreamTimings;
@@ -109,9 +111,6 @@ export class ClientRelay {
       );
     this.#lastSentAt = this.#clock.now();
     this.#lastUpstreamAt = this.#lastSentAt;
-    const { promise, resolve } = Promise.withResolvers<Ending>();
-    this.ended = promise;
-    this.#settle = resolve;
     this.#ctx.hooks.streamOpened();
     this.readable = new ReadableStream<Uint8Array>(this);
     // Bun sends the status line with the first body bytes: an opening must carry some.
@@ -133,6 +132,12 @@ export class ClientRelay {
     if (early !== undefined) for (const bytes of early) this.#write(bytes);
     if (this.#closed) this.#end();
     else void this.#relay();
+  }
+
+  /** `listener` is told how the request ended, once, in a microtask after the stream closed. */
+  whenEnded(listener: EndingListener): void {
+    this.#listener = listener;
+    if (this.#ending !== undefined) this.#tell(this.#ending);
   }
 
   /** The client went away (or its reader cancelled). */
@@ -242,6 +247,17 @@ export class ClientRelay {
     } catch {
       // Already closed by the runtime (client gone): nothing to flush.
     }
+  }
+
+  #settle(ending: Ending): void {
+    this.#ending = ending;
+    if (this.#listener !== undefined) this.#tell(ending);
+  }
+
+  #tell(ending: Ending): void {
+    const listener = this.#listener;
+    this.#listener = undefined;
+    if (listener !== undefined) queueMicrotask(() => listener.requestEnded(ending));
   }
 
   #clientGone(): void {

@@ -21,13 +21,27 @@ export interface Ending {
   readonly error: ProxyError | undefined;
 }
 
+/** Told once how a request ended (the route's watch, which ends its context). */
+export interface EndingListener {
+  requestEnded(ending: Ending): void;
+}
+
+/**
+ * A stream's relay, which tells one listener how the request ended, in a microtask after it
+ * closed (as a promise's reaction would): an open stream then holds no promise, resolver,
+ * reactions nor their closures for it.
+ */
+export interface EndingSource {
+  whenEnded(listener: EndingListener): void;
+}
+
 /**
  * A client answer and when the request is over: at once for a JSON answer, when the relay
  * closed for a stream. The route ends the request context once, from `ended`.
  */
 export interface Answer {
   readonly response: Response;
-  readonly ended: Promise<Ending>;
+  readonly ended: Promise<Ending> | EndingSource;
 }
 
 /** Time for the relay's deadline: the runtime's, a shared wheel, or a test's hand-moved clock. */
