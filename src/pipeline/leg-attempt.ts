@@ -4,13 +4,14 @@ import { RETURN_METRICS_HEADER } from "../observability/perf-format.ts";
 import type { LegSpan } from "../observability/request-spans.ts";
 import { setLegTraceHeaders } from "../observability/trace-context.ts";
 import type { RequestContext } from "../request/context.ts";
+import type { EndListener } from "../request/context-options.ts";
 import type { AttemptOutcome, Placed } from "../routing/placement.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { WorkerBody } from "../workers/body-codec.ts";
 import type { WorkerPost } from "../workers/worker-call.ts";
 import type { WorkerEntry } from "../workers/worker-pool.ts";
 import { affinityHeaders } from "./affinity.ts";
-import type { LegPlan } from "./leg-plan.ts";
+import type { LegPlan, StreamedAttempt } from "./leg-plan.ts";
 import type { PipelineDeps } from "./types.ts";
 
 /**
@@ -22,7 +23,7 @@ import type { PipelineDeps } from "./types.ts";
  * plan, whose body closure holds the whole worker body (the client's prompt among it), and the
  * routing request (the prompt's text) only when a router learns from it.
  */
-export class LegAttempt {
+export class LegAttempt implements EndListener, StreamedAttempt {
   readonly origin: string;
   readonly worker: WorkerEntry;
   readonly #deps: PipelineDeps;
@@ -33,6 +34,8 @@ export class LegAttempt {
   readonly #span: LegSpan;
   readonly #id: bigint;
   readonly #startedMs: number;
+  /** A streamed attempt not yet ended (with its request, or before). */
+  #streaming = false;
 
   constructor(deps: PipelineDeps, ctx: RequestContext, plan: LegPlan, placed: Placed, attempt: number, id: bigint) {
     this.#deps = deps;
@@ -95,20 +98,22 @@ export class LegAttempt {
     this.#ctx.hooks.legCompleted(this.#role, seconds, seconds, this.origin);
   }
 
-  /** A streamed attempt: it completes when the request ends (the closure holds this attempt alone). */
-  endsWithRequest(): (error: ProxyError) => void {
-    let ended = false;
-    const end = (error: ProxyError | undefined): void => {
-      if (ended) return;
-      ended = true;
-      this.#streamEnded(error);
-    };
-    this.#ctx.atEnd(end);
-    return end;
+  /** A streamed attempt: it completes when the request ends (the attempt itself is told: no closure held per stream). */
+  endsWithRequest(): StreamedAttempt {
+    this.#streaming = true;
+    this.#ctx.atEnd(this);
+    return this;
   }
 
-  /** The request whose stream this attempt served ended (its reservation goes with it). */
-  #streamEnded(error: ProxyError | undefined): void {
+  /** Ends a streamed attempt before its request, with its failure. */
+  endEarly(error: ProxyError): void {
+    this.atRequestEnd(error);
+  }
+
+  /** The request whose stream this attempt served ended (its reservation goes with it); once. */
+  atRequestEnd(error: ProxyError | undefined): void {
+    if (!this.#streaming) return;
+    this.#streaming = false;
     this.#end(error, { error, reservation: this.#placed.reservation, streamed: true });
     const ttftMs = this.#ctx.ttftMs;
     if (ttftMs === undefined) return;

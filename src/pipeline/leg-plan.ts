@@ -65,6 +65,11 @@ export interface LegResult<T> {
   readonly origin: string;
   readonly id: bigint;
   readonly result: T;
-  /** A streamed attempt ends with the request; this ends it before, with its failure (once). */
-  readonly endEarly?: ((error: ProxyError) => void) | undefined;
+  /** A streamed attempt ends with the request; it may end before, with its failure (once). */
+  readonly streamed?: StreamedAttempt | undefined;
+}
+
+/** A streamed attempt, which ends with its request unless ended before. */
+export interface StreamedAttempt {
+  endEarly(error: ProxyError): void;
 }

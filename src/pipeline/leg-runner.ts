@@ -89,7 +89,7 @@ async function runAttempts<T>(
         leg.answered();
         return { origin: leg.origin, id, result };
       }
-      return { origin: leg.origin, id, result, endEarly: leg.endsWithRequest() };
+      return { origin: leg.origin, id, result, streamed: leg.endsWithRequest() };
     } catch (thrown) {
       const error = asProxyError(thrown);
       if (plan.handoff !== undefined && neverReachedEngine(error)) plan.handoff.reached = reachedBefore;

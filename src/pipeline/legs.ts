@@ -11,7 +11,7 @@ import { JSON_CODEC } from "../workers/body-codec.ts";
 import type { WorkerStream } from "../workers/stream-call.ts";
 import type { RoutingRequest } from "../routing/routing-request.ts";
 import type { HandoffWatch } from "./handoff/watch.ts";
-import type { LegPlan } from "./leg-plan.ts";
+import type { LegPlan, StreamedAttempt } from "./leg-plan.ts";
 import { runJsonLeg, runStreamLeg } from "./leg-runner.ts";
 import { contextLegRetryable, generationLegRetryable, restartable } from "./retry.ts";
 import { withDeadline } from "../timers.ts";
@@ -72,7 +72,7 @@ export async function runContextLeg(
 /** The generation leg's answer: a whole JSON one, or the worker's stream (its attempt ends with the request). */
 export type GenerationLegResult =
   | { kind: "json"; body: JsonObject; bytes: Uint8Array; headers: Headers }
-  | { kind: "stream"; stream: WorkerStream; headers: Headers; origin: string; endEarly: ((error: ProxyError) => void) | undefined };
+  | { kind: "stream"; stream: WorkerStream; headers: Headers; origin: string; streamed: StreamedAttempt | undefined };
 
 export async function runGenerationLeg(
   deps: PipelineDeps,
@@ -120,10 +120,10 @@ export async function runGenerationLeg(
     firstTokenTimeoutMs: input.stream ? deps.settings.firstTokenTimeoutMs : undefined,
   };
   if (input.stream) {
-    const { origin, result, endEarly } = await runStreamLeg(deps, ctx, plan);
+    const { origin, result, streamed } = await runStreamLeg(deps, ctx, plan);
     ctx.legServed("generation", origin);
     ctx.perf?.workerAnswered("gen", origin, result.headers);
-    return { kind: "stream", stream: result, headers: result.headers, origin, endEarly };
+    return { kind: "stream", stream: result, headers: result.headers, origin, streamed };
   }
   const { origin, result } = await runJsonLeg(deps, ctx, plan);
   ctx.legServed("generation", origin);
@@ -162,7 +162,7 @@ export async function withFirstBytes(
       : new ProxyError("WORKER_STREAM_BROKEN", 502, "The generation worker's stream broke before its first byte", { cause });
   }
   void reader.cancel(failure).catch(() => {});
-  result.endEarly?.(failure);
+  result.streamed?.endEarly(failure);
   throw restartable(ctx, failure, result.origin, id);
 }
 

@@ -1,9 +1,15 @@
+import type { ProxyError } from "../errors.ts";
 import type { RequestPerf } from "../observability/request-perf.ts";
 import type { RequestSpans } from "../observability/request-spans.ts";
 import type { TraceContext } from "../observability/trace-context.ts";
 import type { TraceHandle } from "../observability/request-trace.ts";
 import type { ClientFacts } from "./client-address.ts";
 import type { RequestHooks, RequestSummary } from "./reports.ts";
+
+/** Told of a request's end (with its error; undefined on success), as an object: a closure held per request costs more. */
+export interface EndListener {
+  atRequestEnd(error: ProxyError | undefined): void;
+}
 
 /** What a request's context (`Ctx`) is made with (request/requests.ts makes it; tests make their own). */
 export interface RequestContextOptions<Ctx> {

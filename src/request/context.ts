@@ -9,7 +9,7 @@ import type { Role } from "../config/types.ts";
 import type { ClientFacts } from "./client-address.ts";
 import { NO_HOOKS, placedByText, type RequestHooks, type RequestSummary } from "./reports.ts";
 import { HeldReservation } from "./held-reservation.ts";
-import type { RequestContextOptions } from "./context-options.ts";
+import type { EndListener, RequestContextOptions } from "./context-options.ts";
 
 import type { PlacedBy } from "../routing/coordination.ts";
 
@@ -63,9 +63,9 @@ export class RequestContext {
   readonly #startedAt: number;
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
-  readonly #atEnd: ((error: ProxyError | undefined) => void)[] = [];
-  /** What onLegsAborted was given (made on first use). */
-  #legWatchers: (() => void)[] | undefined;
+  readonly #atEnd: (((error: ProxyError | undefined) => void) | EndListener)[] = [];
+  /** What onLegsAborted and abortAtEnd were given (made on first use). */
+  #legWatchers: ((() => void) | AbortController)[] | undefined;
   #ended = false;
   readonly #releaseAdmission: (() => void) | undefined;
   /** Attempts that run on past the request's end and keep its admission slot. */
@@ -198,7 +198,7 @@ export class RequestContext {
   }
 
   /** Runs once the request ends, with its error (undefined on success). */
-  atEnd(callback: (error: ProxyError | undefined) => void): void {
+  atEnd(callback: ((error: ProxyError | undefined) => void) | EndListener): void {
     this.#atEnd.push(callback);
   }
 
@@ -229,6 +229,12 @@ export class RequestContext {
     else (this.#legWatchers ??= []).push(listener);
   }
 
+  /** Aborts `controller` with the legs' reason once they are aborted (no closure held for it while the request runs). */
+  abortAtEnd(controller: AbortController): void {
+    if (this.signal.aborted) controller.abort(this.signal.reason);
+    else (this.#legWatchers ??= []).push(controller);
+  }
+
   /** `listener` is no longer run when the legs are aborted. */
   offLegsAborted(listener: () => void): void {
     const watchers = this.#legWatchers;
@@ -242,7 +248,11 @@ export class RequestContext {
     this.#controller.abort(reason);
     const watchers = this.#legWatchers;
     this.#legWatchers = undefined;
-    if (watchers !== undefined) for (const watcher of watchers) watcher();
+    if (watchers === undefined) return;
+    for (const watcher of watchers) {
+      if (typeof watcher === "function") watcher();
+      else watcher.abort(reason);
+    }
   }
 
   /** The one end. `error` undefined means success. Later calls are ignored. */
@@ -252,7 +262,10 @@ export class RequestContext {
     this.abortLegs(error ?? REQUEST_ENDED);
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.length = 0;
-    for (const callback of this.#atEnd) callback(error);
+    for (const callback of this.#atEnd) {
+      if (typeof callback === "function") callback(error);
+      else callback.atRequestEnd(error);
+    }
     this.#onEnd(this.#summary(status, error), this);
     if (this.#admissionKeepers === 0) this.#releaseAdmission?.();
   }

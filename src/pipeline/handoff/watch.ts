@@ -36,17 +36,21 @@ export interface AttemptEnding {
   /** Runs `listener` once `signal` aborts (at once if it has). */
   onLegsAborted(listener: () => void): void;
   offLegsAborted(listener: () => void): void;
+  /** Aborts `controller` with the signal's reason once it aborts (at once if it has). */
+  abortAtEnd(controller: AbortController): void;
 }
 
 /** A signal's abort as an AttemptEnding (a leg whose signal is not its request's own: generation-first's pairs). */
 export function signalEnding(signal: AbortSignal): AttemptEnding {
+  const onLegsAborted = (listener: () => void): void => {
+    if (signal.aborted) listener();
+    else signal.addEventListener("abort", listener, { once: true });
+  };
   return {
     signal,
-    onLegsAborted: (listener) => {
-      if (signal.aborted) listener();
-      else signal.addEventListener("abort", listener, { once: true });
-    },
+    onLegsAborted,
     offLegsAborted: (listener) => signal.removeEventListener("abort", listener),
+    abortAtEnd: (controller) => onLegsAborted(() => controller.abort(signal.reason)),
   };
 }
 
@@ -88,20 +92,12 @@ export async function watchedCall<T>(
   ending.onLegsAborted(onEnd);
   try {
     const value = await Promise.race([pending, ended]);
-    if (outlastsAnswer) stopAtRequestEnd(ending, own);
+    // Answered: from now on the request's end stops the attempt, as any leg's.
+    if (outlastsAnswer) ending.abortAtEnd(own);
     return value;
   } finally {
     ending.offLegsAborted(onEnd);
   }
-}
-
-/**
- * Answered: from now on the request's end stops the attempt, as any leg's. Made apart from
- * watchedCall so the listener, which lives as long as the request, keeps nothing of its frame
- * (the worker body among it).
- */
-function stopAtRequestEnd(ending: AttemptEnding, own: AbortController): void {
-  ending.onLegsAborted(() => own.abort(ending.signal.reason));
 }
 
 /**
