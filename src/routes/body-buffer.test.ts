@@ -32,4 +32,24 @@ describe("DeclaredBodyBuffer", () => {
     expect(Buffer.compare(gathered.bytes(), body)).toBe(0);
     expect(gathered.append(new Uint8Array(1))).toBe(false);
   });
+
+  test("a body that comes whole in one piece of its own is kept as that piece; a view into a larger buffer is copied", () => {
+    const piece = pattern(100_000);
+    const gathered = new DeclaredBodyBuffer(100_000);
+    expect(gathered.append(piece)).toBe(true);
+    expect(gathered.bytes()).toBe(piece);
+    expect(gathered.append(new Uint8Array(1))).toBe(false);
+    const larger = pattern(100_010);
+    const view = new DeclaredBodyBuffer(100_000);
+    view.append(larger.subarray(10));
+    expect(view.bytes().buffer).not.toBe(larger.buffer);
+    expect(Buffer.compare(view.bytes(), larger.subarray(10))).toBe(0);
+  });
+
+  test("a body shorter than declared shows only what came", () => {
+    const gathered = new DeclaredBodyBuffer(100);
+    expect(gathered.bytes()).toHaveLength(0);
+    gathered.append(pattern(40));
+    expect(Buffer.compare(gathered.bytes(), pattern(40))).toBe(0);
+  });
 });
