@@ -74,8 +74,14 @@ describe("worker body codecs", () => {
       gone: undefined,
     };
     expect(JSON.parse(JSON_CODEC.encode(body) as string)).toEqual(JSON.parse(JSON.stringify(body)));
-    expect(JSON_CODEC.encode(body)).toContain(`"ctx_request_id":${ID},"disagg_request_id":${ID}`);
-    expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(JSON.stringify({ disaggregated_params: params }));
+    expect(JSON_CODEC.encode(body)).toContain(`"ctx_request_id":${ID},"disagg_request_id":${ID}}`);
+    // The raw ids go after the other parameters, exact: JSON.stringify then writes the rest on its fast path.
+    expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(
+      `{"disaggregated_params":{"request_type":"generation_only","first_gen_tokens":[7],"ctx_request_id":${ID},"disagg_request_id":${ID}}}`,
+    );
+    expect(JSON_CODEC.encode({ disaggregated_params: { disagg_request_id: jsonInteger(ID) } })).toBe(
+      `{"disaggregated_params":{"disagg_request_id":${ID}}}`,
+    );
     expect(JSON_CODEC.encode({ model: "m" })).toBe(`{"model":"m"}`);
   });
 

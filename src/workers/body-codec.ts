@@ -94,7 +94,7 @@ export function spliceBody(body: JsonObject, source: JsonSource): WorkerBody {
   }
   if (runStart >= 0) pieces.push(source.bytes.subarray(runStart, runEnd));
   const params = body["disaggregated_params"];
-  if (params !== undefined) text += `${first ? "" : ","}"disaggregated_params":${JSON.stringify(params)}`;
+  if (params !== undefined) text += `${first ? "" : ","}"disaggregated_params":${paramsJson(params)}`;
   pieces.push(`${text}}`);
   let size = 0;
   for (const piece of pieces) size += piece.length;
@@ -215,8 +215,27 @@ export function stringifyBody(body: JsonObject): string {
   if (params === undefined) return JSON.stringify(body);
   const { disaggregated_params: _params, ...rest } = body;
   const text = JSON.stringify(rest);
-  const member = `"disaggregated_params":${JSON.stringify(params)}`;
+  const member = `"disaggregated_params":${paramsJson(params)}`;
   return text === "{}" ? `{${member}}` : `${text.slice(0, -1)},${member}}`;
+}
+
+/**
+ * The hand-off parameters as JSON, their raw 63-bit ids written after the other members: the rest
+ * then goes through JSON.stringify's fast path, which one raw value leaves (a generation request's
+ * parameters: 0.34 µs against 0.88).
+ */
+function paramsJson(params: JsonValue): string {
+  if (typeof params !== "object" || params === null || Array.isArray(params) || isRawJson(params)) return JSON.stringify(params);
+  let raw = "";
+  const plain: JsonObject = {};
+  for (const key in params) {
+    const value = params[key];
+    if (value !== undefined && isRawJson(value)) raw += `,${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:${value.rawJSON}`;
+    else plain[key] = value;
+  }
+  if (raw === "") return JSON.stringify(params);
+  const text = JSON.stringify(plain);
+  return text === "{}" ? `{${raw.slice(1)}}` : `${text.slice(0, -1)}${raw}}`;
 }
 
 /** Plain msgpack maps (no record extension), so any msgpack reader (msgspec) decodes them. */
