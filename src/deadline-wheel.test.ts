@@ -22,6 +22,23 @@ describe("DeadlineWheel", () => {
     expect(wheel.pending).toBe(0);
   });
 
+  test("a filed target is told once, never before its time; an unfiled one never, and unfiling twice is harmless", async () => {
+    const wheel = new DeadlineWheel(5);
+    const start = performance.now();
+    const told = Promise.withResolvers<number>();
+    let count = 0;
+    const target = { deadlinePassed: () => told.resolve(performance.now()) };
+    const dropped = { deadlinePassed: () => count++ };
+    wheel.file(20, target);
+    const slot = wheel.file(10, dropped);
+    wheel.unfile(slot, dropped);
+    wheel.unfile(slot, dropped);
+    expect(await told.promise).toBeGreaterThanOrEqual(start + 20);
+    await fired(wheel, 10);
+    expect(count).toBe(0);
+    expect(wheel.pending).toBe(0);
+  });
+
   test("a cleared deadline never fires, and clearing twice is harmless", async () => {
     const wheel = new DeadlineWheel(5);
     let count = 0;

@@ -11,12 +11,17 @@ export interface Deadlines {
   schedule(ms: number, fire: () => void): () => void;
 }
 
+/** What a deadline may tell instead of calling a closure: an object that lives on anyway (a stream's relay). */
+export interface DeadlineTarget {
+  deadlinePassed(): void;
+}
+
 /** Slot width: how late a deadline may fire, against how often the timer wakes while calls are out. */
 const DEFAULT_TICK_MS = 10;
 
 export class DeadlineWheel implements Deadlines {
   readonly #tickMs: number;
-  readonly #slots = new Map<number, Set<() => void>>();
+  readonly #slots = new Map<number, Set<(() => void) | DeadlineTarget>>();
   readonly #now: () => number;
   #pending = 0;
   /** The last slot whose deadlines were fired. */
@@ -35,6 +40,26 @@ export class DeadlineWheel implements Deadlines {
   }
 
   schedule(ms: number, fire: () => void): () => void {
+    // Its own entry: the same function may be scheduled twice.
+    const entry = (): void => fire();
+    const slot = this.#add(ms, entry);
+    return () => this.#drop(slot, entry);
+  }
+
+  /**
+   * Tells `target` once `ms` have passed, with no closure made for it (a stream's deadline
+   * lives as long as the stream); returns the slot `unfile` takes. Filed once at a time.
+   */
+  file(ms: number, target: DeadlineTarget): number {
+    return this.#add(ms, target);
+  }
+
+  /** `target`, filed in `slot`, is not told (idempotent). */
+  unfile(slot: number, target: DeadlineTarget): void {
+    this.#drop(slot, target);
+  }
+
+  #add(ms: number, entry: (() => void) | DeadlineTarget): number {
     // Idle since the last tick: the slots between are empty, and none is fired for them.
     if (this.#timer === undefined) this.#done = Math.floor(this.#now() / this.#tickMs);
     // The first slot that starts at or after the deadline: never early.
@@ -44,7 +69,7 @@ export class DeadlineWheel implements Deadlines {
       entries = new Set();
       this.#slots.set(slot, entries);
     }
-    const entry = (): void => fire();
+    if (entries.has(entry)) return slot;
     entries.add(entry);
     this.#pending++;
     if (this.#timer === undefined) {
@@ -52,12 +77,15 @@ export class DeadlineWheel implements Deadlines {
       // The calls it bounds keep the process up; the wheel alone does not.
       this.#timer.unref();
     }
-    return () => {
-      if (!entries.delete(entry)) return;
-      this.#pending--;
-      if (entries.size === 0) this.#slots.delete(slot);
-      this.#stopWhenIdle();
-    };
+    return slot;
+  }
+
+  #drop(slot: number, entry: (() => void) | DeadlineTarget): void {
+    const entries = this.#slots.get(slot);
+    if (entries === undefined || !entries.delete(entry)) return;
+    this.#pending--;
+    if (entries.size === 0) this.#slots.delete(slot);
+    this.#stopWhenIdle();
   }
 
   #tick(): void {
@@ -74,7 +102,10 @@ export class DeadlineWheel implements Deadlines {
       // Emptied first: a deadline cleared after it fired (its call then fails) is not counted twice.
       const fires = [...entries];
       entries.clear();
-      for (const fire of fires) fire();
+      for (const fire of fires) {
+        if (typeof fire === "function") fire();
+        else fire.deadlinePassed();
+      }
     }
     this.#stopWhenIdle();
   }

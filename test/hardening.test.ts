@@ -237,10 +237,10 @@ describe("hardening: what the probe and the soak found", () => {
       // After: the pipeline ran and the route's renderer throws on the worker's answer.
       "/after": {
         methods: {
-          POST: async (deps, request, { keepOpen }) => {
+          POST: async (deps, request, connection) => {
             const body = (await request.json()) as JsonObject;
             const dialect = { openStream: () => boom(), replay: () => boom(), errorResponse: openAiErrorResponse, renderJson: boom };
-            return proxyThroughPipeline({ deps, request, keepOpen, route: "/after", api: "chat", body, dialect });
+            return proxyThroughPipeline({ deps, request, connection, route: "/after", api: "chat", body, dialect });
           },
         },
       },

@@ -72,7 +72,7 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
 }
 
 /** No socket: nothing to lift, no peer. */
-const NO_CONNECTION: Connection = { keepOpen: () => () => {}, peer: () => undefined };
+const NO_CONNECTION: Connection = { keepOpen: () => ({ restore: () => {} }), peer: () => undefined };
 
 function post(path: string, body: unknown): Request {
   return new Request(`http://proxy${path}`, {

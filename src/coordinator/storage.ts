@@ -20,7 +20,7 @@ import {
   storageErrorResponse,
   type StorageDeps,
 } from "../routes/cluster-storage.ts";
-import type { Connection } from "../routes/deps.ts";
+import type { Connection, IdleBound } from "../routes/deps.ts";
 import { ClusterAccess } from "../security/cluster-access.ts";
 import { HostCheck } from "../security/browser-guard.ts";
 import type { ExtraRoutes } from "./http.ts";
@@ -29,6 +29,9 @@ export interface CoordinatorStorage {
   readonly store: ClusterStore;
   readonly routes: ExtraRoutes;
 }
+
+/** Storage calls are short: the coordinator's idle bound is never lifted for them. */
+const NO_IDLE_BOUND: IdleBound = { restore: () => {} };
 
 type StorageRoute = (deps: StorageDeps, request: Request, connection: Connection) => Response | Promise<Response>;
 
@@ -84,7 +87,7 @@ export function coordinatorStorage(config: StorageSettings, logger: Logger): Coo
         // Against DNS rebinding: a page's request names a host that is none of ours (421), as serve answers.
         if (!hosts.allows(request.headers.get("host"))) return Response.json({ detail: "Misdirected Request" }, { status: 421 });
         try {
-          return await route(deps, request, { keepOpen: () => () => {}, peer: () => peer });
+          return await route(deps, request, { keepOpen: () => NO_IDLE_BOUND, peer: () => peer });
         } catch (error) {
           if (error instanceof ProxyError) return storageErrorResponse(error);
           throw error;

@@ -32,7 +32,7 @@ describe("clientAddressOf", () => {
 /** The client a Clients names for a request from the trusted proxy 10.0.0.1 with these headers. */
 function from(clients: Clients, headers: Record<string, string>): string | undefined {
   const sent = new Request("http://proxy/v1/chat/completions", { headers });
-  clients.note(sent, () => "10.0.0.1");
+  clients.note(sent, { peer: () => "10.0.0.1" });
   return clients.of(sent).address;
 }
 

@@ -24,11 +24,16 @@ export interface ClientFacts {
  */
 export type ClientSettings = { readonly trustedProxies: readonly string[]; readonly clientAddressHeader: string };
 
+/** Where a request's peer address is looked up (its connection: an object, not a closure held per request). */
+export interface PeerSource {
+  peer(): string | undefined;
+}
+
 /** The requests of one event loop and the peer of each (looked up only when asked, while the request lives). */
 export class Clients {
   readonly #trusted: readonly Network[];
   readonly #header: string;
-  readonly #peers = new WeakMap<Request, () => string | undefined>();
+  readonly #peers = new WeakMap<Request, PeerSource>();
 
   constructor(settings: ClientSettings) {
     this.#trusted = settings.trustedProxies.flatMap((text) => parseNetwork(text) ?? []);
@@ -36,12 +41,12 @@ export class Clients {
   }
 
   /** The front door notes each request's connection (server/dispatch.ts). */
-  note(request: Request, peer: () => string | undefined): void {
-    this.#peers.set(request, peer);
+  note(request: Request, connection: PeerSource): void {
+    this.#peers.set(request, connection);
   }
 
   of(request: Request): ClientFacts {
-    const peer = this.#peers.get(request)?.();
+    const peer = this.#peers.get(request)?.peer();
     const userAgent = request.headers.get("user-agent")?.slice(0, MAX_USER_AGENT_CHARS) ?? undefined;
     // The forwarded header is read only when some proxy is trusted to set it.
     const forwarded = this.#trusted.length === 0 ? null : request.headers.get(this.#header);

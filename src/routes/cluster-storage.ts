@@ -57,10 +57,10 @@ function keyTooLong(key: string): boolean {
 
 /** Checks the caller, then runs the handler; without an HTTP cluster_uri the routes do not exist. */
 function guarded(handler: StorageHandler) {
-  return (deps: StorageDeps, request: Request, { peer }: Connection): Response | Promise<Response> => {
+  return (deps: StorageDeps, request: Request, connection: Connection): Response | Promise<Response> => {
     const storage = deps.clusterStorage;
     if (storage === undefined) return Response.json({ detail: "Not Found" }, { status: 404 });
-    const address = peer();
+    const address = connection.peer();
     const refuse = (reason: string, status: number, detail: string): Response => {
       // At most once a minute per address and kind of refusal: a scanner cannot flood the log, and one kind does not hide another.
       if (storage.access.shouldLogRefusal(`${address ?? "unknown"} ${status}`)) {

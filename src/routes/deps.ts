@@ -89,21 +89,24 @@ export interface StorageHolder {
   forward: ((call: StorageCall) => Promise<StorageAnswer | undefined>) | undefined;
 }
 
-/**
- * `keepOpen` lifts the server's idle timeout for this request: a route calls it once the
- * client's body is in, so a prefill may keep the request silent for minutes while a client
- * trickling its body (slowloris) is still cut. It returns the function that puts the idle
- * bound back, which the route calls when its request ends (the runtime keeps a lifted timeout
- * on the connection for later idle periods; server/keep-alive.ts). Calling it again returns
- * the same function.
- */
-export type KeepOpen = () => () => void;
+/** The server's idle bound on a request's connection, once lifted (Connection.keepOpen). */
+export interface IdleBound {
+  /** Puts the bound back; the route calls it when its request ends. */
+  restore(): void;
+}
 
-/** What a route may know and do about the connection its request came on, as one object. */
+/** What a route may know and do about the connection its request came on, as one object (methods: no closures per request). */
 export interface Connection {
-  readonly keepOpen: KeepOpen;
+  /**
+   * Lifts the server's idle timeout for this request: a route calls it once the client's body
+   * is in, so a prefill may keep the request silent for minutes while a client trickling its
+   * body (slowloris) is still cut. The runtime keeps a lifted timeout on the connection for
+   * later idle periods (server/keep-alive.ts), so the route restores it when its request ends.
+   * Calling it again returns the same bound.
+   */
+  keepOpen(): IdleBound;
   /** The client's address, looked up only when a route asks. */
-  readonly peer: () => string | undefined;
+  peer(): string | undefined;
 }
 
 export type Handler = (deps: RouteDeps, request: Request, connection: Connection) => Response | Promise<Response>;

@@ -22,7 +22,7 @@ export function anthropicErrorResponse(error: ProxyError, headers?: Headers): Re
  * converted back (or reframed into Anthropic events). The query string (Claude Code sends
  * `?beta=true`) plays no part in routing.
  */
-export async function messages(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
+export async function messages(deps: RouteDeps, request: Request, connection: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/messages", request);
   const { body, source } = read;
   const model = typeof body["model"] === "string" ? body["model"] : undefined;
@@ -36,7 +36,7 @@ export async function messages(deps: RouteDeps, request: Request, { keepOpen }: 
     errorResponse: anthropicErrorResponse,
     renderJson: (answer) => toAnthropicMessage(answer, randomAnthropicIds),
   };
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/messages", api: "chat", body: chat, source, dialect });
+  return proxyThroughPipeline({ deps, request, connection, route: "/v1/messages", api: "chat", body: chat, source, dialect });
 }
 
 /**

@@ -19,14 +19,14 @@ const COMPLETIONS = dialectFor("completions");
 const CHAT = dialectFor("chat");
 
 /** POST /v1/completions */
-export async function completions(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
+export async function completions(deps: RouteDeps, request: Request, connection: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/completions", request, read, () => checkCompletions(body));
   return proxyThroughPipeline({
     deps,
     request,
-    keepOpen,
+    connection,
     route: "/v1/completions",
     api: "completions",
     body: unwrapPrompt(body),
@@ -36,7 +36,7 @@ export async function completions(deps: RouteDeps, request: Request, { keepOpen 
 }
 
 /** POST /v1/chat/completions */
-export async function chatCompletions(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
+export async function chatCompletions(deps: RouteDeps, request: Request, connection: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/chat/completions", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/chat/completions", request, read, () => {
@@ -45,7 +45,7 @@ export async function chatCompletions(deps: RouteDeps, request: Request, { keepO
       throw badRequest("chat_template in a request is not allowed on this server (allow_request_chat_template is off)");
     }
   });
-  return proxyThroughPipeline({ deps, request, keepOpen, route: "/v1/chat/completions", api: "chat", body, source, dialect: CHAT });
+  return proxyThroughPipeline({ deps, request, connection, route: "/v1/chat/completions", api: "chat", body, source, dialect: CHAT });
 }
 
 /** A one-element prompt list is its element, as trtllm-serve treats it. */

@@ -14,7 +14,7 @@ import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, namedConversationOf, withConversationId, withSubagentConversationId } from "./conversation.ts";
 import { clientSubagentOf } from "./subagents.ts";
 import type { TraceInput } from "../request/requests.ts";
-import type { KeepOpen, RouteDeps } from "./deps.ts";
+import type { Connection, IdleBound, RouteDeps } from "./deps.ts";
 import { readClientJson } from "./client-body.ts";
 import { checkNumericBounds } from "./numeric-bounds.ts";
 
@@ -39,8 +39,8 @@ export interface RouteDialect {
 export interface ProxiedCall {
   readonly deps: RouteDeps;
   readonly request: Request;
-  /** Lifts the server's idle timeout: the body is in, and the workers may be silent for long. */
-  readonly keepOpen: KeepOpen;
+  /** Its connection, whose idle timeout is lifted: the body is in, and the workers may be silent for long. */
+  readonly connection: Connection;
   readonly route: string;
   readonly api: ApiKind;
   readonly body: JsonObject;
@@ -73,14 +73,14 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
   const affinity = parent === undefined ? undefined : affinityOf(parent, body);
   // Gone while its body was read (e.g. the runtime closed a pipelining connection): no work starts.
   if (request.signal.aborted) throw clientGone();
-  const restoreIdle = call.keepOpen();
+  const idle = call.connection.keepOpen();
   const stream = body["stream"] === true;
   const starting = deps.startRequest(call.route, stream, request, () => traceInputOf(call, body));
   const ctx = starting instanceof Promise ? await starting : starting;
   // The idle bound goes back while the answer is still being written (later has no effect):
   // before an error or JSON answer is returned, as a stream closes.
   const renderError = (error: ProxyError): Response => {
-    restoreIdle();
+    idle.restore();
     const response = dialect.errorResponse(error, engineHeaders(ctx));
     ctx.traced?.capture.answered(response);
     return response;
@@ -90,9 +90,9 @@ export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response>
     // The body names whatever conversation its headers or fields named (withConversationId): not looked for twice.
     const routing = routingRequestOf(call.api, body, namedConversationOf(body), parent);
     const outcome = deps.runPipeline(ctx, { api: call.api, body, source: call.source, stream, routing, affinity });
-    if (stream) return streamAnswer(call, ctx, body, outcome, renderError, restoreIdle);
+    if (stream) return streamAnswer(call, ctx, body, outcome, renderError, idle);
     const answer = jsonAnswer(dialect, ctx, await outcome);
-    restoreIdle();
+    idle.restore();
     return answer;
   });
 }
@@ -161,7 +161,7 @@ function streamAnswer(
   body: JsonObject,
   outcome: Promise<PipelineOutcome>,
   renderError: (error: ProxyError) => Response,
-  beforeClose: () => void,
+  idle: IdleBound,
 ): Promise<Answer> {
   const { deps, dialect } = call;
   const maxEventBytes = deps.settings.maxSseEventBytes;
@@ -178,7 +178,7 @@ function streamAnswer(
     timings: opened.opensEarly ? deps.timings : { ...deps.timings, startWaitMs: Number.POSITIVE_INFINITY },
     headers: () => streamHeaders(engineHeaders(ctx)),
     errorResponse: renderError,
-    beforeClose,
+    idle,
   });
 }
 

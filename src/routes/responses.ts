@@ -31,7 +31,7 @@ const dialect: RouteDialect = {
  * POST /v1/responses. Responses are not stored on a disaggregated deployment, so `store`
  * is forced off and a request that continues a stored response is refused.
  */
-export async function responses(deps: RouteDeps, request: Request, { keepOpen }: Connection): Promise<Response> {
+export async function responses(deps: RouteDeps, request: Request, connection: Connection): Promise<Response> {
   const read = await readModelBody(deps, "/v1/responses", request);
   const { body, source } = read;
   checkedBody(deps, "/v1/responses", request, read, () => {
@@ -45,7 +45,7 @@ export async function responses(deps: RouteDeps, request: Request, { keepOpen }:
   return proxyThroughPipeline({
     deps,
     request,
-    keepOpen,
+    connection,
     route: "/v1/responses",
     api: "responses",
     body,

@@ -60,7 +60,7 @@ export function createDispatch(app: DispatchDeps, routes: RouteTable, keepAlive:
     const route = routeOf(routes, path);
     const entry = route === undefined ? undefined : routes[route];
     const handler = entry?.methods[request.method];
-    app.clients.note(request, connection.peer);
+    app.clients.note(request, connection);
     try {
       // RFC 9112 §3.2: a request with more than one Host is a 400. The runtime joins them with a comma, which no host name holds.
       if (request.headers.get("host")?.includes(",") === true)

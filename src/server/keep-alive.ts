@@ -6,7 +6,7 @@
  * that closes every idle connection. Measured on Bun 1.4.5: docs/security.md#idle-connections.
  */
 
-import type { Connection } from "../routes/deps.ts";
+import type { Connection, IdleBound } from "../routes/deps.ts";
 
 const TICK_S = 4;
 /** The most the runtime's timer takes (Bun.serve idleTimeout, server.timeout). */
@@ -76,18 +76,41 @@ export class KeepAlive {
     this.#lastRequestAt = performance.now();
     const { runtimeS, firstRequestS } = this.bound;
     if (runtimeS !== firstRequestS) server.timeout(request, runtimeS);
-    let restore: (() => void) | undefined;
-    return {
-      keepOpen: () => {
-        if (restore === undefined) {
-          server.timeout(request, 0);
-          restore = () => server.timeout(request, runtimeS);
-        }
-        return restore;
-      },
-      peer: () => server.requestIP(request)?.address,
-      restoreIfLifted: () => restore?.(),
-    };
+    return new RequestConnection(request, server, runtimeS);
+  }
+}
+
+/** One request's connection: one object with methods, which a stream holds until it closes (closures and their scopes cost more). */
+class RequestConnection implements HeldConnection, IdleBound {
+  readonly #request: Request;
+  readonly #server: ConnectionHost;
+  readonly #runtimeS: number;
+  #lifted = false;
+
+  constructor(request: Request, server: ConnectionHost, runtimeS: number) {
+    this.#request = request;
+    this.#server = server;
+    this.#runtimeS = runtimeS;
+  }
+
+  keepOpen(): IdleBound {
+    if (!this.#lifted) {
+      this.#server.timeout(this.#request, 0);
+      this.#lifted = true;
+    }
+    return this;
+  }
+
+  restore(): void {
+    this.#server.timeout(this.#request, this.#runtimeS);
+  }
+
+  peer(): string | undefined {
+    return this.#server.requestIP(this.#request)?.address;
+  }
+
+  restoreIfLifted(): void {
+    if (this.#lifted) this.restore();
   }
 }
 

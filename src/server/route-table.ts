@@ -38,7 +38,14 @@ const DASHBOARD_ACCESS = "dashboard";
 
 function dashboardEntry(handler: DashboardHandler): RouteEntry {
   return {
-    methods: { GET: (_deps, request, { keepOpen, peer }) => handler(request, keepOpen, peer) },
+    methods: {
+      GET: (_deps, request, connection) =>
+        handler(
+          request,
+          () => void connection.keepOpen(),
+          () => connection.peer(),
+        ),
+    },
     access: DASHBOARD_ACCESS,
     checkHost: true,
     renderError: (error) => dashboardErrorResponse(error.status, error.message),
@@ -52,10 +59,10 @@ function dashboardEntry(handler: DashboardHandler): RouteEntry {
 export function forwardedDashboardRoutes(forward: DashboardForward): RouteTable {
   const entry: RouteEntry = {
     methods: {
-      GET: (_deps, request, { keepOpen, peer }) => {
+      GET: (_deps, request, connection) => {
         // The event stream stays open as long as the main loop's does.
-        if (new URL(request.url, "http://host").pathname.endsWith("/events")) keepOpen();
-        return forward(request, peer());
+        if (new URL(request.url, "http://host").pathname.endsWith("/events")) connection.keepOpen();
+        return forward(request, connection.peer());
       },
     },
     access: DASHBOARD_ACCESS,

@@ -13,17 +13,24 @@ const decoder = new TextDecoder();
 function manualClock(): StreamClock & { advance(ms: number): void } {
   let now = 0;
   let timers: { at: number; fire: () => void }[] = [];
+  const setTimer = (ms: number, fire: () => void): { at: number; fire: () => void } | undefined => {
+    if (ms <= 0) {
+      fire();
+      return undefined;
+    }
+    const timer = { at: now + ms, fire };
+    timers.push(timer);
+    return timer;
+  };
+  const clear = (timer: unknown): void => void (timers = timers.filter((t) => t !== timer));
   return {
     now: () => now,
     setTimer(ms, fire) {
-      if (ms <= 0) {
-        fire();
-        return () => {};
-      }
-      const timer = { at: now + ms, fire };
-      timers.push(timer);
-      return () => void (timers = timers.filter((t) => t !== timer));
+      const timer = setTimer(ms, fire);
+      return () => clear(timer);
     },
+    arm: (ms, target) => setTimer(ms, () => target.deadlinePassed()),
+    disarm: (armed) => clear(armed),
     advance(ms) {
       const until = now + ms;
       for (;;) {

@@ -3,6 +3,7 @@ import type { ReadableStreamReadResult } from "node:stream/web";
 import { asProxyError, clientGone, ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import { settleWithin } from "../timers.ts";
+import type { DeadlineTarget } from "../deadline-wheel.ts";
 import type { DialectStream } from "./dialect.ts";
 import {
   RUNTIME_CLOCK,
@@ -41,7 +42,7 @@ function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: Pr
   request.ctx.markFirstByte();
   request.ctx.sent(bytes.byteLength);
   request.ctx.traced?.capture.streamed(bytes);
-  request.beforeClose?.();
+  request.idle?.restore();
   const response = new Response(bytes, { status: 200, headers: request.headers() });
   return { response, ended: Promise.resolve({ status: 200, error }) };
 }
@@ -72,7 +73,7 @@ function firstReadOf(upstream: EarlyStreamRequest["upstream"]): Promise<FirstRea
  * request's error and header builders, whose closures hold the route's whole frame), and
  * drops the first read once relayed.
  */
-export class ClientRelay implements EndingSource {
+export class ClientRelay implements EndingSource, DeadlineTarget {
   readonly readable: ReadableStream<Uint8Array>;
   #listener: EndingListener | undefined;
   #ending: Ending | undefined;
@@ -80,7 +81,7 @@ export class ClientRelay implements EndingSource {
   readonly #dialect: DialectStream;
   readonly #timings: StreamTimings;
   readonly #clock: StreamClock;
-  readonly #beforeClose: (() => void) | undefined;
+  readonly #idle: { restore(): void } | undefined;
   #first: Promise<FirstRead> | undefined;
   #upstreamStarted: boolean;
   #controller: ReadableStreamDirectController | undefined;
@@ -89,7 +90,8 @@ export class ClientRelay implements EndingSource {
   /** The client's socket is full: the next worker read waits for it to drain. */
   #drained: Promise<number> | undefined;
   #reader: ByteReader | undefined;
-  #cancelTimer: (() => void) | undefined;
+  /** The deadline armed on the clock (its handle), while one is. */
+  #armed: unknown;
   #lastSentAt: number;
   #lastUpstreamAt: number;
   #timeout: ProxyError | undefined;
@@ -100,7 +102,7 @@ export class ClientRelay implements EndingSource {
     this.#dialect = request.dialect;
     this.#timings = request.timings;
     this.#clock = request.timings.clock ?? RUNTIME_CLOCK;
-    this.#beforeClose = request.beforeClose;
+    this.#idle = request.idle;
     this.#first = first;
     // Opened before the pipeline answered: its wait is not the worker's silence.
     this.#upstreamStarted = !opened;
@@ -233,9 +235,9 @@ export class ClientRelay implements EndingSource {
   #close(error: ProxyError | undefined): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#cancelTimer?.();
+    this.#disarm();
     this.#ctx.hooks.streamClosed();
-    this.#beforeClose?.();
+    this.#idle?.restore();
     this.#end();
     this.#settle({ status: 200, error });
   }
@@ -270,7 +272,7 @@ export class ClientRelay implements EndingSource {
       return;
     }
     this.#closed = true;
-    this.#cancelTimer?.();
+    this.#disarm();
     this.#ctx.hooks.streamClosed();
     this.#settle({ status: 499, error: clientGone() });
     this.#reader?.cancel().catch(() => {});
@@ -283,10 +285,18 @@ export class ClientRelay implements EndingSource {
     // An interval of 0 turns keepalives off; the silence bound still holds.
     const keepaliveDue = keepaliveIntervalMs > 0 ? this.#lastSentAt + keepaliveIntervalMs - now : Number.POSITIVE_INFINITY;
     const silenceDue = this.#lastUpstreamAt + silenceTimeoutMs - now;
-    this.#cancelTimer = this.#clock.setTimer(Math.max(1, Math.min(keepaliveDue, silenceDue)), () => this.#tick());
+    this.#armed = this.#clock.arm(Math.max(1, Math.min(keepaliveDue, silenceDue)), this);
   }
 
-  #tick(): void {
+  #disarm(): void {
+    if (this.#armed === undefined) return;
+    this.#clock.disarm(this.#armed, this);
+    this.#armed = undefined;
+  }
+
+  /** The deadline came: a keepalive is due, or the silence bound passed. */
+  deadlinePassed(): void {
+    this.#armed = undefined;
     if (this.#closed) return;
     const now = this.#clock.now();
     const timings = this.#timings;

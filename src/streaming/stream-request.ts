@@ -1,5 +1,5 @@
 import type { FirstRead } from "../bytes.ts";
-import type { Deadlines } from "../deadline-wheel.ts";
+import type { DeadlineTarget, DeadlineWheel } from "../deadline-wheel.ts";
 import type { ProxyError } from "../errors.ts";
 import type { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
@@ -47,8 +47,11 @@ export interface Answer {
 /** Time for the relay's deadline: the runtime's, a shared wheel, or a test's hand-moved clock. */
 export interface StreamClock {
   now(): number;
-  /** Calls `fire` after `ms`; the returned function cancels it. */
+  /** Calls `fire` after `ms`; the returned function cancels it (the start wait's). */
   setTimer(ms: number, fire: () => void): () => void;
+  /** Tells `target` after `ms`; returns what `disarm` takes to cancel it (a relay's deadline: no closure held per stream). */
+  arm(ms: number, target: DeadlineTarget): unknown;
+  disarm(armed: unknown, target: DeadlineTarget): void;
 }
 
 export const RUNTIME_CLOCK: StreamClock = {
@@ -57,14 +60,29 @@ export const RUNTIME_CLOCK: StreamClock = {
     const timer = setTimeout(fire, ms);
     return () => clearTimeout(timer);
   },
+  arm(ms, target) {
+    const timer = setTimeout(() => target.deadlinePassed(), ms);
+    return () => clearTimeout(timer);
+  },
+  disarm: (armed) => {
+    if (typeof armed === "function") armed();
+  },
 };
 
 /**
- * Every stream's deadlines on one wheel: a timer of its own per stream cost a native Timeout,
- * its callback and its canceller for as long as the stream stayed open.
+ * Every stream's deadlines on one wheel, filed as the relay itself: a timer of its own per
+ * stream cost a native Timeout, and a closure per deadline its callback, canceller and scopes,
+ * for as long as the stream stayed open.
  */
-export function wheelClock(deadlines: Deadlines): StreamClock {
-  return { now: () => performance.now(), setTimer: (ms, fire) => deadlines.schedule(ms, fire) };
+export function wheelClock(deadlines: DeadlineWheel): StreamClock {
+  return {
+    now: () => performance.now(),
+    setTimer: (ms, fire) => deadlines.schedule(ms, fire),
+    arm: (ms, target) => deadlines.file(ms, target),
+    disarm: (armed, target) => {
+      if (typeof armed === "number") deadlines.unfile(armed, target);
+    },
+  };
 }
 
 export interface EarlyStreamRequest {
@@ -76,6 +94,6 @@ export interface EarlyStreamRequest {
   readonly headers: () => Headers;
   /** A failure before the response opened, in the route's dialect (its HTTP status kept). */
   readonly errorResponse: (error: ProxyError) => Response;
-  /** Runs as the stream closes, while the response is still being written (idle timeout restore). */
-  readonly beforeClose?: () => void;
+  /** The server's idle bound, put back as the stream closes, while the response is still being written. */
+  readonly idle?: { restore(): void };
 }
