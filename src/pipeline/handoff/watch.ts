@@ -117,24 +117,42 @@ export function contextWatch(
   ctx: RequestContext,
   leftBy: (answer: JsonAnswer, attempt: AdoptedAttempt) => UnclaimedHandoff | undefined,
 ): HandoffWatch | undefined {
-  if (settler === undefined) return undefined;
-  return {
-    reached: false,
-    adopt(pending, abort, attempt) {
-      // A phase that has not begun answering within the grace is far from done: abort it then.
-      if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
-      settler.adopt(
-        pending,
-        abort,
-        {
-          reason: settleReason(ctx, ctx.signal.reason),
-          follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftBy(value, attempt) : undefined),
-          onFailure: () => undefined,
-        },
-        { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId },
-      );
-    },
-  };
+  return settler === undefined ? undefined : new ContextWatch(settler, ctx, leftBy);
+}
+
+/** A class, not an object literal: its method is shared, not a closure made per request. */
+class ContextWatch implements HandoffWatch {
+  reached = false;
+  readonly #settler: HandoffSettler;
+  readonly #ctx: RequestContext;
+  readonly #leftBy: (answer: JsonAnswer, attempt: AdoptedAttempt) => UnclaimedHandoff | undefined;
+
+  constructor(
+    settler: HandoffSettler,
+    ctx: RequestContext,
+    leftBy: (answer: JsonAnswer, attempt: AdoptedAttempt) => UnclaimedHandoff | undefined,
+  ) {
+    this.#settler = settler;
+    this.#ctx = ctx;
+    this.#leftBy = leftBy;
+  }
+
+  adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, attempt: AdoptedAttempt): void {
+    const ctx = this.#ctx;
+    const leftBy = this.#leftBy;
+    // A phase that has not begun answering within the grace is far from done: abort it then.
+    if (!attempt.answering) setTimeout(() => attempt.answering || abort(ctx.signal.reason), CONTEXT_ABORT_GRACE_MS);
+    this.#settler.adopt(
+      pending,
+      abort,
+      {
+        reason: settleReason(ctx, ctx.signal.reason),
+        follow: (value) => Promise.resolve(isJsonAnswer(value) ? leftBy(value, attempt) : undefined),
+        onFailure: () => undefined,
+      },
+      { role: "context", origin: attempt.origin, requestKey: ctx.disaggRequestId },
+    );
+  }
 }
 
 function isJsonAnswer(value: unknown): value is JsonAnswer {
@@ -143,22 +161,37 @@ function isJsonAnswer(value: unknown): value is JsonAnswer {
 
 /** The generation leg's watch: an attempt the request's end leaves in flight runs until it claimed the hand-off. */
 export function generationWatch(settler: HandoffSettler | undefined, ctx: RequestContext, handoff: UnclaimedHandoff): HandoffWatch {
-  return {
-    reached: false,
-    adopt(pending, abort, attempt) {
-      if (settler === undefined) abort(ctx.signal.reason);
-      else {
-        // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
-        const outcome = settler.generationOutcome(handoff, settleReason(ctx, ctx.signal.reason));
-        settler.adopt(pending, abort, outcome, {
-          role: "generation",
-          origin: attempt.origin,
-          requestKey: ctx.disaggRequestId,
-          releaseAdmission: ctx.keepAdmission(),
-        });
-      }
-    },
-  };
+  return new GenerationWatch(settler, ctx, handoff);
+}
+
+/** A class, not an object literal: its method is shared, not a closure made per request. */
+class GenerationWatch implements HandoffWatch {
+  reached = false;
+  readonly #settler: HandoffSettler | undefined;
+  readonly #ctx: RequestContext;
+  readonly #handoff: UnclaimedHandoff;
+
+  constructor(settler: HandoffSettler | undefined, ctx: RequestContext, handoff: UnclaimedHandoff) {
+    this.#settler = settler;
+    this.#ctx = ctx;
+    this.#handoff = handoff;
+  }
+
+  adopt(pending: Promise<unknown>, abort: (reason: unknown) => void, attempt: AdoptedAttempt): void {
+    const ctx = this.#ctx;
+    const settler = this.#settler;
+    if (settler === undefined) abort(ctx.signal.reason);
+    else {
+      // It runs on (a non-streamed one to its last token): it keeps the request's --max-inflight slot.
+      const outcome = settler.generationOutcome(this.#handoff, settleReason(ctx, ctx.signal.reason));
+      settler.adopt(pending, abort, outcome, {
+        role: "generation",
+        origin: attempt.origin,
+        requestKey: ctx.disaggRequestId,
+        releaseAdmission: ctx.keepAdmission(),
+      });
+    }
+  }
 }
 
 /** Why a hand-off the request leaves is settled: the request's end, else the failure `thrown`. */
