@@ -11,8 +11,9 @@
  * The heap rows: *live cells* are the objects' own bytes; *blocks* the heap's capacity, the
  * 16 KiB blocks that hold them. The collector does not move objects, so a block stays while
  * any cell in it lives: a stream's objects made among its request's garbage keep blocks that
- * are mostly free (RSS follows the blocks). *Native* is what objects report holding outside
- * the heap (the floor's 256 KiB stream buffer, reserved and barely touched).
+ * are mostly free (RSS follows the blocks). Fewer kept cells free few blocks: the blocks follow
+ * what the request allocated (stream-allocations.ts). *Native* is what objects report holding
+ * outside the heap (the floor's 256 KiB stream buffer, reserved and barely touched).
  */
 
 import { join } from "node:path";
