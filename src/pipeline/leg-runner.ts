@@ -82,7 +82,7 @@ async function runAttempts<T>(
             plan.handoff,
             id,
             lastsUntil === "request end",
-            (settled) => leg.keepUntil(settled),
+            leg,
           ));
       // A streamed leg lasts until the request's end, which completes it.
       if (lastsUntil === "answer") {

@@ -57,13 +57,13 @@ export interface ProxiedCall {
  */
 export async function proxyThroughPipeline(call: ProxiedCall): Promise<Response> {
   const { deps, request, dialect } = call;
-  refusalTraced(
-    deps,
-    call.route,
-    request.headers,
-    () => traceInputOf(call, call.body),
-    () => checkNumericBounds(call.body),
-  );
+  // Checked in line, not through refusalTraced: two closures fewer per request.
+  try {
+    checkNumericBounds(call.body);
+  } catch (error) {
+    traceRefusal(deps, call.route, request.headers, error, () => traceInputOf(call, call.body));
+    throw error;
+  }
   // A gateway's header (conversation_affinity_header_for_subagents) first, else what the client itself marks.
   const configured = parentSessionOf(request.headers, deps.settings.subagentAffinityHeader);
   const native = configured === undefined ? clientSubagentOf(call.body, request.headers) : undefined;
@@ -123,9 +123,14 @@ function refusalTraced<T>(deps: RouteDeps, route: string, headers: Headers, trac
   try {
     return checks();
   } catch (error) {
-    if (error instanceof ProxyError && error.status < 500) deps.traceRefused?.(route, headers, traced(), error);
+    traceRefusal(deps, route, headers, error, traced);
     throw error;
   }
+}
+
+/** A refusal (a 4xx) is recorded in the request trace with what `traced` gives. */
+function traceRefusal(deps: RouteDeps, route: string, headers: Headers, error: unknown, traced: () => TraceInput): void {
+  if (error instanceof ProxyError && error.status < 500) deps.traceRefused?.(route, headers, traced(), error);
 }
 
 /**
@@ -176,13 +181,16 @@ function streamAnswer(
     upstream,
     dialect: ctx.perf === undefined ? opened.stream : withPerfMetricsEvent(opened.stream, ctx.perf, maxEventBytes),
     timings: opened.opensEarly ? deps.timings : { ...deps.timings, startWaitMs: Number.POSITIVE_INFINITY },
-    headers: () => streamHeaders(engineHeaders(ctx)),
+    headers: STREAM_HEADERS,
     errorResponse: renderError,
     idle,
   });
 }
 
 const encoder = new TextEncoder();
+
+/** A stream's headers, from its request: one function for every stream. */
+const STREAM_HEADERS = (ctx: RequestContext): Headers => streamHeaders(engineHeaders(ctx));
 
 function jsonAnswer(dialect: RouteDialect, ctx: RequestContext, result: PipelineOutcome): Answer {
   if (result.kind !== "json") throw new ProxyError("INTERNAL", 500, "Internal server error");

@@ -29,17 +29,7 @@ export class ReservationTable {
     const counts = this.#counts;
     const slot = counts.slot(role, origin);
     if (!counts.take(slot, limit, weight)) return undefined;
-    let held = true;
-    return {
-      requestKey,
-      role,
-      origin,
-      release: () => {
-        if (!held) return;
-        held = false;
-        counts.give(slot, weight);
-      },
-    };
+    return new TableReservation(requestKey, role, origin, counts, slot, weight);
   }
 
   load(role: Role, origin: string): number {
@@ -102,6 +92,35 @@ interface Counter {
   readonly origin: string;
   load: number;
   weight: number;
+}
+
+/**
+ * One held reservation, as one object with a method: a streamed request holds its generation
+ * leg's for as long as the stream stays open, where a closure, its scope and its slot cost three.
+ */
+class TableReservation implements Reservation {
+  readonly requestKey: bigint;
+  readonly role: Role;
+  readonly origin: string;
+  readonly #counts: LoadCounts<unknown>;
+  readonly #slot: unknown;
+  readonly #weight: number;
+  #held = true;
+
+  constructor(requestKey: bigint, role: Role, origin: string, counts: LoadCounts<unknown>, slot: unknown, weight: number) {
+    this.requestKey = requestKey;
+    this.role = role;
+    this.origin = origin;
+    this.#counts = counts;
+    this.#slot = slot;
+    this.#weight = weight;
+  }
+
+  release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.#counts.give(this.#slot, this.#weight);
+  }
 }
 
 class LocalCounts implements LoadCounts<Counter> {

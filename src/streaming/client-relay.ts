@@ -34,7 +34,7 @@ export async function respondWithStream(request: EarlyStreamRequest): Promise<An
     return { response: request.errorResponse(error), ended: Promise.resolve({ status: error.status, error }) };
   }
   const relay = new ClientRelay(request, first, settled === "pending");
-  return { response: new Response(relay.readable, { status: 200, headers: request.headers() }), ended: relay };
+  return { response: new Response(relay.readable, { status: 200, headers: request.headers(request.ctx) }), ended: relay };
 }
 
 /** A failure the dialect states in a whole 200 stream of its own (the request still failed). */
@@ -43,24 +43,27 @@ function refusedInBand(request: EarlyStreamRequest, bytes: Uint8Array, error: Pr
   request.ctx.sent(bytes.byteLength);
   request.ctx.traced?.capture.streamed(bytes);
   request.idle?.restore();
-  const response = new Response(bytes, { status: 200, headers: request.headers() });
+  const response = new Response(bytes, { status: 200, headers: request.headers(request.ctx) });
   return { response, ended: Promise.resolve({ status: 200, error }) };
 }
 
 /** The worker stream's first read. Made apart from the async function above, whose frame the relay must not keep. */
 function firstReadOf(upstream: EarlyStreamRequest["upstream"]): Promise<FirstRead> {
-  return upstream.then(async (body): Promise<FirstRead> => {
-    if (!(body instanceof ReadableStream)) return body;
-    // The runtime's own reader: a wrapper would cost a promise and an object per chunk.
-    const reader: ByteReader = body.getReader();
-    // The worker answered 200: a stream that breaks before its first byte fails in-band, as
-    // later (a 502 WORKER_STREAM_BROKEN), never as the proxy's own 500.
-    try {
-      return { reader, read: await reader.read() };
-    } catch (failure) {
-      return { reader, failure };
-    }
-  });
+  return upstream.then(firstRead);
+}
+
+/** A module function, not an arrow made per stream. */
+async function firstRead(body: ReadableStream<Uint8Array> | FirstRead): Promise<FirstRead> {
+  if (!(body instanceof ReadableStream)) return body;
+  // The runtime's own reader: a wrapper would cost a promise and an object per chunk.
+  const reader: ByteReader = body.getReader();
+  // The worker answered 200: a stream that breaks before its first byte fails in-band, as
+  // later (a 502 WORKER_STREAM_BROKEN), never as the proxy's own 500.
+  try {
+    return { reader, read: await reader.read() };
+  } catch (failure) {
+    return { reader, failure };
+  }
 }
 
 /**

@@ -91,7 +91,8 @@ export interface EarlyStreamRequest {
   readonly upstream: Promise<ReadableStream<Uint8Array> | FirstRead>;
   readonly dialect: DialectStream;
   readonly timings: StreamTimings;
-  readonly headers: () => Headers;
+  /** The response's headers, made once it opens (the request's reply id may change until then). */
+  readonly headers: (ctx: RequestContext) => Headers;
   /** A failure before the response opened, in the route's dialect (its HTTP status kept). */
   readonly errorResponse: (error: ProxyError) => Response;
   /** The server's idle bound, put back as the stream closes, while the response is still being written. */

@@ -69,7 +69,7 @@ export async function watchedCall<T>(
   id: bigint,
   outlastsAnswer: boolean,
   /** Told of an attempt the request's end leaves running, so what it holds lasts as long as it (a coordinator's lease). */
-  keep?: (settled: Promise<unknown>) => void,
+  keep?: { keepUntil(settled: Promise<unknown>): void },
 ): Promise<T> {
   const request = ending.signal;
   const own = new AbortController();
@@ -77,9 +77,11 @@ export async function watchedCall<T>(
   const sent = post(own.signal, () => (answering = true));
   const pending = call(sent);
   watch.reached = true;
-  const { promise: ended, reject } = Promise.withResolvers<never>();
+  // The answer, or the request's end (onEnd), whichever comes first: no race and its list made per attempt.
+  const { promise: settled, resolve, reject } = Promise.withResolvers<T>();
+  pending.then(resolve, reject);
   const onEnd = (): void => {
-    keep?.(pending);
+    keep?.keepUntil(pending);
     watch.adopt(pending, (reason) => own.abort(reason), {
       origin: sent.origin,
       id,
@@ -91,7 +93,7 @@ export async function watchedCall<T>(
   };
   ending.onLegsAborted(onEnd);
   try {
-    const value = await Promise.race([pending, ended]);
+    const value = await settled;
     // Answered: from now on the request's end stops the attempt, as any leg's.
     if (outlastsAnswer) ending.abortAtEnd(own);
     return value;
