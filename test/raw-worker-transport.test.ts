@@ -233,6 +233,22 @@ describe("the raw worker transport", () => {
 
   const wholeOptions = { limit: 16, tooLarge: () => new RangeError("too large") };
 
+  test("a declared answer that came in one piece is that piece's bytes, uncopied; one in many pieces is gathered whole", async () => {
+    const large = `{"ids":[${Array.from({ length: 60_000 }, (_, n) => n).join(",")}]}`;
+    let body = '{"ok":true}';
+    using worker = rawWorker((socket) => socket.write(ok(body)));
+    const { whole } = createRawFetch({ keepAliveMs: 4000 });
+    const options = { limit: 1024 * 1024, tooLarge: () => new RangeError("too large") };
+    const small = await whole(`${worker.url}/a`, {}, options);
+    expect(new TextDecoder().decode(small.bytes)).toBe(body);
+    // A view into the socket's piece, which began with the answer's head.
+    expect(small.bytes.byteOffset).toBeGreaterThan(0);
+    body = large;
+    const gathered = await whole(`${worker.url}/a`, {}, options);
+    expect(gathered.bytes.byteLength).toBeGreaterThan(128 * 1024);
+    expect(new TextDecoder().decode(gathered.bytes)).toBe(large);
+  });
+
   test("a whole answer past its bound is refused, while an error's is cut to its first bytes", async () => {
     let status = 200;
     using worker = rawWorker((socket) =>

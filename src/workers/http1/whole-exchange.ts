@@ -33,7 +33,8 @@ export class WholeExchange extends SignalledExchange {
   readonly #parts: Uint8Array[] = [];
   #size = 0;
   #head: AnswerHead | undefined;
-  /** A success that declared its length (within the bound): gathered into one buffer, shown to the guard once whole. */
+  /** A success's declared length (within the bound): its body gathered into one buffer, shown to the guard once whole. */
+  #declaredLength: number | undefined;
   #declared: Uint8Array | undefined;
 
   constructor(signal: AbortSignal | undefined, options: WholeOptions) {
@@ -56,16 +57,21 @@ export class WholeExchange extends SignalledExchange {
       }
       // Read as fetch reads a declared body (the framing stops it there), then checked whole: a
       // token-id list cut across pieces cost the guard a second scan of each piece it began in.
-      this.#declared = Buffer.allocUnsafe(declared);
+      this.#declaredLength = declared;
     }
     this.#options.onHead?.(head.status, head.headers);
   }
 
   body(bytes: Uint8Array): void {
     if (this.over) return;
-    const declared = this.#declared;
-    if (declared !== undefined) {
-      declared.set(bytes, this.#size);
+    const length = this.#declaredLength;
+    if (length !== undefined) {
+      // The whole body in one piece (most answers: the socket reads up to 128 KB at once) is kept as it came.
+      if (this.#size === 0 && bytes.byteLength === length) this.#declared = bytes;
+      else {
+        this.#declared ??= Buffer.allocUnsafe(length);
+        this.#declared.set(bytes, this.#size);
+      }
       this.#size += bytes.byteLength;
       return;
     }
@@ -92,7 +98,7 @@ export class WholeExchange extends SignalledExchange {
     const head = this.#head;
     if (head === undefined) return;
     // Only what came (all of it, by the framing): the buffer is unzeroed, and must never show more.
-    const declared = this.#declared?.subarray(0, this.#size);
+    const declared = this.#declaredLength === undefined ? undefined : (this.#declared?.subarray(0, this.#size) ?? new Uint8Array());
     if (declared !== undefined && !this.#checked(declared)) return;
     const bytes = declared ?? concatBytes(this.#parts) ?? new Uint8Array();
     this.#resolve({ status: head.status, headers: head.headers, bytes });
