@@ -4,7 +4,7 @@ import { memoryLogger } from "../src/observability/logger.ts";
 import { startProxy } from "../src/server/serve.ts";
 import { fakeWorker } from "./support/fake-worker.ts";
 
-const STREAMS = 8;
+const STREAMS = 16;
 const encoder = new TextEncoder();
 
 /** A context answer with the hand-off for the id the proxy sent (read from the body's text: a 63-bit id). */
@@ -71,8 +71,9 @@ test("an open stream keeps neither the client's prompt nor the body sent to the 
     Bun.gc(true);
     const heap = Bun.generateHeapSnapshot("v8");
     const kept = needles.filter((needle) => heap.includes(`${needle} lorem ipsum`));
-    // The stack is scanned conservatively: one prompt may be held by chance, not every stream's.
-    expect(kept.length).toBeLessThanOrEqual(1);
+    // The stack and registers are scanned conservatively: a prompt or two may be held by chance
+    // (2 of 8 in one run of many), while a proxy that keeps prompts keeps every stream's.
+    expect(kept.length).toBeLessThanOrEqual(2);
   } finally {
     client?.kill();
     await proxy.stop();
