@@ -98,8 +98,10 @@ describe("stale pooled connections", () => {
     );
     expect(errors).toBe(0);
     expect(cluster.contexts[0]!.requests.filter((r) => r.phase === "context")).toHaveLength(loops * perLoop);
-    // The pools were expired many times over (40 loops kept at most ~40 connections each open otherwise).
+    // The pools were expired many times over: 40 loops keep about 40 connections open otherwise.
+    // Each connection expires on its own clock, so how many reopen follows the machine's timing
+    // (108–140 on a loaded 2-core machine): twice the loops is far above what no expiry opens.
     for (const worker of [cluster.contexts[0]!, cluster.generations[0]!])
-      expect(worker.connectionFaults().opened).toBeGreaterThan(3 * loops);
+      expect(worker.connectionFaults().opened).toBeGreaterThan(2 * loops);
   }, 60_000);
 });
