@@ -32,8 +32,8 @@ export interface RawFetch {
 /** Origins with a pool of their own; beyond, the least recently used one is closed (workers come and go). */
 const MAX_POOLS = 1024;
 const DEFAULT_MAX_HEAD_BYTES = 64 * 1024;
-/** A header value that could end the line it is written on, or is no ByteString (fetch refuses these too). */
-const UNSAFE_VALUE = /[\r\n]|[\u0100-\uffff]/;
+/** A header name or value that could end the line it is written on, holds a NUL, or is no ByteString (fetch refuses these too). */
+const UNSAFE_HEADER = /[\r\n\0\u0100-\uffff]/;
 
 export function createRawFetch(options: RawFetchOptions): RawFetch {
   const pools = new Map<string, OriginPool>();
@@ -154,21 +154,32 @@ function headOf(
   let head = `${method} ${path} HTTP/1.1\r\nhost: ${origin.slice(origin.indexOf("//") + 2)}\r\n`;
   let length: string | undefined;
   const add = (name: string, value: string): void => {
-    if (UNSAFE_VALUE.test(value) || UNSAFE_VALUE.test(name) || value.includes("\0"))
-      throw new TypeError(`Header ${name} holds a line break or NUL`);
-    if (name.toLowerCase() === "content-length") length = value;
+    if (isContentLength(name, value)) length = value;
     else head += `${name}: ${value}\r\n`;
   };
   if (given instanceof Headers) given.forEach((value, name) => add(name, value));
   else if (Array.isArray(given)) for (const [name, value] of given) add(name ?? "", value ?? "");
-  else if (given !== undefined)
-    for (const [name, value] of Object.entries(given)) add(name, typeof value === "string" ? value : value.join(", "));
+  else if (given !== undefined) {
+    // A plain record (every worker call's): no closure call or entry arrays per header.
+    for (const name in given) {
+      const values = given[name];
+      const value = typeof values === "string" ? values : (values ?? []).join(", ");
+      if (isContentLength(name, value)) length = value;
+      else head += `${name}: ${value}\r\n`;
+    }
+  }
   if (body instanceof ReadableStream) {
     if (length === undefined) throw new TypeError("A stream body needs its Content-Length");
     head += `content-length: ${length}\r\n`;
   } else if (body !== undefined) head += `content-length: ${lengthOf(body)}\r\n`;
   if (fresh) head += "connection: close\r\n";
   return `${head}\r\n`;
+}
+
+/** Whether the header is the caller's Content-Length (written by the transport itself); throws on one that could break the head. */
+function isContentLength(name: string, value: string): boolean {
+  if (UNSAFE_HEADER.test(value) || UNSAFE_HEADER.test(name)) throw new TypeError(`Header ${name} holds a line break or NUL`);
+  return name.length === 14 && name.toLowerCase() === "content-length";
 }
 
 function lengthOf(body: string | Uint8Array | readonly Uint8Array[]): number {
