@@ -184,6 +184,28 @@ describe("the raw worker transport", () => {
     expect(size).toBe(piece.length * 64);
   });
 
+  test("pieces held for a lagging reader keep their bytes while later socket reads arrive (the runtime does not reuse a read's buffer)", async () => {
+    // 24 pieces of 16 KiB, each filled with its own byte: a reused read buffer would show another piece's byte.
+    const pieces = Array.from({ length: 24 }, (_piece, n) => Buffer.alloc(16 * 1024, 0x41 + n));
+    const written = Promise.withResolvers<void>();
+    using worker = rawWorker((socket) => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: ${16 * 1024 * pieces.length}\r\n\r\n`);
+      let sent = 0;
+      const more = (): void => {
+        while (sent < pieces.length && socket.write(pieces[sent]!) === 16 * 1024) sent++;
+        if (sent < pieces.length) setTimeout(more, 1);
+        else written.resolve();
+      };
+      more();
+    });
+    const answer = await createRawFetch({ keepAliveMs: 4000 }).stream(`${worker.url}/a`, {}, undefined);
+    // Nothing is read until the worker has written everything: the pieces pile up held (and the socket pauses).
+    await written.promise;
+    const received: Uint8Array[] = [];
+    for (let read = await answer.reader.read(); !read.done; read = await answer.reader.read()) received.push(read.value);
+    expect(Buffer.compare(Buffer.concat(received), Buffer.concat(pieces))).toBe(0);
+  });
+
   test("a header value past ASCII goes out as its Latin-1 byte, as fetch sends a ByteString", async () => {
     let seen: Uint8Array = new Uint8Array();
     const server = Bun.listen({

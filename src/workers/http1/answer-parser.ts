@@ -14,7 +14,7 @@ export interface AnswerHead {
 
 export interface AnswerSink {
   head(head: AnswerHead): void;
-  /** Body bytes, de-chunked: a view of the socket's buffer, valid for the call only. */
+  /** Body bytes, de-chunked: a view of one socket read's buffer, which the runtime does not reuse (a kept view stays valid). */
   body(bytes: Uint8Array): void;
   end(): void;
 }
