@@ -37,7 +37,7 @@ function injected(app: App, at: "pipeline sync" | "pipeline async" | "settings" 
     settings: app.settings,
     startRequest: async (route, stream, client) => {
       const ctx = await app.startRequest(route, stream, client);
-      ctx.atEnd(ended);
+      ctx.atEnd({ atRequestEnd: ended });
       return ctx;
     },
     runPipeline: (ctx, input) => app.runPipeline(ctx, input),

@@ -38,10 +38,19 @@ export async function runPipeline(deps: PipelineDeps, ctx: RequestContext, input
  */
 function refuseWithoutRotation(deps: PipelineDeps): void {
   const pool = deps.placement.pool;
-  // Asked of every request: the lists are looked through, not filtered into new ones.
-  const empty = (role: Role): boolean => pool.all(role).length > 0 && !pool.all(role).some(inRotation);
-  const role = !deps.settings.benchmarkGenerationOnly && empty("context") ? "context" : empty("generation") ? "generation" : undefined;
+  const role =
+    !deps.settings.benchmarkGenerationOnly && noneInRotation(pool, "context")
+      ? "context"
+      : noneInRotation(pool, "generation")
+        ? "generation"
+        : undefined;
   if (role !== undefined) throw new ProxyError("NO_WORKER", 503, `No ${role} worker is available`);
+}
+
+/** Asked of every request: the lists are looked through, not filtered into new ones (and no closure is made for it). */
+function noneInRotation(pool: PipelineDeps["placement"]["pool"], role: Role): boolean {
+  const workers = pool.all(role);
+  return workers.length > 0 && !workers.some(inRotation);
 }
 
 /** One run of a pipeline under `id`; `avoid`: the generation worker a first run failed on. */

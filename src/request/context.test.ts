@@ -36,7 +36,7 @@ describe("RequestContext", () => {
     ctx.hold(table.reserve(42n, "context", "http://c:1", 0));
     ctx.hold(table.reserve(42n, "generation", "http://g:1", 0));
     const seen: (ProxyError | undefined)[] = [];
-    ctx.atEnd((error) => seen.push(error));
+    ctx.atEnd({ atRequestEnd: (error) => seen.push(error) });
     const failure = new ProxyError("WORKER_TIMEOUT", 504, "slow");
     ctx.end(504, failure);
     ctx.end(200);

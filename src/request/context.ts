@@ -64,7 +64,8 @@ export class RequestContext {
   readonly #startedAt: number;
   #ttfbMs: number | undefined;
   #ttftMs: number | undefined;
-  readonly #atEnd: (((error: ProxyError | undefined) => void) | EndListener)[] = [];
+  /** What atEnd was given (made on first use: a whole answer's request has none). */
+  #atEnd: EndListener[] | undefined;
   /** What onLegsAborted and abortAtEnd were given (made on first use). */
   #legWatchers: ((() => void) | AbortController)[] | undefined;
   #ended = false;
@@ -202,8 +203,8 @@ export class RequestContext {
   }
 
   /** Runs once the request ends, with its error (undefined on success). */
-  atEnd(callback: ((error: ProxyError | undefined) => void) | EndListener): void {
-    this.#atEnd.push(callback);
+  atEnd(listener: EndListener): void {
+    (this.#atEnd ??= []).push(listener);
   }
 
   /**
@@ -264,10 +265,7 @@ export class RequestContext {
     this.abortLegs(error ?? REQUEST_ENDED);
     for (const reservation of this.#reservations) reservation.release();
     this.#reservations.length = 0;
-    for (const callback of this.#atEnd) {
-      if (typeof callback === "function") callback(error);
-      else callback.atRequestEnd(error);
-    }
+    if (this.#atEnd !== undefined) for (const listener of this.#atEnd) listener.atRequestEnd(error);
     this.#onEnd(this.#summary(status, error), this);
     if (this.#admissionKeepers === 0) this.#releaseAdmission?.();
   }
