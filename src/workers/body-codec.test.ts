@@ -85,6 +85,14 @@ describe("worker body codecs", () => {
     expect(JSON_CODEC.encode({ model: "m" })).toBe(`{"model":"m"}`);
   });
 
+  test("a hand-off member named __proto__ (JSON.parse makes it an own member) is written with the raw ids, not dropped", () => {
+    const answer = parseJson(`{"__proto__":{"opaque":1},"ctx_request_id":${ID},"x":"y"}`);
+    if (!isJsonObject(answer)) throw new TypeError("expected an object");
+    const params = { ...answer, disagg_request_id: jsonInteger(ID) };
+    expect(JSON_CODEC.encode({ disaggregated_params: params })).toBe(JSON.stringify({ disaggregated_params: params }));
+    expect(JSON_CODEC.encode({ disaggregated_params: params })).toContain(`"__proto__":{"opaque":1}`);
+  });
+
   test("with the client's body, unchanged members go as its bytes; set, changed and repeated ones once, as the body's values", () => {
     const { body, source } = clientBody(
       `{ "model" : "m",  "seed":${ID}, "stream":true, "n":1, "n":2, "messages":[{"role":"user","content":"x\\u00e9"}], "disaggregated_params":{"x":1}}`,
@@ -164,6 +172,23 @@ describe("worker body codecs", () => {
       real: 0.5,
       list: [1, null, "x"],
     });
+  });
+
+  test("msgpack writes a member named __proto__ as a member, never as the map's prototype", () => {
+    const body = parseJson(`{"model":"m","__proto__":{"injected":1},"messages":[{"role":"user","__proto__":"s"}]}`);
+    if (!isJsonObject(body)) throw new TypeError("expected an object");
+    const decoded = new Unpackr({ useRecords: false, mapsAsObjects: false }).unpack(msgpackCodec().encode(body) as Uint8Array) as Map<
+      string,
+      unknown
+    >;
+    expect([...decoded.keys()]).toEqual(["model", "__proto__", "messages"]);
+    expect(decoded.get("__proto__")).toEqual(new Map([["injected", 1]]));
+    expect(decoded.get("messages")).toEqual([
+      new Map([
+        ["role", "user"],
+        ["__proto__", "s"],
+      ]),
+    ]);
   });
 
   test("a chat body read losslessly survives the msgpack round trip", () => {

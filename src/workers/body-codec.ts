@@ -231,6 +231,8 @@ function paramsJson(params: JsonValue): string {
   for (const key in params) {
     const value = params[key];
     if (value !== undefined && isRawJson(value)) raw += `,${PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key)}:${value.rawJSON}`;
+    // Assigned, a member named __proto__ would set the copy's prototype and vanish from its JSON.
+    else if (key === "__proto__") return JSON.stringify(params);
     else plain[key] = value;
   }
   if (raw === "") return JSON.stringify(params);
@@ -259,7 +261,11 @@ export function toMsgpackValue(value: JsonValue): MsgpackValue {
   const out: { [key: string]: MsgpackValue } = {};
   for (const key in value) {
     const member = value[key];
-    if (member !== undefined) out[key] = toMsgpackValue(member);
+    if (member === undefined) continue;
+    // Assigned, a member named __proto__ (JSON.parse makes it an own one) would set the map's prototype and be lost.
+    if (key === "__proto__")
+      Object.defineProperty(out, key, { value: toMsgpackValue(member), enumerable: true, writable: true, configurable: true });
+    else out[key] = toMsgpackValue(member);
   }
   return out;
 }
