@@ -13,34 +13,15 @@
  * made per stream (~40 KB, none kept) raised its heap blocks from 21.5 to 41.6 KB at 1,000 streams.
  */
 
-import { join } from "node:path";
-import { waitReady } from "../cluster/cluster.ts";
-import { spawnService, type Service, serveArgs } from "../cluster/service.ts";
+import type { Service } from "../cluster/service.ts";
+import { census, startCensusRelays } from "./census-relays.ts";
 import { OpenStreams } from "../load/open-streams.ts";
 import { endpointOf } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
 
 const ROUND = Number(process.env["ROUND"] ?? 20);
 const ROUNDS = 7;
-const ROOT = join(import.meta.dir, "..", "..");
-const LOG_DIR = join(ROOT, "bench", "out", "logs");
-const HOOK = join(import.meta.dir, "heap-census.ts");
 const SILENT = chatStream(8, "gen.silence_ms=300000 gen.silence_after=1");
-
-interface Census {
-  readonly counts: Readonly<Record<string, number>>;
-}
-
-async function census(service: Service, seen: number): Promise<Census> {
-  process.kill(service.pid, "SIGUSR2");
-  const errFile = service.logFile.replace(/\.log$/, ".err");
-  for (let waited = 0; waited < 10_000; waited += 50) {
-    const lines = (await Bun.file(errFile).text()).split("\n").filter((line) => line.startsWith("CENSUS "));
-    if (lines.length > seen) return JSON.parse((lines[seen] ?? "").slice("CENSUS ".length)) as Census;
-    await Bun.sleep(50);
-  }
-  throw new Error(`${service.name} wrote no heap census`);
-}
 
 function median(values: readonly number[]): number {
   const sorted = values.toSorted((a, b) => a - b);
@@ -83,30 +64,11 @@ async function perStream(service: Service): Promise<Record<string, number>> {
 async function main(): Promise<void> {
   const services: Service[] = [];
   try {
-    const worker = async (role: string): Promise<Service> => {
-      const cmd = [process.execPath, join(ROOT, "src", "main.ts"), "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"];
-      const service = await spawnService({ name: `allocations-${role}`, cmd, logDir: LOG_DIR });
-      services.push(service);
-      return service;
-    };
-    const context = await worker("context");
-    const generation = await worker("generation");
-    const env = { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768", HEAP_CENSUS_GC: "0" };
-    const proxy = await spawnService({
-      name: "allocations-proxy",
-      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "src", "main.ts"), ...serveArgs(context.url, generation.url)],
-      env,
-      logDir: LOG_DIR,
-    });
-    services.push(proxy);
-    await waitReady(proxy.url);
-    const floor = await spawnService({
-      name: "allocations-floor-js",
-      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "bench", "cluster", "floor-relay.ts"), context.url, generation.url, "js"],
-      env,
-      logDir: LOG_DIR,
-    });
-    services.push(floor);
+    const { proxy, floor } = await startCensusRelays(
+      "allocations",
+      { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768", HEAP_CENSUS_GC: "0" },
+      services,
+    );
     const rows = { proxy: await perStream(proxy), "floor, JS stream": await perStream(floor) };
     const types = Object.keys(rows.proxy)
       .filter((type) => (rows.proxy[type] ?? 0) >= 0.5 || (rows["floor, JS stream"][type] ?? 0) >= 0.5)

@@ -16,27 +16,16 @@
  * outside the heap (the floor's 256 KiB stream buffer, reserved and barely touched).
  */
 
-import { join } from "node:path";
 import { isJsonObject } from "../../src/json/json.ts";
-import { waitReady } from "../cluster/cluster.ts";
-import { spawnService, type Service, serveArgs } from "../cluster/service.ts";
+import type { Service } from "../cluster/service.ts";
+import { census, startCensusRelays, type Census } from "./census-relays.ts";
 import { OpenStreams } from "../load/open-streams.ts";
 import { endpointOf, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
 
 const STREAMS = Number(process.env["STREAMS"] ?? 1000);
-const ROOT = join(import.meta.dir, "..", "..");
-const LOG_DIR = join(ROOT, "bench", "out", "logs");
-const HOOK = join(import.meta.dir, "heap-census.ts");
 const PROMPT_KB = Number(process.env["PROMPT_KB"] ?? 0);
 const SILENT = padded(chatStream(8, "gen.silence_ms=300000 gen.silence_after=1"), PROMPT_KB);
-
-interface Census {
-  readonly heapSize: number;
-  readonly heapCapacity: number;
-  readonly extraMemorySize: number;
-  readonly counts: Readonly<Record<string, number>>;
-}
 
 /** The workload with its prompt padded by about `kb` KB of text before the emulator's directives. */
 function padded(workload: Workload, kb: number): Workload {
@@ -48,17 +37,6 @@ function padded(workload: Workload, kb: number): Workload {
     ...workload,
     body: { ...workload.body, messages: [{ role: "user", content: `${"lorem ipsum ".repeat(Math.round((kb * 1024) / 12))}${content}` }] },
   };
-}
-
-async function census(service: Service, seen: number): Promise<Census> {
-  process.kill(service.pid, "SIGUSR2");
-  const errFile = service.logFile.replace(/\.log$/, ".err");
-  for (let waited = 0; waited < 10_000; waited += 100) {
-    const lines = (await Bun.file(errFile).text()).split("\n").filter((line) => line.startsWith("CENSUS "));
-    if (lines.length > seen) return JSON.parse((lines[seen] ?? "").slice("CENSUS ".length)) as Census;
-    await Bun.sleep(100);
-  }
-  throw new Error(`${service.name} wrote no heap census`);
 }
 
 async function perStream(service: Service): Promise<Record<string, number>> {
@@ -90,30 +68,7 @@ async function perStream(service: Service): Promise<Record<string, number>> {
 async function main(): Promise<void> {
   const services: Service[] = [];
   try {
-    const worker = async (role: string): Promise<Service> => {
-      const cmd = [process.execPath, join(ROOT, "src", "main.ts"), "worker", "--role", role, "--port", "0", "--host", "127.0.0.1"];
-      const service = await spawnService({ name: `census-${role}`, cmd, logDir: LOG_DIR });
-      services.push(service);
-      return service;
-    };
-    const context = await worker("context");
-    const generation = await worker("generation");
-    const env = { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768" };
-    const proxy = await spawnService({
-      name: "census-proxy",
-      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "src", "main.ts"), ...serveArgs(context.url, generation.url)],
-      env,
-      logDir: LOG_DIR,
-    });
-    services.push(proxy);
-    await waitReady(proxy.url);
-    const floor = await spawnService({
-      name: "census-floor-js",
-      cmd: [process.execPath, "--preload", HOOK, join(ROOT, "bench", "cluster", "floor-relay.ts"), context.url, generation.url, "js"],
-      env,
-      logDir: LOG_DIR,
-    });
-    services.push(floor);
+    const { proxy, floor } = await startCensusRelays("census", { BUN_CONFIG_MAX_HTTP_REQUESTS: "32768" }, services);
     const rows = { proxy: await perStream(proxy), "floor, JS stream": await perStream(floor) };
     const types = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))].toSorted(
       (a, b) => (rows.proxy[b] ?? 0) - (rows.proxy[a] ?? 0),
