@@ -7,6 +7,9 @@
 import { join } from "node:path";
 import { waitReady } from "../cluster/cluster.ts";
 import { spawnService, type Service, serveArgs } from "../cluster/service.ts";
+import { OpenStreams } from "../load/open-streams.ts";
+import { endpointOf } from "../load/paths.ts";
+import { chatStream } from "../load/workloads.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const LOG_DIR = join(ROOT, "bench", "out", "logs");
@@ -64,4 +67,13 @@ export async function census(service: Service, seen: number): Promise<Census> {
     await Bun.sleep(50);
   }
   throw new Error(`${service.name} wrote no heap census`);
+}
+
+/** Warms a relay up (its code compiled, its pools filled) with `streams` short streams, then lets their ends run for `settleMs`. */
+export async function warmUp(service: Service, streams: number, settleMs: number): Promise<void> {
+  const warm = new OpenStreams(endpointOf(service.url), chatStream(4));
+  await warm.growTo(streams);
+  await warm.waitFor(4, 10_000);
+  warm.closeAll();
+  await Bun.sleep(settleMs);
 }

@@ -14,7 +14,7 @@
  */
 
 import type { Service } from "../cluster/service.ts";
-import { census, startCensusRelays } from "./census-relays.ts";
+import { census, startCensusRelays, warmUp } from "./census-relays.ts";
 import { OpenStreams } from "../load/open-streams.ts";
 import { endpointOf } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
@@ -30,11 +30,7 @@ function median(values: readonly number[]): number {
 
 /** Allocations per opened stream by type (median over the rounds without a collection). */
 async function perStream(service: Service): Promise<Record<string, number>> {
-  const warm = new OpenStreams(endpointOf(service.url), chatStream(4));
-  await warm.growTo(200);
-  await warm.waitFor(4, 10_000);
-  warm.closeAll();
-  await Bun.sleep(500);
+  await warmUp(service, 200, 500);
   const byType: Record<string, number[]> = {};
   let clean = 0;
   for (let round = 0; round < ROUNDS; round++) {

@@ -18,7 +18,7 @@
 
 import { isJsonObject } from "../../src/json/json.ts";
 import type { Service } from "../cluster/service.ts";
-import { census, startCensusRelays, type Census } from "./census-relays.ts";
+import { census, startCensusRelays, warmUp, type Census } from "./census-relays.ts";
 import { OpenStreams } from "../load/open-streams.ts";
 import { endpointOf, type Workload } from "../load/paths.ts";
 import { chatStream } from "../load/workloads.ts";
@@ -40,11 +40,7 @@ function padded(workload: Workload, kb: number): Workload {
 }
 
 async function perStream(service: Service): Promise<Record<string, number>> {
-  const warm = new OpenStreams(endpointOf(service.url), chatStream(4));
-  await warm.growTo(50);
-  await warm.waitFor(4, 10_000);
-  warm.closeAll();
-  await Bun.sleep(1000);
+  await warmUp(service, 50, 1000);
   const before = await census(service, 0);
   const streams = new OpenStreams(endpointOf(service.url), SILENT);
   await streams.growTo(STREAMS);
