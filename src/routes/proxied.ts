@@ -8,7 +8,7 @@ import type { RequestContext } from "../request/context.ts";
 import { routingRequestOf } from "../routing/routing-request.ts";
 import { streamOf } from "../bytes.ts";
 import type { DialectStream } from "../streaming/dialect.ts";
-import { respondWithStream } from "../streaming/client-relay.ts";
+import { respondWithStream } from "../streaming/respond-with-stream.ts";
 import { withPerfMetricsEvent } from "../streaming/perf-metrics-stage.ts";
 import type { Answer, Ending } from "../streaming/stream-request.ts";
 import { conversationIdOf, namedConversationOf, withConversationId, withSubagentConversationId } from "./conversation.ts";

@@ -3,7 +3,7 @@ import { ProxyError } from "../errors.ts";
 import { traceFrom } from "../observability/trace-context.ts";
 import { RequestContext } from "../request/context.ts";
 import type { DialectStream } from "./dialect.ts";
-import { respondWithStream } from "./client-relay.ts";
+import { respondWithStream } from "./respond-with-stream.ts";
 import type { Answer, Ending, StreamClock } from "./stream-request.ts";
 
 const encoder = new TextEncoder();
